@@ -1,0 +1,86 @@
+"""`[tool.kvlint]` from pyproject.toml, read once per run and merged with command-line options."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from kvlint.roles import DEFAULT_SCHEDULER_ONLY_PATHS
+
+KNOWN_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "scheduler-only-paths", "resolver-module"}
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass
+class Config:
+    select: list[str] | None = None
+    ignore: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    scheduler_only_paths: list[str] = field(default_factory=lambda: list(DEFAULT_SCHEDULER_ONLY_PATHS))
+    resolver_module: str | None = None
+    source: str | None = None  # the pyproject.toml it came from
+
+    def rule_settings(self) -> dict:
+        return {"scheduler-only-paths": tuple(self.scheduler_only_paths)}
+
+
+def find_pyproject(start: Path) -> Path | None:
+    start = start.resolve()
+    for folder in (start if start.is_dir() else start.parent, *start.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _string_list(value, key: str, path: Path) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: [tool.kvlint] {key} must be a list of strings")
+    return list(value)
+
+
+def load_config(path: Path | None) -> Config:
+    if path is None:
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read: {error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    table = data.get("tool", {}).get("kvlint")
+    if table is None:
+        return Config(source=str(path))
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.kvlint] must be a table")
+    unknown = set(table) - KNOWN_KEYS
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) in [tool.kvlint]: {', '.join(sorted(unknown))}")
+    config = Config(source=str(path))
+    if "select" in table:
+        config.select = _string_list(table["select"], "select", path)
+    config.ignore = _string_list(table.get("ignore", []), "ignore", path)
+    config.exclude = _string_list(table.get("exclude", []), "exclude", path)
+    if "scheduler-only-paths" in table:
+        config.scheduler_only_paths = _string_list(table["scheduler-only-paths"], "scheduler-only-paths", path)
+    per_file = table.get("per-file-ignores", {})
+    if not isinstance(per_file, dict):
+        raise ConfigError(f"{path}: [tool.kvlint] per-file-ignores must be a table of glob = [codes]")
+    config.per_file_ignores = {glob: _string_list(codes, f"per-file-ignores.{glob}", path) for glob, codes in per_file.items()}
+    resolver = table.get("resolver-module")
+    if resolver is not None and not isinstance(resolver, str):
+        raise ConfigError(f"{path}: [tool.kvlint] resolver-module must be a dotted module name")
+    config.resolver_module = resolver
+    return config

@@ -1,0 +1,125 @@
+"""Lint one file's source into a FileResult: one parse, all rules in one batched traversal, never raises."""
+
+from __future__ import annotations
+
+import re
+import tokenize
+from dataclasses import dataclass, field
+from io import BytesIO
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+from kvlint.flow import SpecFlow
+from kvlint.project import ProjectIndex
+from kvlint.rule import Rule, RuleContext
+from kvlint.suppress import is_suppressed, suppressions
+from kvlint.types import FileResult, Finding
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True)
+class DecodedSource:
+    text: str
+    encoding: str  # as tokenize names it; "utf-8-sig" when the file starts with a BOM
+
+
+class UnreadableSource(Exception):
+    """A one-line cause, e.g. 'contains NUL bytes'."""
+
+
+def decode_source(data: bytes) -> DecodedSource:
+    if b"\x00" in data:
+        raise UnreadableSource("contains NUL bytes (not Python source)")
+    try:
+        encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
+        return DecodedSource(data.decode(encoding), encoding)
+    except (SyntaxError, LookupError) as error:
+        raise UnreadableSource(f"bad encoding declaration: {error}") from None
+    except UnicodeDecodeError as error:
+        raise UnreadableSource(f"cannot decode as {error.encoding} at byte {error.start}") from None
+
+
+def line_offsets(text: str) -> list[int]:
+    """Offset of the first character of each line, splitting lines as libcst does (\\r\\n, \\r or \\n)."""
+    return [0, *(m.end() for m in _NEWLINE.finditer(text))]
+
+
+@dataclass
+class LintRequest:
+    path: str  # as shown to the user
+    module_path: str  # relative to the tree root, for role decisions
+    project: ProjectIndex
+    rules: tuple[type[Rule], ...]
+    settings: dict = field(default_factory=dict)
+
+
+def unreadable(path: str, cause: str) -> FileResult:
+    finding = Finding(path, 1, 1, 1, 1, "KV000", "unreadable-file", f"cannot analyse this file: {cause}")
+    return FileResult(path=path, findings=(finding,), parsed=False)
+
+
+def lint_bytes(request: LintRequest, data: bytes) -> FileResult:
+    try:
+        if len(data) > MAX_FILE_BYTES:
+            return unreadable(request.path, f"too large ({len(data) / 2**20:.1f} MiB > {MAX_FILE_BYTES // 2**20} MiB)")
+        try:
+            decoded = decode_source(data)
+        except UnreadableSource as error:
+            return unreadable(request.path, str(error))
+        return lint_text(request, decoded.text)
+    except RecursionError:
+        return unreadable(request.path, "nested too deeply to analyse")
+    except Exception as error:  # a rule bug must not end the scan; say which file tripped it
+        return unreadable(request.path, f"internal error in kvlint ({type(error).__name__}: {error}); re-run with --verbose")
+
+
+def lint_text(request: LintRequest, text: str) -> FileResult:
+    visitors = [r for r in request.rules if not getattr(r, "ENGINE_ONLY", False) and r.could_match(text)]
+    if not visitors:
+        return FileResult(path=request.path, skipped_by_prefilter=True)
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        return unreadable(request.path, f"syntax error at line {error.raw_line}, column {error.raw_column + 1}: {error.message}")
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    context = RuleContext(
+        path=request.path,
+        module_path=request.module_path,
+        source=text,
+        line_offsets=line_offsets(text),
+        project=request.project,
+        settings=request.settings,
+        flow=SpecFlow(module, collect_parents(module)),
+        wrapper=wrapper,
+    )
+    wrapper.visit_batched([rule(context) for rule in visitors])
+    findings = [pending.rule.finding_for(pending) for pending in context.pending]
+    table = suppressions(text)
+    kept = [f for f in findings if not is_suppressed(f.code, range(f.line, f.end_line + 1), table)]
+    kept.sort(key=Finding.sort_key)
+    return FileResult(path=request.path, findings=tuple(kept), suppressed=len(findings) - len(kept))
+
+
+class _ParentCollector(cst.CSTVisitor):
+    # Several times cheaper than libcst's ParentNodeProvider, which goes through the metadata machinery.
+    def __init__(self) -> None:
+        self.stack: list[cst.CSTNode] = []
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.parents[node] = self.stack[-1]
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def collect_parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
+    collector = _ParentCollector()
+    module.visit(collector)
+    return collector.parents

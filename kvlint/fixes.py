@@ -1,0 +1,122 @@
+"""Apply fixes to one file: text edits, needed imports, re-parse, and an atomic write that loses nothing."""
+
+from __future__ import annotations
+
+import ast
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+
+from kvlint.types import Applicability, Finding, TextEdit
+
+
+class FixError(Exception):
+    """A one-line reason a file was left untouched."""
+
+
+@dataclass(frozen=True)
+class FixOutcome:
+    text: str
+    applied: tuple[Finding, ...]
+
+
+def fixable(finding: Finding, unsafe: bool) -> bool:
+    fix = finding.fix
+    return fix is not None and (fix.applicability is Applicability.SAFE or unsafe)
+
+
+def apply_fixes(text: str, findings: list[Finding], unsafe: bool) -> FixOutcome:
+    """Apply every eligible fix whose edits do not overlap an earlier one; identical edits count once."""
+    chosen: list[TextEdit] = []
+    applied: list[Finding] = []
+    adds: set[tuple[str, str]] = set()
+    removes: set[tuple[str, str]] = set()
+    for finding in sorted(findings, key=lambda f: (f.fix.edits[0].start if f.fix and f.fix.edits else 0, f.code)):
+        if not fixable(finding, unsafe):
+            continue
+        edits = finding.fix.edits
+        if all(edit in chosen for edit in edits):
+            applied.append(finding)  # another rule's finding already carries this very edit
+            continue
+        if any(_overlaps(edit, other) for edit in edits for other in chosen):
+            continue  # the next run picks it up
+        chosen.extend(edits)
+        applied.append(finding)
+        for change in finding.fix.imports:
+            (adds if change.add else removes).add((change.module, change.name))
+    if not chosen:
+        return FixOutcome(text, ())
+    new_text = text
+    for edit in sorted(chosen, key=lambda e: e.start, reverse=True):
+        new_text = new_text[: edit.start] + edit.replacement + new_text[edit.end :]
+    new_text = _update_imports(new_text, adds, removes)
+    return FixOutcome(new_text, tuple(applied))
+
+
+def _overlaps(a: TextEdit, b: TextEdit) -> bool:
+    return a.start < b.end and b.start < a.end
+
+
+def _update_imports(text: str, adds: set[tuple[str, str]], removes: set[tuple[str, str]]) -> str:
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        raise FixError(f"the fixed source does not parse ({error.message}); left unchanged") from None
+    context = CodemodContext()
+    for module_name, name in sorted(adds):
+        AddImportsVisitor.add_needed_import(context, module_name, name)
+    for module_name, name in sorted(removes):
+        RemoveImportsVisitor.remove_unused_import(context, module_name, name)
+    module = AddImportsVisitor(context).transform_module(module)
+    if removes:
+        module = RemoveImportsVisitor(context).transform_module(module)
+    return module.code
+
+
+def check_compiles(text: str, path: str) -> None:
+    try:
+        compile(ast.parse(text, filename=path), path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as error:
+        raise FixError(f"the fixed source does not compile ({error}); left unchanged") from None
+
+
+def write_atomically(path: Path, original: bytes, new: bytes) -> None:
+    """Replace `path` with `new` only if it still holds `original`; temp file in the same folder, then rename."""
+    folder = path.parent
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError as error:
+        raise FixError(f"cannot stat: {error.strerror}") from None
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".kvlint-tmp", dir=folder)
+    except OSError as error:
+        raise FixError(f"cannot write in {folder}: {error.strerror}; left unchanged") from None
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(new)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode)
+        try:
+            current = path.read_bytes()
+        except OSError as error:
+            raise FixError(f"cannot re-read before writing: {error.strerror}; left unchanged") from None
+        if current != original:
+            raise FixError("changed on disk since kvlint read it; left unchanged")
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def encode_like(text: str, encoding: str) -> bytes:
+    """Encode back exactly as read: same codec, BOM kept (utf-8-sig writes it)."""
+    return text.encode(encoding)

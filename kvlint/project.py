@@ -1,0 +1,249 @@
+"""What a whole vLLM tree knows, read statically: its spec class hierarchy and where the resolver lives.
+
+Built once per scan in the parent process and handed to every file's rules as plain, picklable data.
+The scanned code is parsed with `ast`, never imported.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+INTERFACE_MODULE = "vllm/v1/kv_cache_interface.py"
+RESOLVER_NAME = "resolve_dcp_kv_block_size"
+# Where upstream defines the resolver; searched first, then the whole tree.
+RESOLVER_HOME = "vllm/v1/core/kv_cache_utils.py"
+ATTENTION_ROOT = "AttentionSpec"
+CONTAINER_CLASS = "UniformTypeKVCacheSpecs"
+
+# Used only when a scan has no kv_cache_interface.py (a lone file or fixture): vLLM 0.29.0's hierarchy.
+_DEFAULT_BASES: dict[str, tuple[str, ...]] = {
+    "KVCacheSpec": (),
+    "AttentionSpec": ("KVCacheSpec",),
+    "FullAttentionSpec": ("AttentionSpec",),
+    "MLAAttentionSpec": ("FullAttentionSpec",),
+    "HiddenStateCacheSpec": ("MLAAttentionSpec",),
+    "RSWASpec": ("FullAttentionSpec",),
+    "ChunkedLocalAttentionSpec": ("AttentionSpec",),
+    "SlidingWindowSpec": ("AttentionSpec",),
+    "CircularBufferSpec": ("AttentionSpec",),
+    "SlidingWindowMLASpec": ("SlidingWindowSpec",),
+    "MambaSpec": ("KVCacheSpec",),
+    "EncoderOnlyAttentionSpec": ("AttentionSpec",),
+    "CrossAttentionSpec": ("AttentionSpec",),
+    "SinkFullAttentionSpec": ("FullAttentionSpec",),
+    "UniformTypeKVCacheSpecs": ("KVCacheSpec",),
+}
+
+
+@dataclass(frozen=True)
+class SpecHierarchy:
+    """Spec classes by name, each with its direct base class names, as the tree declares them."""
+
+    bases: dict[str, tuple[str, ...]]
+    # Class-level attribute defaults as source text, e.g. {"AttentionSpec": {"dcp_sharded": "True"}}.
+    attribute_defaults: dict[str, dict[str, str]] = field(default_factory=dict)
+    source: str = "built-in default (vLLM 0.29.0)"
+
+    def ancestors(self, name: str) -> set[str]:
+        seen: set[str] = set()
+        stack = [name]
+        while stack:
+            for base in self.bases.get(stack.pop(), ()):
+                if base not in seen:
+                    seen.add(base)
+                    stack.append(base)
+        return seen
+
+    def is_subclass(self, name: str, ancestor: str) -> bool:
+        return name == ancestor or ancestor in self.ancestors(name)
+
+    def attention_family(self) -> frozenset[str]:
+        return frozenset(name for name in self.bases if self.is_subclass(name, ATTENTION_ROOT))
+
+    def attribute_default(self, name: str, attribute: str) -> str | None:
+        """The class-level default of `attribute` for `name`, looked up along its bases (depth first)."""
+        stack, seen = [name], set()
+        while stack:
+            current = stack.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            value = self.attribute_defaults.get(current, {}).get(attribute)
+            if value is not None:
+                return value
+            stack.extend(self.bases.get(current, ()))
+        return None
+
+
+@dataclass(frozen=True)
+class ProjectIndex:
+    root: str | None
+    hierarchy: SpecHierarchy
+    resolver_module: str | None = None
+    resolver_path: str | None = None
+    # The classes the resolver's per-layer isinstance check accepts (0.29/0.30: AttentionSpec);
+    # empty when it decides otherwise (0.33: reads `dcp_sharded`).
+    resolver_layer_classes: frozenset[str] = frozenset()
+    # 0.31+: the resolver reads `spec.dcp_sharded` instead of checking classes.
+    resolver_reads_dcp_sharded: bool = False
+
+    @property
+    def has_resolver(self) -> bool:
+        return self.resolver_module is not None
+
+    def resolver_scales(self, spec_class: str) -> bool | None:
+        """Whether the tree's resolver applies the DCP factor to a (non-container) spec of this class.
+
+        None when the resolver's rule cannot be read statically.
+        """
+        if self.resolver_layer_classes:
+            return any(self.hierarchy.is_subclass(spec_class, c) for c in self.resolver_layer_classes)
+        if self.resolver_reads_dcp_sharded:
+            default = self.hierarchy.attribute_default(spec_class, "dcp_sharded")
+            return {"True": True, "False": False}.get(default or "")
+        return None
+
+
+def find_tree_root(path: Path) -> Path | None:
+    """The folder that holds `vllm/v1/kv_cache_interface.py`, looking at `path`, below it and above it."""
+    path = path.resolve()
+    start = path if path.is_dir() else path.parent
+    for candidate in (start, *start.parents):
+        if (candidate / INTERFACE_MODULE).is_file():
+            return candidate
+    return None
+
+
+def build_project_index(paths: list[Path]) -> ProjectIndex:
+    root = next((r for r in (find_tree_root(p) for p in paths) if r is not None), None)
+    if root is None:
+        return ProjectIndex(root=None, hierarchy=SpecHierarchy(bases=dict(_DEFAULT_BASES)))
+    hierarchy = _read_hierarchy(root / INTERFACE_MODULE)
+    resolver_path = _find_resolver(root)
+    if resolver_path is None:
+        return ProjectIndex(root=str(root), hierarchy=hierarchy)
+    relative = resolver_path.relative_to(root).with_suffix("")
+    return ProjectIndex(
+        root=str(root),
+        hierarchy=hierarchy,
+        resolver_module=".".join(relative.parts),
+        resolver_path=str(resolver_path),
+        resolver_layer_classes=_resolver_layer_classes(resolver_path),
+        resolver_reads_dcp_sharded="dcp_sharded" in _resolver_source(resolver_path),
+    )
+
+
+def _parse(path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _base_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Subscript):  # Generic[...] and the like
+        return _base_name(node.value)
+    return None
+
+
+def _read_hierarchy(interface: Path) -> SpecHierarchy:
+    module = _parse(interface)
+    if module is None:
+        return SpecHierarchy(bases=dict(_DEFAULT_BASES))
+    bases: dict[str, tuple[str, ...]] = {}
+    defaults: dict[str, dict[str, str]] = {}
+    for node in module.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases[node.name] = tuple(b for b in map(_base_name, node.bases) if b)
+        attributes: dict[str, str] = {}
+        for statement in node.body:
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                if statement.value is not None:
+                    attributes[statement.target.id] = ast.unparse(_field_default(statement.value))
+            elif isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    if isinstance(target, ast.Name):
+                        attributes[target.id] = ast.unparse(statement.value)
+        defaults[node.name] = attributes
+    # Keep only the spec family: classes that reach KVCacheSpec.
+    hierarchy = SpecHierarchy(bases=bases, attribute_defaults=defaults, source=str(interface))
+    family = {n for n in bases if hierarchy.is_subclass(n, "KVCacheSpec")}
+    return SpecHierarchy(
+        bases={n: b for n, b in bases.items() if n in family},
+        attribute_defaults={n: a for n, a in defaults.items() if n in family},
+        source=str(interface),
+    )
+
+
+def _field_default(value: ast.expr) -> ast.expr:
+    """`field(default=X, …)` declares the default X."""
+    if isinstance(value, ast.Call) and _base_name(value.func) == "field":
+        for keyword in value.keywords:
+            if keyword.arg == "default":
+                return keyword.value
+    return value
+
+
+def _defines_resolver(path: Path) -> bool:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return f"def {RESOLVER_NAME}(" in text
+
+
+def _find_resolver(root: Path) -> Path | None:
+    home = root / RESOLVER_HOME
+    if home.is_file() and _defines_resolver(home):
+        return home
+    for folder, dirs, files in os.walk(root / "vllm"):
+        dirs.sort()
+        for name in sorted(files):
+            candidate = Path(folder) / name
+            if name.endswith(".py") and _defines_resolver(candidate):
+                return candidate
+    return None
+
+
+def _resolver_source(path: Path) -> str:
+    module = _parse(path)
+    for node in ast.walk(module) if module is not None else ():
+        if isinstance(node, ast.FunctionDef) and node.name == RESOLVER_NAME:
+            return ast.unparse(node)
+    return ""
+
+
+def _resolver_layer_classes(path: Path) -> frozenset[str]:
+    module = _parse(path)
+    if module is None:
+        return frozenset()
+    for node in ast.walk(module):
+        if isinstance(node, ast.FunctionDef) and node.name == RESOLVER_NAME:
+            classes: set[str] = set()
+            for call in ast.walk(node):
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Name)
+                    and call.func.id == "isinstance"
+                    and len(call.args) == 2
+                ):
+                    classes.update(_class_names(call.args[1]))
+            return frozenset(classes)
+    return frozenset()
+
+
+def _class_names(node: ast.expr) -> set[str]:
+    if isinstance(node, ast.Tuple):
+        return set().union(*(_class_names(e) for e in node.elts)) if node.elts else set()
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _class_names(node.left) | _class_names(node.right)
+    name = _base_name(node)
+    return {name} if name else set()

@@ -1,0 +1,80 @@
+"""SARIF 2.1.0 as GitHub code scanning accepts it: every result's ruleId is in tool.driver.rules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePath
+
+from kvlint import __version__
+from kvlint.reporters.base import Reporter
+
+SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+INFORMATION_URI = "https://pypi.org/project/kvlint/"
+
+
+def _summary(rule) -> str:
+    doc = rule.documentation()
+    for block in doc.split("## ")[1:]:
+        title, _, body = block.partition("\n")
+        if title.strip() == "What it does":
+            return " ".join(body.split())
+    return rule.NAME
+
+
+class SarifReporter(Reporter):
+    NAME = "sarif"
+
+    def render(self, findings, rules) -> str:
+        codes = [r.CODE for r in rules]
+        for f in findings:
+            if f.code not in codes:
+                codes.append(f.code)
+        by_code = {r.CODE: r for r in rules}
+        descriptors = []
+        for code in codes:
+            rule = by_code.get(code)
+            descriptors.append(
+                {
+                    "id": code,
+                    "name": rule.NAME if rule else code,
+                    "shortDescription": {"text": rule.NAME.replace("-", " ") if rule else code},
+                    "fullDescription": {"text": _summary(rule) if rule else code},
+                    "help": {"text": rule.documentation() if rule else code, "markdown": rule.documentation() if rule else code},
+                    "helpUri": f"{INFORMATION_URI}#{code.lower()}",
+                    "defaultConfiguration": {"level": "error"},
+                }
+            )
+        results = []
+        for f in findings:
+            results.append(
+                {
+                    "ruleId": f.code,
+                    "ruleIndex": codes.index(f.code),
+                    "level": "error" if f.severity.value == "error" else "warning",
+                    "message": {"text": f.message},
+                    "locations": [
+                        {
+                            "physicalLocation": {
+                                "artifactLocation": {"uri": PurePath(f.path).as_posix(), "uriBaseId": "%SRCROOT%"},
+                                "region": {
+                                    "startLine": f.line,
+                                    "startColumn": f.column,
+                                    "endLine": f.end_line,
+                                    "endColumn": f.end_column,
+                                },
+                            }
+                        }
+                    ],
+                }
+            )
+        document = {
+            "$schema": SCHEMA,
+            "version": "2.1.0",
+            "runs": [
+                {
+                    "tool": {"driver": {"name": "kvlint", "version": __version__, "informationUri": INFORMATION_URI, "rules": descriptors}},
+                    "results": results,
+                }
+            ],
+        }
+        return json.dumps(document, indent=2) + "\n"

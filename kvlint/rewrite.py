@@ -1,0 +1,99 @@
+"""Build the fix that replaces hand-written DCP scaling with a call to the tree's shared resolver."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from kvlint.flow import dotted
+from kvlint.project import RESOLVER_NAME, ProjectIndex
+from kvlint.rule import Rule
+from kvlint.scaling import Scaling
+from kvlint.types import Applicability, Fix, ImportChange, TextEdit
+
+FIX_TITLE = f"Replace with `{RESOLVER_NAME}(spec, dcp)`"
+NO_RESOLVER = f"no fix: this tree defines no shared `{RESOLVER_NAME}` (added in vLLM 0.29.0), so nothing can call it"
+LINE_LIMIT = 88
+
+
+def gate_matches_resolver(classes: frozenset[str], project: ProjectIndex) -> bool:
+    """Does `isinstance(spec, classes)` scale exactly the spec classes the resolver scales?
+
+    Containers aside (that difference is the bug being fixed), the rewrite then changes nothing.
+    """
+    hierarchy = project.hierarchy
+    for spec_class in hierarchy.bases:
+        if spec_class in ("KVCacheSpec", "UniformTypeKVCacheSpecs"):
+            continue
+        gate = any(hierarchy.is_subclass(spec_class, c) for c in classes)
+        resolver = project.resolver_scales(spec_class)
+        if resolver is None or gate != resolver:
+            return False
+    return True
+
+
+def applicability_of(scaling: Scaling, project: ProjectIndex) -> Applicability:
+    if scaling.canonical and gate_matches_resolver(scaling.gate_classes, project):
+        return Applicability.SAFE
+    return Applicability.UNSAFE
+
+
+def _indent_of_line(source: str, offset: int) -> str:
+    line_start = max(source.rfind("\n", 0, offset), source.rfind("\r", 0, offset)) + 1
+    line = source[line_start:offset]
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def resolver_call_fix(rule: Rule, scaling: Scaling) -> Fix | None:
+    """The rewrite for one scaling site, or None when no call can express it."""
+    project = rule.context.project
+    if not project.has_resolver or scaling.spec is None or not isinstance(scaling.node, cst.BaseExpression):
+        return None
+    start, end = rule.span(scaling.node)
+    source = rule.context.source
+    spec_code, dcp_code = rule.code_of(scaling.spec), rule.code_of(scaling.dcp)
+    single = f"{RESOLVER_NAME}({spec_code}, {dcp_code})"
+    original = source[start:end]
+    line_start = max(source.rfind("\n", 0, start), source.rfind("\r", 0, start)) + 1
+    multiline = "\n" in original or "\r" in original or (start - line_start) + len(single) > LINE_LIMIT
+    if multiline and "\n" not in spec_code + dcp_code:
+        indent = _indent_of_line(source, start)
+        newline = "\r\n" if "\r\n" in source else "\n"
+        replacement = (
+            f"{RESOLVER_NAME}({newline}{indent}    {spec_code},{newline}{indent}    {dcp_code},{newline}{indent})"
+        )
+    else:
+        replacement = single
+    position = rule.context.position(scaling.node)
+    imports = [ImportChange(project.resolver_module, RESOLVER_NAME)]
+    for name in sorted(scaling.gate_classes):
+        module = _imported_from(rule.flow.module, name)
+        if module is not None:
+            imports.append(ImportChange(module, name, add=False))
+    return Fix(
+        title=FIX_TITLE,
+        applicability=applicability_of(scaling, project),
+        edits=(
+            TextEdit(
+                start=start,
+                end=end,
+                replacement=replacement,
+                line=position.start.line,
+                column=position.start.column + 1,
+                end_line=position.end.line,
+                end_column=position.end.column + 1,
+            ),
+        ),
+        imports=tuple(imports),
+    )
+
+
+def _imported_from(module: cst.Module, name: str) -> str | None:
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.ImportFrom) and small.module is not None and not isinstance(small.names, cst.ImportStar):
+                for alias in small.names:
+                    if alias.asname is None and dotted(alias.name) == name:
+                        return "." * len(small.relative) + dotted(small.module)
+    return None

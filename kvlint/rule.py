@@ -1,0 +1,144 @@
+"""The Rule base class: a batchable libcst visitor that reports plain-data findings.
+
+A rule module defines one subclass with CODE, NAME, MESSAGE, FIX_TITLE, its documentation (the class
+docstring, in ruff's sections) and VALID/INVALID examples that are both its tests and its `explain` text.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from collections.abc import Callable
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from kvlint.flow import SpecFlow
+from kvlint.project import ProjectIndex
+from kvlint.types import Finding, Fix, Severity
+
+
+@dataclass(frozen=True)
+class Example:
+    """A code sample. `path` places it in a vLLM tree (roles depend on where code lives)."""
+
+    code: str
+    path: str = "vllm/distributed/kv_transfer/kv_connector/v1/example/config.py"
+    # For INVALID examples: the source after `kvlint fix` (with --unsafe-fixes when `unsafe`).
+    fixed: str | None = None
+    unsafe: bool = False
+    # For examples needing a tree without the resolver.
+    has_resolver: bool = True
+
+    @property
+    def source(self) -> str:
+        return textwrap.dedent(self.code).lstrip("\n")
+
+    @property
+    def fixed_source(self) -> str | None:
+        return None if self.fixed is None else textwrap.dedent(self.fixed).lstrip("\n")
+
+
+@dataclass
+class PendingReport:
+    rule: "Rule"
+    node: cst.CSTNode
+    message: str
+    severity: Severity
+    fix: Callable[[], Fix | None] | None
+    fix_unavailable: str | None
+
+
+@dataclass
+class RuleContext:
+    """What a rule may know about the file it is visiting; shared by all rules of one file."""
+
+    path: str
+    module_path: str  # relative to the tree root, "/"-separated, e.g. vllm/v1/core/kv_cache_utils.py
+    source: str
+    line_offsets: list[int]
+    project: ProjectIndex
+    settings: dict
+    flow: SpecFlow
+    wrapper: MetadataWrapper
+    pending: list[PendingReport] = field(default_factory=list)
+    _positions: dict | None = None
+
+    def position(self, node: cst.CSTNode):
+        # Positions cost a full code generation: computed only for files that report something.
+        if self._positions is None:
+            self._positions = self.wrapper.resolve(PositionProvider)
+        return self._positions[node]
+
+
+class Rule(cst.BatchableCSTVisitor):
+    """Visit methods look at candidate nodes and call `report`; positions are resolved afterwards."""
+
+    CODE: ClassVar[str]
+    NAME: ClassVar[str]
+    MESSAGE: ClassVar[str]
+    FIX_TITLE: ClassVar[str | None] = None
+    VALID: ClassVar[list[Example]] = []
+    INVALID: ClassVar[list[Example]] = []
+    # Substrings without which a file cannot produce a finding: lets the engine skip parsing it.
+    TRIGGERS: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def could_match(cls, text: str) -> bool:
+        """Cheap text test run before parsing; False means this file cannot produce a finding."""
+        return any(trigger in text for trigger in cls.TRIGGERS)
+
+    def __init__(self, context: RuleContext):
+        super().__init__()
+        self.context = context
+
+    @property
+    def flow(self) -> SpecFlow:
+        return self.context.flow
+
+    def code_of(self, node: cst.CSTNode) -> str:
+        start, end = self.span(node)
+        return self.context.source[start:end]
+
+    def span(self, node: cst.CSTNode) -> tuple[int, int]:
+        """Character offsets of `node` (including its own parentheses) in the source."""
+        position = self.context.position(node)
+        offsets = self.context.line_offsets
+        return (
+            offsets[position.start.line - 1] + position.start.column,
+            offsets[position.end.line - 1] + position.end.column,
+        )
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        fix: Callable[[], Fix | None] | None = None,
+        severity: Severity = Severity.ERROR,
+        fix_unavailable: str | None = None,
+    ) -> None:
+        """Record a finding; `fix` is a callable building the Fix once positions are known."""
+        self.context.pending.append(PendingReport(self, node, message, severity, fix, fix_unavailable))
+
+    def finding_for(self, pending: PendingReport) -> Finding:
+        position = self.context.position(pending.node)
+        return Finding(
+            path=self.context.path,
+            line=position.start.line,
+            column=position.start.column + 1,
+            end_line=position.end.line,
+            end_column=position.end.column + 1,
+            code=self.CODE,
+            name=self.NAME,
+            message=pending.message,
+            severity=pending.severity,
+            fix=pending.fix() if pending.fix is not None else None,
+            fix_unavailable=pending.fix_unavailable,
+        )
+
+    @classmethod
+    def documentation(cls) -> str:
+        return textwrap.dedent(cls.__doc__ or "").strip()

@@ -1,0 +1,159 @@
+"""Recognise hand-written DCP scaling of a block size: `spec.block_size * (dcp if <gate> else 1)` and kin.
+
+Shared by KV101 (whose checks may sit in such a gate) and KV102 (which reports and rewrites the product).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from kvlint.flow import Kind, SpecFlow, call_name, dotted
+
+DCP_NAMES = frozenset({"dcp", "dcp_size", "dcp_world_size", "decode_context_parallel_size"})
+
+
+def identifier(node: cst.CSTNode) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return None
+
+
+def _names_dcp(name: str | None) -> bool:
+    return name is not None and (name in DCP_NAMES or name.startswith("dcp_") and name.endswith(("size", "world_size")))
+
+
+# `name = <…dcp…>`, `name: int = <…dcp…>`, and keyword arguments `name=<…dcp…>` (the parameter of a callee).
+_ALIAS = re.compile(
+    r"(?:self\.)?(?P<name>[A-Za-z_]\w*)\s*(?::\s*[\w\[\]., ]+)?=(?!=)\s*(?P<value>[A-Za-z_][\w.]*)\s*(?=[,)\n#]|$)",
+    re.MULTILINE,
+)
+
+
+def dcp_aliases(source: str) -> frozenset[str]:
+    """Identifiers a module assigns from a DCP size (`self.cp_world_size = dcp_world_size`).
+
+    Read from the text with a regular expression: it runs for every candidate file, and a tree walk
+    costs a hundred times more. Two passes catch aliases of aliases.
+    """
+    names: set[str] = set()
+    for _ in range(2):
+        for match in _ALIAS.finditer(source):
+            value = match.group("value").rsplit(".", 1)[-1]
+            if _names_dcp(value) or value in names:
+                names.add(match.group("name"))
+    return frozenset(names)
+
+
+def is_dcp_size(node: cst.CSTNode, aliases: set[str] | frozenset[str]) -> bool:
+    name = identifier(node)
+    return _names_dcp(name) or (name is not None and name in aliases)
+
+
+def _is_one(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Integer) and node.value == "1"
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """One hand-written scaling site."""
+
+    node: cst.CSTNode  # the product (BinOp) or the augmented assignment
+    spec: cst.BaseExpression | None  # whose block size is scaled, when it can be named
+    dcp: cst.BaseExpression  # the DCP size expression (inside the gate if there is one)
+    gate: cst.IfExp | None  # `dcp if <test> else 1`
+    canonical: bool  # `S.block_size * (D if isinstance(S, C) else 1)`: the rewrite keeps S and D verbatim
+    gate_classes: frozenset[str] = frozenset()
+
+
+def spec_of_block_size(node: cst.CSTNode, flow: SpecFlow) -> cst.BaseExpression | None:
+    """For `S.block_size` where S is a KV cache spec, return S."""
+    if isinstance(node, cst.Attribute) and node.attr.value == "block_size":
+        owner = node.value
+        if flow.classify(owner).kind in (Kind.GROUP_SPEC, Kind.LAYER_SPEC) or "spec" in dotted(owner).lower():
+            return owner
+    return None
+
+
+def _block_size_from_spec(node: cst.CSTNode, flow: SpecFlow) -> bool:
+    """A name or attribute that was assigned `S.block_size` for some spec S in this module."""
+    if spec_of_block_size(node, flow) is not None:
+        return True
+    name = identifier(node)
+    if name is None or "block_size" not in name:
+        return False
+    function = flow.enclosing_function(node)
+    scope = function if function is not None else flow.module
+    finder = _AssignmentFinder(dotted(node))
+    scope.visit(finder)
+    return bool(finder.values) and all(spec_of_block_size(v, flow) is not None for v in finder.values)
+
+
+class _AssignmentFinder(cst.CSTVisitor):
+    def __init__(self, target: str):
+        self.target = target
+        self.values: list[cst.BaseExpression] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(dotted(t.target) == self.target for t in node.targets):
+            self.values.append(node.value)
+
+
+def _dcp_gate(node: cst.CSTNode, aliases: frozenset[str]) -> tuple[cst.BaseExpression, cst.IfExp] | None:
+    if isinstance(node, cst.IfExp) and is_dcp_size(node.body, aliases) and _is_one(node.orelse):
+        return node.body, node
+    return None
+
+
+def isinstance_classes(test: cst.CSTNode, subject: str) -> frozenset[str] | None:
+    """Classes of `isinstance(<subject>, C | (C1, C2))`, or None when the test is anything else."""
+    if call_name(test) != "isinstance" or not isinstance(test, cst.Call) or len(test.args) != 2:
+        return None
+    if dotted(test.args[0].value) != subject:
+        return None
+    return class_names(test.args[1].value)
+
+
+def class_names(node: cst.CSTNode) -> frozenset[str] | None:
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        return frozenset({node.value if isinstance(node, cst.Name) else node.attr.value})
+    if isinstance(node, cst.Tuple):
+        names: set[str] = set()
+        for element in node.elements:
+            inner = class_names(element.value)
+            if inner is None:
+                return None
+            names |= inner
+        return frozenset(names)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        left, right = class_names(node.left), class_names(node.right)
+        return None if left is None or right is None else left | right
+    return None
+
+
+def match_scaling(node: cst.CSTNode, flow: SpecFlow, aliases: frozenset[str]) -> Scaling | None:
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        for size, factor in ((node.left, node.right), (node.right, node.left)):
+            gated = _dcp_gate(factor, aliases)
+            dcp = gated[0] if gated else (factor if is_dcp_size(factor, aliases) else None)
+            if dcp is None or not _block_size_from_spec(size, flow):
+                continue
+            spec = spec_of_block_size(size, flow)
+            gate = gated[1] if gated else None
+            classes = isinstance_classes(gate.test, dotted(spec)) if gate is not None and spec is not None else None
+            return Scaling(
+                node=node,
+                spec=spec,
+                dcp=dcp,
+                gate=gate,
+                canonical=spec is not None and classes is not None,
+                gate_classes=classes or frozenset(),
+            )
+    if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.MultiplyAssign):
+        if is_dcp_size(node.value, aliases) and _block_size_from_spec(node.target, flow):
+            return Scaling(node=node, spec=None, dcp=node.value, gate=None, canonical=False)
+    return None

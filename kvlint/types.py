@@ -1,0 +1,81 @@
+"""Plain data that flows from rules to reporters and fixes.
+
+Everything here is frozen and picklable (stdlib only), so results can cross process boundaries,
+be cached on disk, and be rendered as JSON without touching libcst.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Applicability(str, Enum):
+    """How far a fix may be trusted: only SAFE fixes are applied by default."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    """Replace source[start:end] (character offsets into the decoded text) with `replacement`."""
+
+    start: int
+    end: int
+    replacement: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+@dataclass(frozen=True)
+class ImportChange:
+    """An import the fix needs (`add`) or one it may have made dead (`remove_if_unused`)."""
+
+    module: str
+    name: str
+    add: bool = True
+
+
+@dataclass(frozen=True)
+class Fix:
+    title: str
+    applicability: Applicability
+    edits: tuple[TextEdit, ...]
+    imports: tuple[ImportChange, ...] = ()
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    name: str
+    message: str
+    severity: Severity = Severity.ERROR
+    fix: Fix | None = None
+    # A fix the rule would make but cannot here (e.g. no shared resolver in this tree): said once per site.
+    fix_unavailable: str | None = None
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.column, self.code)
+
+
+@dataclass(frozen=True)
+class FileResult:
+    path: str
+    findings: tuple[Finding, ...] = ()
+    # True when the file was read and parsed; False for a KV000 diagnostic.
+    parsed: bool = True
+    skipped_by_prefilter: bool = False
+    suppressed: int = field(default=0)

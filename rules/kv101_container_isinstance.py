@@ -1,0 +1,254 @@
+"""## What it does
+Finds an `isinstance(spec, AttentionSpec)`-style check (or `type(spec) is …`) against a class of the
+`AttentionSpec` family, applied to a KV cache *group* spec that may be a `UniformTypeKVCacheSpecs`
+container, in code that sees a worker's KV cache config.
+
+## Why is this bad?
+`UniformTypeKVCacheSpecs` is a `KVCacheSpec` holding one spec per layer; it is not an `AttentionSpec`.
+DSA models (DeepSeek V3.2, GLM-5.x) merge their MLA and indexer layers into one such group, so the check
+answers "not attention" for them and the code silently takes the wrong branch — typically dropping the
+decode-context-parallel factor that the scheduler, going through `resolve_dcp_kv_block_size`, applies.
+
+Only group-level specs are reported: the spec of a group from `kv_cache_config.kv_cache_groups`, a name
+assigned from one, or a parameter that callers in the same module pass one. Layer-level specs
+(`iter_layer_specs(spec)`, `container.kv_cache_specs.values()`, a layer's own spec) are never containers.
+Code that only receives the scheduler's config (the scheduler, KV cache managers and their coordinator,
+scheduler-side connector halves) never meets a container either: the engine flattens it first.
+
+## Example
+```python
+for group in kv_cache_config.kv_cache_groups:
+    if isinstance(group.kv_cache_spec, FullAttentionSpec):
+        zero_blocks(group)
+```
+
+## Use instead
+```python
+for group in kv_cache_config.kv_cache_groups:
+    if is_full_attention_spec(group.kv_cache_spec):  # unwraps containers
+        zero_blocks(group)
+```
+or, for a token span, `resolve_dcp_kv_block_size(group.kv_cache_spec, dcp)`.
+
+## Fix safety
+When the check is the gate of a hand-written DCP scaling (`spec.block_size * (dcp if isinstance(spec,
+AttentionSpec) else 1)`), the fix is KV102's rewrite to `resolve_dcp_kv_block_size(spec, dcp)`, safe when
+the gate's classes match the resolver's. Other checks have no automatic fix: how to treat a container
+there is a decision for the author.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from kvlint.flow import Kind, dotted
+from kvlint.rewrite import resolver_call_fix
+from kvlint.roles import DEFAULT_SCHEDULER_ONLY_PATHS, sees_only_scheduler_config
+from kvlint.rule import Example, Rule
+from kvlint.scaling import class_names, dcp_aliases, match_scaling
+
+
+# Words in a nearby comment that show the author considered containers (e.g. "fail closed on wrappers").
+ACKNOWLEDGING_WORDS = ("wrapper", "container", "uniformtypekvcachespecs")
+
+
+class ContainerIsinstance(Rule):
+    __doc__ = __doc__
+    CODE = "KV101"
+    NAME = "container-isinstance"
+    MESSAGE = (
+        "`{check}` is False for a UniformTypeKVCacheSpecs container, and `{subject}` may be one: "
+        "it is {reason}, seen here unflattened{more}"
+    )
+    FIX_TITLE = "Replace the gated scaling with `resolve_dcp_kv_block_size(spec, dcp)`"
+    TRIGGERS = ("Spec",)
+
+    @classmethod
+    def could_match(cls, text: str) -> bool:
+        # A group spec only arises from a group list or a KVCacheGroupSpec in the same module.
+        return (
+            ("kv_cache_groups" in text or "transfer_groups" in text or "KVCacheGroupSpec" in text)
+            and ("isinstance(" in text or "type(" in text)
+            and "Spec" in text
+        )
+
+    VALID = [
+        Example(
+            """
+            def page_sizes(kv_cache_config):
+                for group in kv_cache_config.kv_cache_groups:
+                    for spec in iter_layer_specs(group.kv_cache_spec):
+                        if isinstance(spec, AttentionSpec):  # a layer's spec: never a container
+                            yield spec.page_size_bytes
+            """
+        ),
+        Example(
+            """
+            def layer_is_mla(layer_to_spec, layer_name):
+                return isinstance(layer_to_spec[layer_name], MLAAttentionSpec)
+            """
+        ),
+        Example(
+            """
+            class FooConnectorScheduler:
+                def __init__(self, kv_cache_config):
+                    # the scheduler's config is flattened: no containers here
+                    self.hma = any(
+                        not isinstance(g.kv_cache_spec, FullAttentionSpec)
+                        for g in kv_cache_config.kv_cache_groups
+                    )
+            """
+        ),
+        Example(
+            """
+            def first(group):
+                spec = group.kv_cache_spec
+                if isinstance(spec, UniformTypeKVCacheSpecs):
+                    spec = next(iter(spec.kv_cache_specs.values()))
+                return isinstance(spec, AttentionSpec)  # unwrapped first
+            """
+        ),
+        Example(
+            """
+            def sizes(kv_cache_config):
+                return [
+                    g.kv_cache_spec.block_size
+                    for g in kv_cache_config.kv_cache_groups
+                    if isinstance(g.kv_cache_spec, MambaSpec)  # not an attention class
+                ]
+            """
+        ),
+        Example(
+            """
+            def group_zeroing(kv_cache_config):
+                for group in kv_cache_config.kv_cache_groups:
+                    if isinstance(group.kv_cache_spec, FullAttentionSpec):
+                        yield group
+            """,
+            path="vllm/v1/core/kv_cache_coordinator.py",
+        ),
+    ]
+    INVALID = [
+        Example(
+            """
+            def zero_blocks(self):
+                for group in self.kv_cache_config.kv_cache_groups:
+                    if not isinstance(group.kv_cache_spec, FullAttentionSpec):
+                        continue
+                    yield group
+            """,
+            path="vllm/v1/worker/cpu_model_runner.py",
+        ),
+        Example(
+            """
+            def build(kv_cache_config):
+                def certifiable(spec):
+                    if not isinstance(spec, AttentionSpec):
+                        return False
+                    return type(spec) is MLAAttentionSpec
+
+                return all(certifiable(group.kv_cache_spec) for group in kv_cache_config.kv_cache_groups)
+            """
+        ),
+        Example(
+            """
+            from vllm.v1.kv_cache_interface import AttentionSpec
+
+            def spans(kv_cache_config, dcp):
+                return [
+                    g.kv_cache_spec.block_size * (dcp if isinstance(g.kv_cache_spec, AttentionSpec) else 1)
+                    for g in kv_cache_config.kv_cache_groups
+                ]
+            """,
+            fixed="""
+            from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
+
+            def spans(kv_cache_config, dcp):
+                return [
+                    resolve_dcp_kv_block_size(g.kv_cache_spec, dcp)
+                    for g in kv_cache_config.kv_cache_groups
+                ]
+            """,
+        ),
+        Example(
+            """
+            def single_group(kv_cache_config):
+                spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec
+                return type(spec) is FullAttentionSpec
+            """
+        ),
+    ]
+
+    def __init__(self, context):
+        super().__init__(context)
+        self.family = context.project.hierarchy.attention_family()
+        self.patterns = tuple(context.settings.get("scheduler-only-paths", DEFAULT_SCHEDULER_ONLY_PATHS))
+        self.reported: dict[tuple[int, str], int] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "isinstance" and len(node.args) == 2:
+            self._check(node, node.args[0].value, node.args[1].value)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        # `type(spec) is FullAttentionSpec` / `type(spec) == …` / `type(spec) in (…)`
+        left = node.left
+        if not (isinstance(left, cst.Call) and isinstance(left.func, cst.Name) and left.func.value == "type"):
+            return
+        if len(left.args) != 1 or len(node.comparisons) != 1:
+            return
+        target = node.comparisons[0]
+        if isinstance(target.operator, (cst.Is, cst.Equal, cst.In, cst.IsNot, cst.NotEqual, cst.NotIn)):
+            self._check(node, left.args[0].value, target.comparator)
+
+    def _check(self, node: cst.CSTNode, subject: cst.BaseExpression, classes_node: cst.BaseExpression) -> None:
+        classes = class_names(classes_node)
+        if not classes or not classes & self.family:
+            return
+        provenance = self.flow.classify(subject)
+        if provenance.kind is not Kind.GROUP_SPEC:
+            return
+        function = self.flow.enclosing_function(node)
+        subject_code = dotted(subject)
+        if self.flow.checks_for_container(function, subject_code) or self._acknowledged(node):
+            return
+        if sees_only_scheduler_config(
+            self.context.module_path, self.flow.enclosing_class_names(node), self.patterns
+        ):
+            return
+        key = (id(function), subject_code)
+        if key in self.reported:
+            # One finding per spec and function: the same cause, reported once.
+            self.reported[key] += 1
+            return
+        self.reported[key] = 1
+        self.report(
+            node,
+            self.MESSAGE.format(
+                check=" ".join(self.code_of(node).split()),
+                subject=subject_code,
+                reason=provenance.reason,
+                more="",
+            ),
+            fix=lambda: self._gated_scaling_fix(node),
+        )
+
+    def _acknowledged(self, node: cst.CSTNode) -> bool:
+        """A comment next to the check that talks about containers: the author chose this on purpose."""
+        position = self.context.position(node)
+        offsets, source = self.context.line_offsets, self.context.source
+        first = offsets[max(position.start.line - 3, 0)]  # two lines above the check
+        end = offsets[position.end.line] if position.end.line < len(offsets) else len(source)
+        nearby = source[first:end]
+        comments = " ".join(line.split("#", 1)[1] for line in nearby.splitlines() if "#" in line).lower()
+        return any(word in comments for word in ACKNOWLEDGING_WORDS)
+
+    def _gated_scaling_fix(self, node: cst.CSTNode):
+        """If this check gates a hand-written DCP scaling, KV102's rewrite fixes both."""
+        gate = self.flow.parent(node)
+        if not isinstance(gate, cst.IfExp) or gate.test is not node:
+            return None
+        product = self.flow.parent(gate)
+        if not isinstance(product, cst.BinaryOperation):
+            return None
+        scaling = match_scaling(product, self.flow, dcp_aliases(self.context.source))
+        return resolver_call_fix(self, scaling) if scaling is not None else None
