@@ -54,6 +54,15 @@ class Options:
     select: list[str] | None
     ignore: list[str]
     jobs: int | None
+    cache_dir: Path | None = None
+
+
+def _cache_folder(no_cache: bool, cache_dir: str | None) -> Path | None:
+    if no_cache:
+        return None
+    from kvlint.releases import cache_root
+
+    return (Path(cache_dir) if cache_dir else cache_root()) / "results"
 
 
 def _resolve(paths: tuple[str, ...], release: str | None, config_path: str | None, select, ignore, jobs, quiet: bool) -> Options:
@@ -85,6 +94,8 @@ def _common(function):
         click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml to read [tool.kvlint] from."),
         click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores)."),
         click.option("--verbose", "-v", is_flag=True, help="Show tracebacks of internal errors."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the per-file result cache."),
+        click.option("--cache-dir", type=click.Path(file_okay=False), envvar="KVLINT_CACHE_DIR", help="Cache folder (default: ~/.cache/kvlint)."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -102,11 +113,19 @@ def main() -> None:
 @click.option("--format", "output_format", type=click.Choice(sorted(REPORTERS)), default="text", show_default=True)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings (text format).")
-def check(paths, release, select, ignore, config_path, jobs, verbose, output_format, exit_zero, statistics):
+def check(paths, release, select, ignore, config_path, jobs, verbose, no_cache, cache_dir, output_format, exit_zero, statistics):
     """Report findings. Exit 0 clean, 1 findings, 2 usage/config/internal error."""
     reporter = REPORTERS[output_format]()
     options = _resolve(paths, release, config_path, select, ignore, jobs, quiet=reporter.MACHINE)
-    result = scan(options.paths, options.config, options.select, options.ignore, options.jobs)
+    result = scan(
+        options.paths,
+        options.config,
+        options.select,
+        options.ignore,
+        options.jobs,
+        cache_dir=_cache_folder(no_cache, cache_dir),
+        progress=not reporter.MACHINE and sys.stderr.isatty(),
+    )
     if statistics and output_format == "text":
         counts: dict[str, int] = {}
         for f in result.findings:
@@ -140,10 +159,18 @@ def _summary(result: ScanResult) -> None:
 @_common
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff of the fixes and write nothing.")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change behaviour beyond the intended one.")
-def fix(paths, release, select, ignore, config_path, jobs, verbose, show_diff, unsafe_fixes):
+def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, cache_dir, show_diff, unsafe_fixes):
     """Apply safe fixes in place, atomically. Exit 0 when no finding is left, 1 when some remain."""
     options = _resolve(paths, release, config_path, select, ignore, jobs, quiet=False)
-    result = scan(options.paths, options.config, options.select, options.ignore, options.jobs)
+    result = scan(
+        options.paths,
+        options.config,
+        options.select,
+        options.ignore,
+        options.jobs,
+        cache_dir=_cache_folder(no_cache, cache_dir),
+        progress=sys.stderr.isatty(),
+    )
     remaining: list[Finding] = []
     changed_files = 0
     failed = False

@@ -89,6 +89,8 @@ class ProjectIndex:
     resolver_layer_classes: frozenset[str] = frozenset()
     # 0.31+: the resolver reads `spec.dcp_sharded` instead of checking classes.
     resolver_reads_dcp_sharded: bool = False
+    # Cross-file sizing analysis (kvlint.semantics), computed once per scan; None when not built.
+    sizing: object | None = None
 
     @property
     def has_resolver(self) -> bool:

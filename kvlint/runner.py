@@ -66,7 +66,16 @@ def lint_job(job: _Job) -> FileResult:
     return FileResult(result.path, tuple(f for f in result.findings if f.code in codes), result.parsed, result.skipped_by_prefilter, result.suppressed)
 
 
-def scan(paths: list[Path], config: Config, select: list[str] | None, ignore: list[str], jobs: int | None = None) -> ScanResult:
+def scan(
+    paths: list[Path],
+    config: Config,
+    select: list[str] | None,
+    ignore: list[str],
+    jobs: int | None = None,
+    cache_dir: Path | None = None,
+    progress: bool = False,
+) -> ScanResult:
+    """Lint every file under `paths`. `cache_dir` None disables the result cache; `progress` may draw on a TTY."""
     rules = select_rules(select if select is not None else config.select, [*config.ignore, *ignore])
     files, problems = collect_files(paths, config.exclude)
     project = build_project_index(paths)
