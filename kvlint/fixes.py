@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,8 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 from kvlint.types import Applicability, Finding, TextEdit
+
+LINE_LIMIT = 88
 
 
 class FixError(Exception):
@@ -75,7 +78,25 @@ def _update_imports(text: str, adds: set[tuple[str, str]], removes: set[tuple[st
     module = AddImportsVisitor(context).transform_module(module)
     if removes:
         module = RemoveImportsVisitor(context).transform_module(module)
-    return module.code
+    code = module.code
+    for module_name in sorted({m for m, _ in adds}):
+        code = _wrap_long_import(code, module_name, module.default_newline)
+    return code
+
+
+def _wrap_long_import(code: str, module_name: str, newline: str) -> str:
+    """A merged `from m import a, b` longer than the line limit becomes the parenthesised form black writes."""
+    pattern = re.compile(rf"^(?P<indent>[ \t]*)from {re.escape(module_name)} import (?P<names>[\w, ]+?)[ \t]*$", re.MULTILINE)
+
+    def wrap(match: re.Match) -> str:
+        if len(match.group(0)) <= LINE_LIMIT:
+            return match.group(0)
+        indent = match.group("indent")
+        names = [n.strip() for n in match.group("names").split(",") if n.strip()]
+        body = "".join(f"{indent}    {name},{newline}" for name in names)
+        return f"{indent}from {module_name} import ({newline}{body}{indent})"
+
+    return pattern.sub(wrap, code)
 
 
 def check_compiles(text: str, path: str) -> None:

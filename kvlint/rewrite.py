@@ -48,8 +48,8 @@ def resolver_call_fix(rule: Rule, scaling: Scaling) -> Fix | None:
     project = rule.context.project
     if not project.has_resolver or scaling.spec is None or not isinstance(scaling.node, cst.BaseExpression):
         return None
-    start, end = rule.span(scaling.node)
     source = rule.context.source
+    start, end = _span_with_own_parentheses(source, *rule.span(scaling.node), len(scaling.node.lpar))
     spec_code, dcp_code = rule.code_of(scaling.spec), rule.code_of(scaling.dcp)
     single = f"{RESOLVER_NAME}({spec_code}, {dcp_code})"
     original = source[start:end]
@@ -85,6 +85,24 @@ def resolver_call_fix(rule: Rule, scaling: Scaling) -> Fix | None:
         ),
         imports=tuple(imports),
     )
+
+
+def _span_with_own_parentheses(source: str, start: int, end: int, levels: int) -> tuple[int, int]:
+    """Widen (start, end) over the node's own parentheses when only whitespace lies between.
+
+    `x=(\n    a * b\n)` becomes `x=resolve(…)`, as a person would write it; a comment inside stops it.
+    """
+    for _ in range(levels):
+        before = start
+        while before > 0 and source[before - 1] in " \t\r\n":
+            before -= 1
+        after = end
+        while after < len(source) and source[after] in " \t\r\n":
+            after += 1
+        if before == 0 or source[before - 1] != "(" or after >= len(source) or source[after] != ")":
+            break
+        start, end = before - 1, after + 1
+    return start, end
 
 
 def _imported_from(module: cst.Module, name: str) -> str | None:

@@ -111,7 +111,10 @@ def build(kv_cache_config, parallel_config):
     ]
 """,
             fixed="""\
-from vllm.v1.core.kv_cache_utils import resolve_kv_cache_block_sizes, resolve_dcp_kv_block_size
+from vllm.v1.core.kv_cache_utils import (
+    resolve_dcp_kv_block_size,
+    resolve_kv_cache_block_sizes,
+)
 
 def build(kv_cache_config, parallel_config):
     return [
@@ -131,7 +134,6 @@ def build(kv_cache_config, parallel_config):
                 return spec.block_size * (dcp if isinstance(spec, FullAttentionSpec) else 1)
             """,
             fixed="""
-            from vllm.v1.kv_cache_interface import FullAttentionSpec
             from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
 
             def span(spec, dcp):
@@ -153,6 +155,7 @@ def build(kv_cache_config, parallel_config):
             path="vllm/v1/simple_kv_offload/manager.py",
             fixed="""
             from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
+
             def target_blocks(kv_cache_config, cp_world_size):
                 for g in kv_cache_config.kv_cache_groups:
                     spec = g.kv_cache_spec

@@ -1,0 +1,83 @@
+"""Every rule's VALID/INVALID examples run as tests; each rule's docs have ruff's sections."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvlint.engine import LintRequest, lint_text
+from kvlint.fixes import apply_fixes
+from kvlint.project import ProjectIndex, SpecHierarchy, _DEFAULT_BASES
+from kvlint.registry import all_rules
+
+SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
+
+
+def project_for(example) -> ProjectIndex:
+    hierarchy = SpecHierarchy(bases=dict(_DEFAULT_BASES))
+    if not example.has_resolver:
+        return ProjectIndex(root=None, hierarchy=hierarchy)
+    return ProjectIndex(
+        root=None,
+        hierarchy=hierarchy,
+        resolver_module="vllm.v1.core.kv_cache_utils",
+        resolver_path="vllm/v1/core/kv_cache_utils.py",
+        resolver_layer_classes=frozenset({"AttentionSpec"}),
+    )
+
+
+def lint_example(rule, example):
+    request = LintRequest(example.path, example.path, project_for(example), (rule,))
+    return lint_text(request, example.source)
+
+
+def cases(kind):
+    for rule in all_rules():
+        for index, example in enumerate(getattr(rule, kind)):
+            yield pytest.param(rule, example, id=f"{rule.CODE}-{kind.lower()}-{index}")
+
+
+@pytest.mark.parametrize("rule,example", list(cases("VALID")))
+def test_valid_example_is_not_flagged(rule, example):
+    if getattr(rule, "ENGINE_ONLY", False):
+        pytest.skip("engine-level diagnostics are exercised in test_engine")
+    result = lint_example(rule, example)
+    assert [f for f in result.findings if f.code == rule.CODE] == []
+
+
+@pytest.mark.parametrize("rule,example", list(cases("INVALID")))
+def test_invalid_example_is_flagged_and_fixed_as_documented(rule, example):
+    if getattr(rule, "ENGINE_ONLY", False):
+        pytest.skip("engine-level diagnostics are exercised in test_engine")
+    result = lint_example(rule, example)
+    own = [f for f in result.findings if f.code == rule.CODE]
+    assert own, f"{rule.CODE} did not flag:\n{example.source}"
+    for finding in own:
+        assert finding.message and "\n" not in finding.message
+    if example.fixed_source is not None:
+        outcome = apply_fixes(example.source, list(result.findings), unsafe=example.unsafe)
+        assert outcome.text == example.fixed_source
+        if not example.unsafe:
+            # a safe example must not need --unsafe-fixes
+            assert all(f.fix.applicability.value == "safe" for f in outcome.applied)
+        else:
+            assert apply_fixes(example.source, list(result.findings), unsafe=False).text == example.source
+        again = lint_text(LintRequest(example.path, example.path, project_for(example), (rule,)), outcome.text)
+        assert not [f for f in again.findings if f.fix is not None], "fix is not idempotent"
+    elif example.has_resolver:
+        assert all(f.fix is None for f in own) or rule.CODE == "KV101"
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.CODE)
+def test_rule_documentation_has_every_section(rule):
+    doc = rule.documentation()
+    for section in SECTIONS:
+        assert section in doc, f"{rule.CODE} lacks {section!r}"
+    assert rule.VALID and rule.INVALID, f"{rule.CODE} needs examples"
+
+
+def test_codes_are_unique_and_named():
+    codes = [r.CODE for r in all_rules()]
+    assert len(codes) == len(set(codes))
+    assert {"KV000", "KV101", "KV102"} <= set(codes)
+    for rule in all_rules():
+        assert rule.NAME == rule.NAME.lower() and " " not in rule.NAME
