@@ -37,6 +37,10 @@ def decode_source(data: bytes) -> DecodedSource:
         encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
         return DecodedSource(data.decode(encoding), encoding)
     except (SyntaxError, LookupError) as error:
+        try:  # tokenize blames the declaration even when there is none: name the undecodable byte instead
+            data.decode("utf-8")
+        except UnicodeDecodeError as undecodable:
+            raise UnreadableSource(f"cannot decode as utf-8 at byte {undecodable.start}") from None
         raise UnreadableSource(f"bad encoding declaration: {error}") from None
     except UnicodeDecodeError as error:
         raise UnreadableSource(f"cannot decode as {error.encoding} at byte {error.start}") from None

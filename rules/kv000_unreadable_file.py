@@ -1,6 +1,8 @@
 """## What it does
 Reports a file kvlint cannot analyse: unreadable, undecodable, containing NUL bytes, too large, or not
-valid Python. The rest of the scan goes on.
+valid Python. The rest of the scan goes on. Syntax errors are reported in files that could hold a
+finding (their text passes the rules' cheap prefilter); other files are never parsed, which is what keeps
+a full scan of vLLM fast.
 
 ## Why is this bad?
 A file that cannot be parsed cannot be checked: a KV sizing bug in it would go unseen. The diagnostic
@@ -32,4 +34,7 @@ class UnreadableFile(Rule):
     ENGINE_ONLY = True
 
     VALID = [Example("x = 1\n")]
-    INVALID = [Example("def broken(:\n    pass\n"), Example("x = 1\x00\n")]
+    INVALID = [
+        Example("def broken(:\n    for g in kv_cache_config.kv_cache_groups: isinstance(g, AttentionSpec)\n"),
+        Example("x = 1\x00\n"),
+    ]
