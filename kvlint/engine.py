@@ -60,8 +60,8 @@ class LintRequest:
     settings: dict = field(default_factory=dict)
 
 
-def unreadable(path: str, cause: str) -> FileResult:
-    finding = Finding(path, 1, 1, 1, 1, "KV000", "unreadable-file", f"cannot analyse this file: {cause}")
+def unreadable(path: str, cause: str, line: int = 1, column: int = 1) -> FileResult:
+    finding = Finding(path, line, column, line, column, "KV000", "unreadable-file", f"cannot analyse this file: {cause}")
     return FileResult(path=path, findings=(finding,), parsed=False)
 
 
@@ -87,7 +87,8 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        return unreadable(request.path, f"syntax error at line {error.raw_line}, column {error.raw_column + 1}: {error.message}")
+        detail = error.message.split(": ", 1)[-1] if error.message.startswith("parser error") else error.message
+        return unreadable(request.path, f"syntax error: {' '.join(detail.split())}", error.raw_line, error.raw_column + 1)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     context = RuleContext(
         path=request.path,
