@@ -48,8 +48,8 @@ class NotExpressible(Exception):
     """The release's classes cannot describe this configuration."""
 
 
-class Unavailable(Exception):
-    """The release has no such sizing path."""
+class StandInGap(AttributeError):
+    """A sizing path asked kvlint's stand-in for something it cannot answer honestly."""
 
 
 def describe_error(error: BaseException) -> str:
@@ -250,13 +250,15 @@ class ModelConfigStandIn:
         self.use_mla = use_mla
         self.model = "kvlint/verify"
         self.dtype = torch.bfloat16
+        self.max_model_len = MAX_MODEL_LEN
+        self.is_diffusion = False
         self._total_num_kv_heads = total_num_kv_heads
 
     def get_total_num_kv_heads(self) -> int:
         return self._total_num_kv_heads
 
     def __getattr__(self, name: str) -> Any:
-        raise AttributeError(f"kvlint's ModelConfig stand-in does not know {name!r}")
+        raise StandInGap(f"kvlint's ModelConfig stand-in cannot answer {name!r}")
 
 
 def build_vllm_config(config_module: Any, dcp: int) -> tuple[Any, str]:
@@ -302,13 +304,23 @@ class _ConfigStandIn:
         self.model_config = None
 
     def __getattr__(self, name: str) -> Any:
-        raise AttributeError(f"kvlint's VllmConfig stand-in does not know {name!r}")
+        raise StandInGap(f"kvlint's VllmConfig stand-in cannot answer {name!r}")
 
 
-def with_model(vllm_config: Any, model_config: Any) -> Any:
-    # VllmConfig validates on assignment in some releases; the stand-in is no ModelConfig.
-    object.__setattr__(vllm_config, "model_config", model_config)
-    return vllm_config
+class WithModel:
+    """The real VllmConfig, seen with a ModelConfig stand-in.
+
+    The real config keeps ``model_config=None`` (a state vLLM itself allows), so its own
+    properties never consult the stand-in; only what a sizing path reads off
+    ``vllm_config.model_config`` does.
+    """
+
+    def __init__(self, vllm_config: Any, model_config: Any) -> None:
+        self._vllm_config = vllm_config
+        self.model_config = model_config
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._vllm_config, name)
 
 
 # ------------------------------------------------------------------- sizing paths
@@ -447,11 +459,16 @@ class SizingPaths:
         return spans
 
 
-def compare(paths: dict[str, Any]) -> bool:
-    """Agree: no path raised, and every group got one span from all paths that size it."""
+def compare(paths: dict[str, Any]) -> bool | None:
+    """Agree: no path raised, and every group got one span from all paths that size it.
+
+    None when fewer than two paths could be evaluated: nothing was compared.
+    """
     spans = [value for value in paths.values() if isinstance(value, list)]
     if len(spans) != len(paths):
         return False
+    if len(spans) < 2:
+        return None
     for group_spans in zip(*spans):
         values = {span for span in group_spans if span is not None}
         if len(values) > 1:
@@ -486,18 +503,21 @@ def run_matrix(modules: dict[str, Any], dcp_sizes: tuple[int, ...]) -> dict[str,
             notes[f"vllm_config[dcp={dcp}]"] = config_kind
             use_mla = kind in ("mla", "dsa_container")
             model = ModelConfigStandIn(use_mla, 1 if use_mla else 8, torch)
-            cell = Cell(kind, dcp, worker, scheduler, with_model(base_config, model))
+            cell = Cell(kind, dcp, worker, scheduler, WithModel(base_config, model))
             paths.resolve_sizes(cell)
             measured: dict[str, Any] = {}
+            unexpressed: dict[str, str] = {}
             for name in paths.names():
                 try:
-                    spans = paths.measure(name, cell)
-                    measured[name] = spans
-                except NotExpressible as error:
-                    measured[name] = f"not expressible: {error}"
+                    measured[name] = paths.measure(name, cell)
+                except (NotExpressible, StandInGap) as error:
+                    # kvlint's limit, not vLLM's disagreement: say so, compare the rest.
+                    unexpressed[name] = str(error)
                 except Exception as error:
                     measured[name] = describe_error(error)
             record["paths"] = measured
+            if unexpressed:
+                record["not_expressible_paths"] = unexpressed
             if cell.scheduler_sizes is not None:
                 record["scheduler_block_size"], record["hash_block_size"] = cell.scheduler_sizes
             record["agree"] = compare(measured)

@@ -27,9 +27,11 @@ class CellResult:
     dcp: int
     container: bool
     paths: Mapping[str, PathResult]
-    # None when the release cannot express this cell.
+    # None when nothing could be compared (the release cannot express this cell).
     agree: bool | None
     not_expressible: str | None = None
+    # Paths kvlint could not evaluate for this cell, with the reason; left out of `paths`.
+    not_expressible_paths: Mapping[str, str] = field(default_factory=dict)
     scheduler_block_size: int | None = None
     hash_block_size: int | None = None
 
@@ -86,6 +88,7 @@ def parse_report(raw: Mapping[str, Any]) -> VerifyReport:
                 paths={name: _parse_result(value) for name, value in cell["paths"].items()},
                 agree=cell["agree"],
                 not_expressible=cell.get("not_expressible"),
+                not_expressible_paths=dict(cell.get("not_expressible_paths", {})),
                 scheduler_block_size=cell.get("scheduler_block_size"),
                 hash_block_size=cell.get("hash_block_size"),
             )
@@ -142,6 +145,11 @@ def report_to_json(report: VerifyReport) -> dict[str, Any]:
                     if cell.not_expressible is not None
                     else {}
                 ),
+                **(
+                    {"not_expressible_paths": dict(cell.not_expressible_paths)}
+                    if cell.not_expressible_paths
+                    else {}
+                ),
             }
             for cell in report.cells
         ],
@@ -166,6 +174,11 @@ def render_text(report: VerifyReport) -> str:
     footnotes: dict[str, int] = {}
 
     def cell_text(cell: CellResult, name: str) -> str:
+        if name in cell.not_expressible_paths:
+            number = footnotes.setdefault(
+                f"not evaluated: {cell.not_expressible_paths[name]}", len(footnotes) + 1
+            )
+            return f"n/a[{number}]"
         result = cell.paths.get(name)
         if result is None:
             return ""
@@ -178,12 +191,10 @@ def render_text(report: VerifyReport) -> str:
     header = ["kind", "dcp", *names, "agree"]
     rows: list[list[str]] = []
     for cell in report.cells:
-        if cell.agree is None:
-            rows.append(
-                [cell.kind, str(cell.dcp), f"cannot express: {cell.not_expressible}"]
-            )
+        if cell.not_expressible is not None:
+            rows.append([cell.kind, str(cell.dcp), f"cannot express: {cell.not_expressible}"])
             continue
-        verdict = "yes" if cell.agree else "NO"
+        verdict = {True: "yes", False: "NO", None: "-"}[cell.agree]
         rows.append([cell.kind, str(cell.dcp), *(cell_text(cell, n) for n in names), verdict])
     full_rows = [row for row in [header, *rows] if len(row) == len(header)]
     widths = [max(len(row[column]) for row in full_rows) for column in range(len(header))]
@@ -211,7 +222,7 @@ def render_text(report: VerifyReport) -> str:
     out.extend(line(row) for row in rows)
     if footnotes:
         out.append("")
-        out.append("errors:")
+        out.append("notes:")
         for message, number in footnotes.items():
             out.append(f"  [{number}] {message}")
     out.append("")
@@ -221,6 +232,6 @@ def render_text(report: VerifyReport) -> str:
         summary += f"; {len(report.disagreeing)} disagree"
     skipped = len(report.cells) - len(expressed)
     if skipped:
-        summary += f"; {skipped} cannot be expressed by this release"
+        summary += f"; {skipped} could not be compared in this release"
     out.append(summary + ".")
     return "\n".join(out)
