@@ -124,9 +124,12 @@ def build_project_index(paths: list[Path]) -> ProjectIndex:
     if root is None:
         return ProjectIndex(root=None, hierarchy=SpecHierarchy(bases=dict(_DEFAULT_BASES)))
     hierarchy = _read_hierarchy(root / INTERFACE_MODULE)
+    from kvlint.sizing_index import build_sizing_analysis  # imports this module
+
+    sizing = build_sizing_analysis(root, hierarchy)
     resolver_path = _find_resolver(root)
     if resolver_path is None:
-        return ProjectIndex(root=str(root), hierarchy=hierarchy)
+        return ProjectIndex(root=str(root), hierarchy=hierarchy, sizing=sizing)
     relative = resolver_path.relative_to(root).with_suffix("")
     return ProjectIndex(
         root=str(root),
@@ -135,6 +138,7 @@ def build_project_index(paths: list[Path]) -> ProjectIndex:
         resolver_path=str(resolver_path),
         resolver_layer_classes=_resolver_layer_classes(resolver_path),
         resolver_reads_dcp_sharded="dcp_sharded" in _resolver_source(resolver_path),
+        sizing=sizing,
     )
 
 
