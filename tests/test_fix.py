@@ -1,0 +1,124 @@
+"""`kvlint fix`: rewrites to the shared resolver as upstream did, safely, idempotently, atomically."""
+
+from __future__ import annotations
+
+import os
+import py_compile
+import subprocess
+import sys
+
+import pytest
+
+from conftest import OFFLOADING_CONFIG
+from kvlint.fixes import FixError, write_atomically
+from test_cli import BUGGY, make_tree
+
+UPSTREAM_CALL = (
+    "tokens_per_block=resolve_dcp_kv_block_size(\n"
+    "                group.kv_cache_spec,\n"
+    "                parallel_config.decode_context_parallel_size,\n"
+    "            ),"
+)
+
+
+def kvlint(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "kvlint", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def snapshot(root):
+    return {p: p.read_bytes() for p in root.rglob("*.py")}
+
+
+def test_fix_029_matches_upstream_and_is_idempotent(vllm_copy):
+    tree = vllm_copy("0.29.0")
+    before = snapshot(tree)
+    first = kvlint("fix", "--no-cache", str(tree / "vllm"))
+    assert first.returncode == 1, first.stderr  # unsafe/unfixable findings remain
+    after = snapshot(tree)
+    changed = sorted(str(p.relative_to(tree)) for p in before if before[p] != after[p])
+    assert changed == [OFFLOADING_CONFIG]
+    fixed = (tree / OFFLOADING_CONFIG).read_text()
+    assert UPSTREAM_CALL in fixed
+    assert "from vllm.v1.core.kv_cache_utils import (\n    resolve_dcp_kv_block_size,\n    resolve_kv_cache_block_sizes,\n)" in fixed
+    for path in changed:
+        py_compile.compile(str(tree / path), doraise=True)
+    second = kvlint("fix", "--no-cache", str(tree / "vllm"))
+    assert snapshot(tree) == after, "a second run changed something"
+    assert "fixed 0 file(s)" in second.stderr
+
+
+def test_fix_diff_writes_nothing(vllm_copy):
+    tree = vllm_copy("0.29.0")
+    target = tree / OFFLOADING_CONFIG
+    before = target.read_bytes()
+    result = kvlint("fix", "--no-cache", "--diff", str(target))
+    assert result.returncode == 1
+    assert target.read_bytes() == before
+    assert "+            tokens_per_block=resolve_dcp_kv_block_size(" in result.stdout
+
+
+def test_fix_027_changes_nothing_and_says_why(vllm_copy):
+    tree = vllm_copy("0.27.1")
+    before = snapshot(tree / "vllm" / "distributed")
+    result = kvlint("fix", "--no-cache", str(tree / "vllm" / "distributed"))
+    assert snapshot(tree / "vllm" / "distributed") == before
+    assert result.returncode == 1
+    lines = [l for l in result.stdout.splitlines() if "offloading/config.py" in l and "KV102" in l]
+    assert lines and all("no shared `resolve_dcp_kv_block_size`" in l for l in lines)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    make_tree(tmp_path)
+    return tmp_path
+
+
+def test_crlf_bom_and_tabs_survive_byte_for_byte_outside_the_edit(tree):
+    original = ("# keep 'quotes'  \r\n" + BUGGY.replace("\n", "\r\n").replace("    ", "\t") + "x = 1  # tail\r\n").encode()
+    path = tree / "pkg" / "buggy.py"
+    path.write_bytes(b"\xef\xbb\xbf" + original)
+    os.chmod(path, 0o640)
+    result = kvlint("fix", "--no-cache", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf# keep 'quotes'  \r\n")
+    assert data.endswith(b"x = 1  # tail\r\n")
+    assert b"\n" not in data.replace(b"\r\n", b"")  # no bare LF introduced
+    assert b"resolve_dcp_kv_block_size(g.kv_cache_spec, dcp)" in data
+    assert oct(path.stat().st_mode & 0o777) == oct(0o640)
+    py_compile.compile(str(path), doraise=True)
+
+
+def test_file_changed_between_read_and_write_is_not_overwritten(tmp_path):
+    path = tmp_path / "f.py"
+    path.write_bytes(b"new content from the user\n")
+    with pytest.raises(FixError, match="changed on disk"):
+        write_atomically(path, original=b"old content kvlint read\n", new=b"kvlint's rewrite\n")
+    assert path.read_bytes() == b"new content from the user\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.py"], "temporary file left behind"
+
+
+def test_unwritable_folder_is_a_clear_error_and_loses_nothing(tmp_path, monkeypatch):
+    # Tests run as root, which ignores folder permissions: simulate the refusal where it happens.
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    path = tmp_path / "f.py"
+    path.write_bytes(b"old\n")
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(FixError, match="cannot write in .*Permission denied; left unchanged"):
+        write_atomically(path, original=b"old\n", new=b"new\n")
+    assert path.read_bytes() == b"old\n"
+
+
+def test_unsafe_fixes_only_on_request(tree):
+    path = tree / "pkg" / "unsafe.py"
+    path.write_text("def span(spec, dcp):\n    return spec.block_size * dcp\n")
+    result = kvlint("fix", "--no-cache", str(path))
+    assert result.returncode == 1 and "use --unsafe-fixes" in result.stdout
+    assert "spec.block_size * dcp" in path.read_text()
+    result = kvlint("fix", "--no-cache", "--unsafe-fixes", str(path))
+    assert result.returncode == 0
+    assert "return resolve_dcp_kv_block_size(spec, dcp)" in path.read_text()
