@@ -58,7 +58,7 @@ class ContainerIsinstance(Rule):
     NAME = "container-isinstance"
     MESSAGE = (
         "`{check}` is False for a UniformTypeKVCacheSpecs container, and `{subject}` may be one: "
-        "it is {reason}, seen here unflattened{more}"
+        "it is {reason}, seen here unflattened"
     )
     FIX_TITLE = "Replace the gated scaling with `resolve_dcp_kv_block_size(spec, dcp)`"
     TRIGGERS = ("Spec",)
@@ -183,7 +183,8 @@ class ContainerIsinstance(Rule):
         super().__init__(context)
         self.family = context.project.hierarchy.attention_family()
         self.patterns = tuple(context.settings.get("scheduler-only-paths", DEFAULT_SCHEDULER_ONLY_PATHS))
-        self.reported: dict[tuple[int, str], int] = {}
+        # (function, spec) pairs already reported: one finding per cause, not one per check.
+        self.reported: set[tuple[int, str]] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value == "isinstance" and len(node.args) == 2:
@@ -217,17 +218,14 @@ class ContainerIsinstance(Rule):
             return
         key = (id(function), subject_code)
         if key in self.reported:
-            # One finding per spec and function: the same cause, reported once.
-            self.reported[key] += 1
             return
-        self.reported[key] = 1
+        self.reported.add(key)
         self.report(
             node,
             self.MESSAGE.format(
                 check=" ".join(self.code_of(node).split()),
                 subject=subject_code,
                 reason=provenance.reason,
-                more="",
             ),
             fix=lambda: self._gated_scaling_fix(node),
         )
