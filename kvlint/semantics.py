@@ -127,7 +127,7 @@ def truth(value) -> bool | None:
         return bool(value.items if isinstance(value, _Seq) else value.layers)
     if isinstance(value, tuple):
         return bool(value)
-    if isinstance(value, (Layer, Container, _Group, _ClassRef)):
+    if isinstance(value, (Layer, Container, _Group, _Groups, _ClassRef)):
         return True
     return None
 
@@ -225,9 +225,11 @@ class Program:
 
 
 class _Frame:
-    def __init__(self, module: Module, group_spec=None, sites: dict[int, ast.AST] | None = None):
+    def __init__(self, module: Module, group_spec=None, sites: dict[int, ast.AST] | None = None, layout: int | None = None):
         self.module = module
         self.group_spec = group_spec
+        # A known number of groups (1: a single-group config, where `cache_config.block_size` is the group's).
+        self.layout = layout
         self.returns: list = []
         self.sites = sites or {}
         self.recorded: dict[int, list] = {}
@@ -249,9 +251,10 @@ class Evaluator:
     # -- entry points ---------------------------------------------------------------------------
 
     def call(self, module: Module, function: ast.FunctionDef, args: list, keywords: dict | None = None,
-             receiver=None, group_spec=None, sites: dict[int, ast.AST] | None = None) -> tuple[object, _Frame]:
+             receiver=None, group_spec=None, sites: dict[int, ast.AST] | None = None,
+             layout: int | None = None) -> tuple[object, _Frame]:
         """Run `function`; returns (its value, the frame with the values recorded at `sites`)."""
-        frame = _Frame(module, group_spec, sites)
+        frame = _Frame(module, group_spec, sites, layout)
         if self.depth >= MAX_DEPTH:
             return UNKNOWN, frame
         self.depth += 1
@@ -484,6 +487,8 @@ class Evaluator:
                 return frame.group_spec
             if self.is_dcp_name(attr, frame.module):
                 return self.dcp
+            if attr == "block_size" and frame.layout == 1 and base is not UNKNOWN and base.name.endswith("cache_config"):
+                return self.block_size
             if isinstance(base, _Opaque):
                 return _Opaque(f"{base.name}.{attr}")
         return UNKNOWN
@@ -652,6 +657,8 @@ class Evaluator:
                 return len(value.layers)
             if isinstance(value, tuple):
                 return len(value)
+            if isinstance(value, _Groups) and frame.layout is not None:
+                return frame.layout
             return UNKNOWN
         if name == "iter" and len(args) == 1:
             value = self.eval(args[0], env, frame)
@@ -971,17 +978,23 @@ class SizingAnalysis:
         against = self._against(path)
         if against is None:
             return False
-        reference = against.factors("scheduler" if against.role == "reference" else "group")
-        if reference is None:
-            return False
-        target = reference[index]
-        return any(f[index] != target and "?" not in (f[index], target) for _, f in self.views_compared(path))
+        if path.role == "predicate":
+            target = against.factors("group")
+            return target is not None and any(f[index] != target[index] and "?" not in (f[index], target[index]) for _, f in path.views)
+        return any(_differs(f[index], against, index) for _, f in path.views)
 
     def _against(self, path: SizingPath) -> SizingPath | None:
         if path.role in ("reference", "resolver"):
             return None
-        name = self.resolver if path.role == "predicate" else self.reference
-        return next((p for p in self.paths if p.name == name), None)
+        if path.role == "predicate":
+            return next((p for p in self.paths if p.name == self.resolver), None)
+        found = next((p for p in self.paths if p.name == self.reference and p.role == "reference"), None)
+        if found is None and self.reference == self.resolver:
+            found = next((p for p in self.paths if p.name == self.resolver), None)
+            if found is not None:
+                found = SizingPath(found.name, found.module_path, found.qualname, found.line, "reference",
+                                   (("scheduler", found.factors("scheduler") or ()),))
+        return found
 
     def views_compared(self, path: SizingPath):
         return path.views
@@ -1189,6 +1202,14 @@ class _Analyser:
         recorded = [_join(frame.recorded[k]) for k in candidate.sites if k in frame.recorded]
         return _combine(recorded) if recorded else "?"
 
+    def single_group_factor(self, candidate: _Candidate, spec) -> str:
+        """The scheduler's span when the config has one group: what the function returns first."""
+        value, _ = self.evaluator.call(candidate.module, candidate.function, [], {}, receiver=candidate.receiver,
+                                       group_spec=spec, sites={}, layout=1)
+        if isinstance(value, tuple) and value:
+            value = value[0]
+        return _factor(value, "span") if _known_number(value) else "?"
+
     def candidates(self) -> tuple[list[_Candidate], list[_Candidate]]:
         """(helpers: take a spec and decide its DCP factor themselves, paths: size groups of a config)."""
         helpers, paths = [], []
@@ -1246,6 +1267,8 @@ class _Analyser:
                 views.append(("group", tuple(self.factor(candidate, k.spec, False) for k in self.kinds)))
             if role in ("reference", "scheduler", "both"):
                 views.append(("scheduler", tuple(self.factor(candidate, k.flattened(), False) for k in self.kinds)))
+            if role == "reference":
+                views.append(("single-group", tuple(self.single_group_factor(candidate, k.flattened()) for k in self.kinds)))
             column = SizingPath(candidate.name, candidate.module.path, candidate.qualname, candidate.function.lineno, role, tuple(views))
             path_columns.append((candidate, column))
             for gate in _gates(candidate.function, candidate.module, self.evaluator).values():
@@ -1310,20 +1333,21 @@ class _Analyser:
         reference = scheduler.factors("scheduler")
         differing: dict[int, tuple[str, str]] = {}
         for view, factors in column.views:
-            for index, (mine, theirs) in enumerate(zip(factors, reference)):
-                if "?" in (mine, theirs) or mine == theirs or index in differing:
-                    continue
-                differing[index] = (view, mine)
+            for index, mine in enumerate(factors):
+                if index not in differing and _differs(mine, scheduler, index):
+                    differing[index] = (view, mine)
         if not differing:
             return None
         index, reachable = self._pick(list(differing))
         view, mine = differing[index]
         kind = self.kinds[index]
-        seen = "worker view: the container as given" if view == "group" else "scheduler view: flattened to its first layer"
+        seen = ""
+        if kind.is_container:
+            seen = " (worker view: the container as given)" if view == "group" else " (scheduler view: flattened to its first layer)"
         others = [self.kinds[i].label for i in differing if i != index]
         more = f"; also differs for {_listing(others)}" if others else ""
         message = (
-            f"`{column.name}` gives {_tokens(mine)} tokens per block for {kind.label} at DCP={DCP} ({seen}) "
+            f"`{column.name}` gives {_tokens(mine)} tokens per block for {kind.label} at DCP={DCP}{seen} "
             f"where the scheduler's `{scheduler.name}` gives {_tokens(reference[index])}{more}"
         )
         if not reachable:
@@ -1337,9 +1361,9 @@ class _Analyser:
         if not differing:
             return None
         _, reachable = self._pick(differing)
-        rows = [f"{self.kinds[i].label} ({factors[i]} vs {truth_table[i]})" for i in differing]
+        rows = [f"{self.kinds[i].label} ({factors[i]}, resolver {truth_table[i]})" for i in differing]
         subject = f"`{' '.join(ast.unparse(gate).split())}` in `{candidate.name}`" if gate is not None else f"`{candidate.name}`"
-        message = f"{subject} decides DCP sharding differently from the resolver `{resolver.name}` for: {_listing(rows, 6)}"
+        message = f"{subject} decides DCP sharding differently from the resolver `{resolver.name}` for: {_listing(rows, 8)}"
         if not reachable:
             reasons = sorted({self.kinds[i].rejected_under_dcp for i in differing})
             message += f" — only for kinds vLLM rejects under DCP ({'; '.join(reasons)})"
@@ -1395,6 +1419,12 @@ class _Analyser:
             if index > 20:
                 break
         return cls
+
+
+def _differs(mine: str, scheduler: SizingPath, index: int) -> bool:
+    """Whether `mine` matches none of the scheduler's known answers for this kind (one per layout)."""
+    theirs = {factors[index] for _, factors in scheduler.views} - {"?"}
+    return mine != "?" and bool(theirs) and mine not in theirs
 
 
 def _tokens(factor: str) -> str:

@@ -203,3 +203,50 @@ def analyse_single_file(module_path: str, text: str, hierarchy: SpecHierarchy) -
         _SINGLE_FILE_CACHE.clear()
     _SINGLE_FILE_CACHE[key] = result
     return result
+
+
+# ---------------------------------------------------------------------------------------------- rule glue
+
+
+def analysis_for(context) -> SizingAnalysis | None:
+    """The tree's analysis; for a scan without a tree, this file analysed alone."""
+    project = context.project
+    if project.sizing is not None:
+        return project.sizing  # type: ignore[return-value]
+    if project.root is None:
+        return analyse_single_file(context.module_path, context.source, project.hierarchy)
+    return None
+
+
+class SizingRuleMixin:
+    """Reports the analysis' issues of this rule's code at their def (or expression) in this module.
+
+    Mixed into a Rule subclass (kept out of the rules package so the registry sees only real rules).
+    """
+
+    def _init_sizing(self) -> None:
+        analysis = analysis_for(self.context)
+        self._issues = list(analysis.issues_for(self.context.module_path, self.CODE)) if analysis is not None else []
+        self._scopes: list[str] = []
+
+    def _enter(self, name: str) -> None:
+        self._scopes.append(name)
+
+    def _leave(self) -> None:
+        self._scopes.pop()
+
+    def _report_def(self, node) -> None:
+        qualname = ".".join(self._scopes)
+        for issue in [i for i in self._issues if i.column is None and i.qualname == qualname]:
+            self._issues.remove(issue)
+            self.report(node, issue.message, severity=issue.severity)
+
+    def _report_expression(self, node) -> None:
+        if not any(i.column is not None for i in self._issues):
+            return
+        position = self.context.position(node)
+        for issue in self._issues:
+            if issue.column is not None and issue.line == position.start.line and issue.column == position.start.column + 1:
+                self._issues.remove(issue)
+                self.report(node, issue.message, severity=issue.severity)
+                return

@@ -1,0 +1,127 @@
+"""## What it does
+Finds a connector or KV cache manager path that derives a KV cache group's token span (block size times
+the DCP factor) by its own code, and answers differently from the scheduler's
+`resolve_kv_cache_block_sizes` for some kind of group. The finding names both paths (`module:function`) and
+a counterexample: the group kind and DCP size where they disagree.
+
+Each kind is evaluated statically from the scanned tree's own code (its spec class hierarchy, its resolver,
+its helpers) as the path sees it: scheduler-side code gets containers flattened to their first layer's
+spec, worker-side code gets the `UniformTypeKVCacheSpecs` container itself, and code built for both roles
+(e.g. `build_offloading_config`) sees both.
+
+## Why is this bad?
+Every component that sizes blocks must agree on a group's token span. When a connector computes
+`block_size * (dcp if isinstance(spec, AttentionSpec) else 1)` on a worker's config, a DSA group (MLA and
+indexer layers merged into one `UniformTypeKVCacheSpecs`) loses its DCP factor while the scheduler keeps it.
+vLLM 0.29.0, CPU offload, DCP=2, DSA model: `AssertionError: tokens_per_block=16 not divisible by
+tokens_per_hash=32`.
+
+An error when the counterexample is a kind vLLM accepts under DCP; a warning when every disagreeing kind
+is one the tree itself rejects when DCP > 1 (the message says which assertion).
+
+## Example
+```python
+def build_offloading_config(vllm_config, kv_cache_config):
+    dcp = vllm_config.parallel_config.decode_context_parallel_size
+    return [
+        group.kv_cache_spec.block_size * (dcp if isinstance(group.kv_cache_spec, AttentionSpec) else 1)
+        for group in kv_cache_config.kv_cache_groups
+    ]
+```
+
+## Use instead
+```python
+def build_offloading_config(vllm_config, kv_cache_config):
+    dcp = vllm_config.parallel_config.decode_context_parallel_size
+    return [resolve_dcp_kv_block_size(group.kv_cache_spec, dcp) for group in kv_cache_config.kv_cache_groups]
+```
+
+## Fix safety
+No automatic fix: the divergent path may be any shape. When it is the canonical hand-written product,
+KV102 rewrites it to `resolve_dcp_kv_block_size(spec, dcp)`, after which both paths agree by construction.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from kvlint.rule import Example, Rule
+from kvlint.sizing_index import SizingRuleMixin
+
+
+class DivergentSizingPaths(SizingRuleMixin, Rule):
+    __doc__ = __doc__
+    CODE = "KV103"
+    NAME = "divergent-sizing-paths"
+    MESSAGE = "`{path}` gives {tokens} tokens per block for {kind} at DCP={dcp} where the scheduler's `{scheduler}` gives {expected}"
+
+    @classmethod
+    def could_match(cls, text: str) -> bool:
+        return "block_size" in text and ("dcp" in text or "decode_context_parallel" in text or "cp_world_size" in text)
+
+    VALID = [
+        Example(
+            """
+            def build_groups(vllm_config, kv_cache_config):
+                dcp = vllm_config.parallel_config.decode_context_parallel_size
+                return [
+                    resolve_dcp_kv_block_size(group.kv_cache_spec, dcp)
+                    for group in kv_cache_config.kv_cache_groups
+                ]
+            """
+        ),
+        Example(
+            """
+            class FooConnectorScheduler:
+                def spans(self, kv_cache_config, dcp):
+                    # the scheduler's config is flattened: a DSA group arrives as its MLA layer
+                    return [
+                        g.kv_cache_spec.block_size * (dcp if isinstance(g.kv_cache_spec, AttentionSpec) else 1)
+                        for g in kv_cache_config.kv_cache_groups
+                    ]
+            """
+        ),
+    ]
+    INVALID = [
+        Example(
+            """
+            def build_groups(vllm_config, kv_cache_config):
+                parallel_config = vllm_config.parallel_config
+                return [
+                    group.kv_cache_spec.block_size
+                    * (
+                        parallel_config.decode_context_parallel_size
+                        if isinstance(group.kv_cache_spec, AttentionSpec)
+                        else 1
+                    )
+                    for group in kv_cache_config.kv_cache_groups
+                ]
+            """
+        ),
+        Example(
+            """
+            class FooManager:
+                def __init__(self, kv_cache_config, dcp_world_size):
+                    # scales Mamba state too: the scheduler does not
+                    self.spans = [g.kv_cache_spec.block_size * dcp_world_size for g in kv_cache_config.kv_cache_groups]
+            """,
+            path="vllm/v1/core/foo_manager.py",
+        ),
+    ]
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._init_sizing()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._enter(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._leave()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._enter(node.name.value)
+        self._report_def(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._leave()

@@ -1,0 +1,91 @@
+"""## What it does
+Finds a sizing helper or path that unwraps a `UniformTypeKVCacheSpecs` container by looking at one
+arbitrary layer only — `next(iter(spec.kv_cache_specs.values()))` — and then decides something for the
+whole group (its DCP factor, its token span) from that layer, where the answer changes with the order of
+the layers.
+
+The analysis evaluates the function over two-layer containers of every pair of spec classes of the
+scanned tree, in both orders; it reports the pick when some pair gives different answers.
+
+## Why is this bad?
+A container's layers need not agree: the decision then depends on dict order, and the scheduler's resolver
+(`resolve_dcp_kv_block_size`), which checks *every* layer through `iter_layer_specs`, can answer
+differently. An error when the disagreeing layers are of one spec family that vLLM may group together; a
+warning when only layers of different families (which vLLM's uniform-type grouping keeps apart) disagree.
+
+## Example
+```python
+def dcp_world_size_for_kv_cache_spec(spec, dcp_world_size):
+    inner = spec
+    if isinstance(spec, UniformTypeKVCacheSpecs):
+        inner = next(iter(spec.kv_cache_specs.values()))
+    return dcp_world_size if isinstance(inner, FullAttentionSpec) else 1
+```
+
+## Use instead
+```python
+def dcp_world_size_for_kv_cache_spec(spec, dcp_world_size):
+    layers = iter_layer_specs(spec)
+    return dcp_world_size if all(isinstance(layer, AttentionSpec) for layer in layers) else 1
+```
+or call `resolve_dcp_kv_block_size(spec, dcp_world_size)` directly.
+
+## Fix safety
+No automatic fix: whether every layer must qualify (`all`) or any may (`any`) is the author's decision.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from kvlint.rule import Example, Rule
+from kvlint.sizing_index import SizingRuleMixin
+
+
+class FirstLayerUnwrap(SizingRuleMixin, Rule):
+    __doc__ = __doc__
+    CODE = "KV104"
+    NAME = "first-layer-unwrap"
+    MESSAGE = "`{function}` decides for the whole group from its first layer only: {first} gives {a} but {second} gives {b}"
+
+    @classmethod
+    def could_match(cls, text: str) -> bool:
+        return "kv_cache_specs" in text and "next(" in text
+
+    VALID = [
+        Example(
+            """
+            def dcp_factor(spec, dcp_world_size):
+                layers = iter_layer_specs(spec)
+                return dcp_world_size if all(isinstance(layer, AttentionSpec) for layer in layers) else 1
+            """
+        ),
+        Example(
+            """
+            def representative_type(spec):
+                # picks a layer, but decides nothing about DCP sizing
+                if isinstance(spec, UniformTypeKVCacheSpecs):
+                    return type(next(iter(spec.kv_cache_specs.values())))
+                return type(spec)
+            """
+        ),
+    ]
+    INVALID = [
+        Example(
+            """
+            def dcp_factor(spec, dcp_world_size):
+                inner = spec
+                if isinstance(spec, UniformTypeKVCacheSpecs):
+                    inner = next(iter(spec.kv_cache_specs.values()))
+                return dcp_world_size if isinstance(inner, FullAttentionSpec) else 1
+            """
+        ),
+    ]
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._init_sizing()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "next":
+            self._report_expression(node)

@@ -1,0 +1,123 @@
+"""## What it does
+Finds a predicate that decides whether a KV cache group is DCP-sharded — a helper such as
+`dcp_world_size_for_kv_cache_spec(spec, dcp)`, or an inline gate such as
+`dcp if isinstance(spec, AttentionSpec) else 1` — whose truth table over the spec kinds differs from the
+shared resolver `resolve_dcp_kv_block_size`'s. The message lists the kinds where they differ.
+
+The truth tables are computed statically from the scanned tree: each concrete spec class of its
+`kv_cache_interface.py`, and containers (`UniformTypeKVCacheSpecs{MLA, indexer}` as a DSA model builds it,
+one of full-attention layers, a mixed one). The resolver's own body is evaluated, so a tree where it checks
+`isinstance(…, AttentionSpec)` on every layer (0.29) and one where it reads `spec.dcp_sharded` (0.31+) are
+both judged by what they say.
+
+## Why is this bad?
+Two components that answer "is this group sharded?" differently size the same group's blocks differently:
+for example a helper that accepts `FullAttentionSpec` only leaves sliding-window and chunked-local groups
+unscaled while the resolver scales them, and an `isinstance` gate is False for every container. An error
+when a differing kind is accepted under DCP; a warning when the tree rejects every differing kind under DCP.
+
+## Example
+```python
+def dcp_world_size_for_kv_cache_spec(spec, dcp_world_size):
+    return dcp_world_size if isinstance(spec, FullAttentionSpec) else 1
+```
+
+## Use instead
+```python
+def dcp_world_size_for_kv_cache_spec(spec, dcp_world_size):
+    return resolve_dcp_kv_block_size(spec, dcp_world_size) // spec.block_size
+```
+or decide with the same test the resolver uses.
+
+## Fix safety
+No automatic fix: making the predicate agree changes behaviour for the listed kinds, which is the intended
+change but needs a human to confirm each of them.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from kvlint.rule import Example, Rule
+from kvlint.sizing_index import SizingRuleMixin
+
+
+class DivergentDcpPredicate(SizingRuleMixin, Rule):
+    __doc__ = __doc__
+    CODE = "KV105"
+    NAME = "divergent-dcp-predicate"
+    MESSAGE = "`{predicate}` decides DCP sharding differently from the resolver `{resolver}` for: {kinds}"
+
+    @classmethod
+    def could_match(cls, text: str) -> bool:
+        # Predicates live next to block sizes: the resolver's module, connectors' sizing code.
+        return "block_size" in text and ("dcp" in text or "decode_context_parallel" in text)
+
+    VALID = [
+        Example(
+            """
+            def dcp_factor(spec, dcp_world_size):
+                layers = iter_layer_specs(spec)
+                return dcp_world_size if all(isinstance(layer, AttentionSpec) for layer in layers) else 1
+            """
+        ),
+        Example(
+            """
+            def tokens_per_block(spec, dcp_world_size):
+                return resolve_dcp_kv_block_size(spec, dcp_world_size)
+            """
+        ),
+    ]
+    INVALID = [
+        Example(
+            """
+            def dcp_world_size_for_spec(spec, dcp_world_size):
+                return dcp_world_size if isinstance(spec, FullAttentionSpec) else 1
+            """
+        ),
+        Example(
+            """
+            def spans(kv_cache_config, dcp):
+                return [
+                    g.kv_cache_spec.block_size * (dcp if isinstance(g.kv_cache_spec, AttentionSpec) else 1)
+                    for g in kv_cache_config.kv_cache_groups
+                ]
+            """
+        ),
+    ]
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._init_sizing()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._enter(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._leave()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._enter(node.name.value)
+        self._report_def(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._leave()
+
+    # An inline gate is reported on its test: whatever expression that is.
+    def visit_Call(self, node: cst.Call) -> None:
+        self._report_expression(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._report_expression(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._report_expression(node)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._report_expression(node)
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        self._report_expression(node)
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        self._report_expression(node)
