@@ -74,6 +74,11 @@ def _module(path: str, text: str) -> Module | None:
     return Module(path, tree, text, dcp_aliases(text))
 
 
+def helper_signature(text: str) -> bool:
+    """Whether the text defines a function taking a spec and a DCP size."""
+    return _HELPER_SIGNATURE.search(text) is not None
+
+
 def _mentions_dcp(text: str) -> bool:
     return any(word in text for word in _DCP_WORDS)
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 import libcst as cst
 
 from kvlint.rule import Example, Rule
-from kvlint.sizing_index import SizingRuleMixin
+from kvlint.sizing_index import SizingRuleMixin, helper_signature
 
 
 class DivergentDcpPredicate(SizingRuleMixin, Rule):
@@ -51,7 +51,9 @@ class DivergentDcpPredicate(SizingRuleMixin, Rule):
     @classmethod
     def could_match(cls, text: str) -> bool:
         # Predicates live next to block sizes: the resolver's module, connectors' sizing code.
-        return "block_size" in text and ("dcp" in text or "decode_context_parallel" in text)
+        if "dcp" not in text and "decode_context_parallel" not in text:
+            return False
+        return "block_size" in text or helper_signature(text)
 
     VALID = [
         Example(
