@@ -285,6 +285,7 @@ def explain(code):
 
 def _register_optional_commands() -> None:
     """Commands that live in their own packages (runtime verification, …)."""
+    from kvlint.paths_command import paths; main.add_command(paths)  # noqa: E702 - one line per optional command
     try:
         from kvlint.verify.command import verify
     except ImportError:
