@@ -1199,6 +1199,8 @@ class _Analyser:
         value, frame = self.run(candidate, spec, as_helper)
         if as_helper and _known_number(value):
             return _factor(value, _measure(value) or "span")
+        if as_helper and any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(candidate.function)):
+            return "?"  # what it returns is its answer; a size computed on one branch is not
         recorded = [_join(frame.recorded[k]) for k in candidate.sites if k in frame.recorded]
         return _combine(recorded) if recorded else "?"
 

@@ -114,8 +114,8 @@ def read_program(root: Path, hierarchy: SpecHierarchy) -> Program:
                 indexer_texts.append(text)
             if relative == INTERFACE_MODULE:
                 selected[relative] = text
-            elif "block_size" in text and _mentions_dcp(text):
-                if _sizes_near_dcp(text) or _HELPER_SIGNATURE.search(text):
+            elif _mentions_dcp(text):
+                if ("block_size" in text and _sizes_near_dcp(text)) or _HELPER_SIGNATURE.search(text):
                     selected[relative] = text
                 else:
                     maybe_callers[relative] = text
