@@ -136,6 +136,10 @@ def check(paths, release, select, ignore, config_path, jobs, verbose, no_cache, 
         click.echo(reporter.render(result.findings, result.rules), nl=False)
     if not reporter.MACHINE:
         _summary(result)
+    if verbose:
+        for file_result in result.files:
+            if getattr(file_result, "detail", None):
+                click.echo(f"kvlint: details for {file_result.path}:\n{file_result.detail}", err=True)
     sys.exit(EXIT_CLEAN if exit_zero or not result.findings else EXIT_FINDINGS)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import tokenize
-from dataclasses import dataclass, field
+import traceback
+from dataclasses import dataclass, field, replace
 from io import BytesIO
 
 import libcst as cst
@@ -77,7 +78,8 @@ def lint_bytes(request: LintRequest, data: bytes) -> FileResult:
     except RecursionError:
         return unreadable(request.path, "nested too deeply to analyse")
     except Exception as error:  # a rule bug must not end the scan; say which file tripped it
-        return unreadable(request.path, f"internal error in kvlint ({type(error).__name__}: {error}); re-run with --verbose")
+        result = unreadable(request.path, f"internal error in kvlint ({type(error).__name__}: {error}); re-run with --verbose for details")
+        return replace(result, detail=traceback.format_exc())
 
 
 def lint_text(request: LintRequest, text: str) -> FileResult:

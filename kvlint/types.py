@@ -79,3 +79,5 @@ class FileResult:
     parsed: bool = True
     skipped_by_prefilter: bool = False
     suppressed: int = field(default=0)
+    # The traceback of an internal error, shown with --verbose; the finding itself stays one line.
+    detail: str | None = None
