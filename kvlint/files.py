@@ -57,28 +57,50 @@ def collect_files(paths: list[Path], exclude: list[str]) -> tuple[list[SourceFil
 
 
 def _walk(root: Path, exclude: list[str], add, problems: list[PathProblem]) -> None:
+    """Depth first, folders and files in sorted order, following folder links once each (as `os.walk`
+    with followlinks=True would, but from `os.scandir` entries: no stat per ordinary file)."""
     visited: set[tuple[int, int]] = set()
 
-    def on_error(error: OSError) -> None:
-        problems.append(PathProblem(str(error.filename), f"cannot list folder: {error.strerror}"))
-
-    for folder, dirs, names in os.walk(root, onerror=on_error, followlinks=True):
+    def walk(folder: str) -> None:
         try:
             stat = os.stat(folder)
         except OSError:
-            continue
+            return
         if (stat.st_dev, stat.st_ino) in visited:  # a symlink loop: already walked
-            dirs[:] = []
-            continue
+            return
         visited.add((stat.st_dev, stat.st_ino))
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS and not is_excluded(os.path.join(folder, d), exclude))
-        for name in sorted(names):
-            if not name.endswith(".py"):
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError as error:
+            problems.append(PathProblem(str(error.filename if error.filename is not None else folder), f"cannot list folder: {error.strerror}"))
+            return
+        folders: list[str] = []
+        names: list[os.DirEntry] = []
+        for entry in entries:
+            try:
+                is_folder = entry.is_dir()
+            except OSError:
+                is_folder = False
+            if is_folder:
+                folders.append(entry.name)
+            else:
+                names.append(entry)
+        for entry in sorted(names, key=lambda e: e.name):
+            if not entry.name.endswith(".py"):
                 continue
-            path = Path(folder) / name
-            if path.is_symlink() and not path.exists():
+            path = Path(folder) / entry.name
+            if entry.is_symlink() and not path.exists():
                 problems.append(PathProblem(os.path.normpath(str(path)), "dangling symbolic link"))
                 continue
-            if not path.is_file():
-                continue  # e.g. a folder or socket named x.py: not source
+            try:
+                if not entry.is_file():
+                    continue  # e.g. a socket named x.py: not source
+            except OSError:
+                continue
             add(path)
+        for name in sorted(folders):
+            if name not in SKIPPED_FOLDERS and not is_excluded(os.path.join(folder, name), exclude):
+                walk(os.path.join(folder, name))
+
+    walk(str(root))

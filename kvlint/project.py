@@ -119,10 +119,17 @@ def find_tree_root(path: Path) -> Path | None:
     return None
 
 
-def build_project_index(paths: list[Path]) -> ProjectIndex:
+def build_project_index(paths: list[Path], cache_dir: Path | None = None) -> ProjectIndex:
+    """The index of the tree `paths` belong to; with `cache_dir`, reused while the tree's relevant files are unchanged."""
     root = next((r for r in (find_tree_root(p) for p in paths) if r is not None), None)
     if root is None:
         return ProjectIndex(root=None, hierarchy=SpecHierarchy(bases=dict(_DEFAULT_BASES)))
+    if cache_dir is None:
+        return _build(root)
+    return _build_cached(root, cache_dir)
+
+
+def _build(root: Path) -> ProjectIndex:
     hierarchy = _read_hierarchy(root / INTERFACE_MODULE)
     from kvlint.sizing_index import build_sizing_analysis  # imports this module
 
@@ -140,6 +147,99 @@ def build_project_index(paths: list[Path]) -> ProjectIndex:
         resolver_reads_dcp_sharded="dcp_sharded" in _resolver_source(resolver_path),
         sizing=sizing,
     )
+
+
+# ------------------------------------------------------------------------------------ the index cache
+#
+# Building the index reads every file of the tree (the sizing analysis picks its modules by their text)
+# and costs seconds, more than a warm scan may take. It is kept next to the result cache together with a
+# snapshot of the tree: per .py file under vllm/, its stat, content hash and whether it could matter.
+# A file "could matter" when its text holds one of _INDEX_WORDS — a deliberately broad superset of
+# what the hierarchy, the resolver search and the sizing analysis select modules by. The index is
+# rebuilt when a file that could matter (before or after) changed, appeared or vanished; a change
+# elsewhere cannot reach the index, so the old one is reused.
+
+_INDEX_WORDS = (b"block_size", b"dcp", b"DCP", b"context_parallel", b"cp_world_size", b"Indexer", b"kv_cache", b"Spec", RESOLVER_NAME.encode())
+_INDEX_FORMAT = 1
+
+
+def could_matter(relative: str, data: bytes) -> bool:
+    """Whether a change to this file of the tree could change its ProjectIndex."""
+    return relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in _INDEX_WORDS)
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    stat: object | None  # kvlint.cache.FileStat; None when it must be checked by content
+    digest: str
+    matters: bool
+
+
+def _tree_files(root: Path) -> dict[str, os.stat_result | None]:
+    """Every .py file under root/vllm (relative, "/"-separated) with its stat; None when stat fails."""
+    found: dict[str, os.stat_result | None] = {}
+    stack = [root / "vllm"]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                    continue
+            except OSError:
+                continue
+            if entry.name.endswith(".py"):
+                relative = Path(entry.path).relative_to(root).as_posix()
+                try:
+                    found[relative] = os.stat(entry.path)
+                except OSError:
+                    found[relative] = None
+    return found
+
+
+def _build_cached(root: Path, cache_dir: Path) -> ProjectIndex:
+    import hashlib
+    import time
+
+    from kvlint.cache import FileStat, content_digest, load_pickle, own_source_digest, save_pickle, trusted_stat
+
+    started_ns = time.time_ns()
+    key = hashlib.sha256(repr((_INDEX_FORMAT, str(root), own_source_digest())).encode("utf-8", "backslashreplace")).hexdigest()
+    path = cache_dir / f"project-{key}.pickle"
+    stored = load_pickle(path)
+    valid = isinstance(stored, dict) and isinstance(stored.get("index"), ProjectIndex) and isinstance(stored.get("files"), dict)
+    old: dict[str, _Snapshot] = stored["files"] if valid else {}
+    current = _tree_files(root)
+    snapshots: dict[str, _Snapshot] = {}
+    stale = not valid
+    for relative, stat_result in current.items():
+        stat = FileStat.of(stat_result) if stat_result is not None else None
+        before = old.get(relative)
+        if before is not None and stat is not None and before.stat == stat:
+            snapshots[relative] = before
+            continue
+        try:
+            data = (root / relative).read_bytes()
+        except OSError:
+            stale = True
+            continue
+        digest = content_digest(data)
+        if before is not None and before.digest == digest:
+            snapshots[relative] = _Snapshot(trusted_stat(stat, started_ns), digest, before.matters)
+            continue
+        matters = could_matter(relative, data)
+        snapshots[relative] = _Snapshot(trusted_stat(stat, started_ns), digest, matters)
+        stale = stale or matters or (before is not None and before.matters)
+    stale = stale or any(snapshot.matters for relative, snapshot in old.items() if relative not in current)
+    index = _build(root) if stale else stored["index"]
+    if stale or snapshots != old:
+        save_pickle(path, {"index": index, "files": snapshots})
+    return index
 
 
 def _parse(path: Path) -> ast.Module | None:

@@ -1,0 +1,215 @@
+"""The per-file result cache: a warm scan of an unchanged tree reads no source file.
+
+One manifest per configuration (kvlint's own code, the rule settings, the project index) maps each
+scanned file to the stat it had, the hash of its content and its FileResult. A file whose stat is
+unchanged is answered from the manifest without being read; one whose stat changed is read and hashed,
+and its result is reused only when the content hash is the same. Everything that goes into a result
+is in the key, so a cached scan reports exactly what an uncached one would.
+
+The cache is an optimisation only: an unreadable, corrupt or foreign manifest is treated as empty, and a
+manifest that cannot be written is silently skipped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from kvlint import __version__
+from kvlint.types import FileResult
+
+# Bumped when the manifest layout changes: old manifests are then simply not found.
+FORMAT = 1
+# A file modified this close to (or after) the scan's start may change again within the same
+# timestamp tick without its stat changing ("racily clean" in git's words): its stat is not trusted.
+RACY_WINDOW_NS = 2_000_000_000
+# Parts of kvlint that never change a file's result: editing them keeps the cache.
+_NOT_IN_RESULTS = ("verify", "reporters", "cli.py", "__main__.py")
+# Manifests of configurations not used for this long are deleted when another one is written.
+MAX_AGE_S = 30 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """What must be unchanged for a file's content to be assumed unchanged without reading it."""
+
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+
+    @classmethod
+    def of(cls, stat: os.stat_result) -> "FileStat":
+        return cls(stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+
+
+@dataclass(frozen=True)
+class Entry:
+    stat: FileStat | None  # None: not to be trusted, validate by content hash
+    digest: str
+    module_path: str
+    codes: tuple[str, ...]  # the rules run on this file (after per-file ignores)
+    result: FileResult
+
+
+def content_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def configuration_key(project: object, settings: dict, codes: tuple[str, ...]) -> str:
+    """A hash of everything besides a file's own content, path and rules that its result depends on."""
+    parts = (FORMAT, __version__, own_source_digest(), sys.version_info[:2], codes, stable_repr(settings), stable_repr(project))
+    return hashlib.sha256(repr(parts).encode("utf-8", "backslashreplace")).hexdigest()
+
+
+def stable_repr(value: object) -> str:
+    """A repr that is the same in every process: sets and dicts sorted, dataclasses field by field.
+
+    `repr()` of a set depends on the process's string hash seed; two runs must compute one key.
+    """
+    if isinstance(value, (str, bytes, int, float, bool, type(None))):
+        return repr(value)
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__qualname__}.{value.name}"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = ", ".join(f"{f.name}={stable_repr(getattr(value, f.name))}" for f in dataclasses.fields(value))
+        return f"{type(value).__module__}.{type(value).__qualname__}({fields})"
+    if isinstance(value, dict):
+        items = sorted((stable_repr(k), stable_repr(v)) for k, v in value.items())
+        return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(stable_repr(v) for v in value)) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(stable_repr(v) for v in value) + "]"
+    if isinstance(value, type):
+        return f"{value.__module__}.{value.__qualname__}"
+    text = repr(value)
+    if " at 0x" in text:  # an identity-based repr would make every key unique: the cache would never hit
+        return f"{type(value).__module__}.{type(value).__qualname__}({stable_repr(vars(value)) if hasattr(value, '__dict__') else text})"
+    return text
+
+
+@lru_cache(maxsize=1)
+def own_source_digest() -> str:
+    """Hash of kvlint's own sources, so an edited rule invalidates results even without a version bump."""
+    import kvlint
+
+    digest = hashlib.sha256()
+    package = Path(kvlint.__file__).parent
+    folders = [package]
+    try:
+        import kvlint.rules as rules
+
+        folders.extend(Path(p) for p in rules.__path__)
+    except ImportError:  # pragma: no cover - rules always ship with kvlint
+        pass
+    for folder in folders:
+        for path in sorted(folder.rglob("*.py")):
+            if folder == package and path.relative_to(package).parts[0] in _NOT_IN_RESULTS:
+                continue
+            try:
+                digest.update(path.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+            except OSError:
+                digest.update(path.as_posix().encode() + b"\0unreadable\0")
+    return digest.hexdigest()
+
+
+def trusted_stat(stat: FileStat | None, started_ns: int) -> FileStat | None:
+    """The stat to record for a file read at a scan that started at `started_ns`, or None if it is racy."""
+    if stat is not None and stat.mtime_ns >= started_ns - RACY_WINDOW_NS:
+        return None  # may still change within the same timestamp tick: check its content next time
+    return stat
+
+
+def load_pickle(path: Path) -> object | None:
+    """What `save_pickle` wrote, or None when it is missing, truncated, corrupt or from another Python."""
+    try:
+        with open(path, "rb") as stream:
+            return pickle.load(stream)
+    except Exception:  # an unreadable cache is an empty cache, never an error
+        return None
+
+
+def save_pickle(path: Path, value: object) -> bool:
+    """Write atomically: readers see the old file or the new one, never a mix. False when it cannot."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                pickle.dump(value, stream, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temporary, path)
+        except BaseException:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            raise
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        return False  # a read-only or full disk, or something unpicklable, costs speed, never the scan
+    return True
+
+
+class ResultCache:
+    """The manifest of one configuration, loaded once per scan and saved once at its end."""
+
+    def __init__(self, folder: Path, key: str):
+        self.folder = folder
+        self.path = folder / f"manifest-{key}.pickle"
+        self.started_ns = time.time_ns()
+        self.entries: dict[str, Entry] = self._load()
+        self.changed = False
+
+    def _load(self) -> dict[str, Entry]:
+        loaded = load_pickle(self.path)
+        if not isinstance(loaded, dict) or loaded.get("format") != FORMAT or not isinstance(loaded.get("entries"), dict):
+            return {}
+        entries = loaded["entries"]
+        return {k: v for k, v in entries.items() if isinstance(k, str) and isinstance(v, Entry) and isinstance(v.result, FileResult)}
+
+    def fresh(self, display: str, stat: FileStat, module_path: str, codes: tuple[str, ...]) -> FileResult | None:
+        """The cached result when the file's stat is exactly what it was: no need to read it."""
+        entry = self.entries.get(display)
+        if entry is None or entry.stat is None or entry.stat != stat:
+            return None
+        if entry.module_path != module_path or entry.codes != codes:
+            return None
+        return entry.result
+
+    def matching(self, display: str, digest: str, stat: FileStat | None, module_path: str, codes: tuple[str, ...]) -> FileResult | None:
+        """The cached result when the file's content is the same (its stat changed, e.g. `touch`)."""
+        entry = self.entries.get(display)
+        if entry is None or entry.digest != digest or entry.module_path != module_path or entry.codes != codes:
+            return None
+        self.store(display, stat, digest, module_path, codes, entry.result)
+        return entry.result
+
+    def store(self, display: str, stat: FileStat | None, digest: str, module_path: str, codes: tuple[str, ...], result: FileResult) -> None:
+        entry = Entry(trusted_stat(stat, self.started_ns), digest, module_path, codes, result)
+        if self.entries.get(display) != entry:
+            self.entries[display] = entry
+            self.changed = True
+
+    def save(self) -> None:
+        if self.changed and save_pickle(self.path, {"format": FORMAT, "entries": self.entries}):
+            self.changed = False
+            self._prune()
+
+    def _prune(self) -> None:
+        cutoff = time.time() - MAX_AGE_S
+        try:
+            with os.scandir(self.folder) as listing:
+                for item in listing:
+                    if item.name.startswith(("manifest-", ".manifest-", "project-", ".project-")) and item.stat().st_mtime < cutoff:
+                        os.unlink(item.path)
+        except OSError:
+            pass

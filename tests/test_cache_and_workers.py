@@ -1,0 +1,367 @@
+"""The result cache and the process pool change how fast a scan is, never what it finds.
+
+On real vLLM 0.29.0: one worker or two, no cache, a cold cache and a warm one all give the same
+results. On small trees: what invalidates an entry (content, configuration, rule selection, the
+project index), what does not (a `touch`), and that a broken cache is an empty one.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kvlint import project as project_module
+from kvlint import runner
+from kvlint.cache import FileStat, ResultCache, configuration_key, stable_repr
+from kvlint.config import Config
+from kvlint.project import ProjectIndex, SpecHierarchy
+from kvlint.releases import release_sources
+from kvlint.runner import scan
+
+INTERFACE = """\
+class KVCacheSpec: pass
+class AttentionSpec(KVCacheSpec): pass
+class FullAttentionSpec(AttentionSpec): pass
+class MambaSpec(KVCacheSpec): pass
+class UniformTypeKVCacheSpecs(KVCacheSpec): pass
+"""
+RESOLVER = """\
+def resolve_dcp_kv_block_size(spec, dcp_world_size):
+    layer_specs = iter_layer_specs(spec)
+    if len(layer_specs) > 0 and all(isinstance(s, AttentionSpec) for s in layer_specs):
+        return spec.block_size * dcp_world_size
+    return spec.block_size
+"""
+BUGGY = """\
+from vllm.v1.kv_cache_interface import AttentionSpec
+
+
+def spans(kv_cache_config, dcp):
+    return [
+        g.kv_cache_spec.block_size * (dcp if isinstance(g.kv_cache_spec, AttentionSpec) else 1)
+        for g in kv_cache_config.kv_cache_groups
+    ]
+"""
+CLEAN = "def add(a, b):\n    return a + b\n"
+# A KV101 finding that no cross-file sizing analysis looks at: editing it in keeps the project index.
+ISINSTANCE = """\
+from vllm.v1.kv_cache_interface import FullAttentionSpec
+
+
+def zero(kv_cache_config):
+    for group in kv_cache_config.kv_cache_groups:
+        if isinstance(group.kv_cache_spec, FullAttentionSpec):
+            group.zero()
+"""
+
+
+def make_tree(root: Path, buggy_copies: int = 2) -> Path:
+    """A miniature vLLM tree: its spec hierarchy, the shared resolver, a few buggy and clean modules."""
+    (root / "vllm" / "v1" / "core").mkdir(parents=True)
+    (root / "vllm" / "v1" / "kv_cache_interface.py").write_text(INTERFACE)
+    (root / "vllm" / "v1" / "core" / "kv_cache_utils.py").write_text(RESOLVER)
+    connectors = root / "vllm" / "connectors"
+    connectors.mkdir()
+    for number in range(buggy_copies):
+        (connectors / f"buggy_{number}.py").write_text(BUGGY)
+    (connectors / "clean.py").write_text(CLEAN)
+    (root / "vllm" / "models").mkdir()
+    (root / "vllm" / "models" / "model.py").write_text(CLEAN)
+    return root
+
+
+def run(tree: Path, cache: Path | None, jobs: int = 1, config: Config | None = None, select=None, **kwargs):
+    return scan([tree / "vllm"], config or Config(), select, [], jobs=jobs, cache_dir=cache, **kwargs)
+
+
+def outcome(result) -> tuple:
+    """Everything a scan reports, in a comparable form."""
+    return tuple(result.files), tuple(result.findings), stable_repr(result.project)
+
+
+def age(path: Path, seconds: float = 60) -> None:
+    """Move a file's mtime into the past: a file modified just now is not trusted by its stat alone."""
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns - int(seconds * 1e9)))
+
+
+def age_tree(tree: Path) -> None:
+    for path in tree.rglob("*.py"):
+        age(path)
+
+
+# ------------------------------------------------------------------------------------ real vLLM 0.29.0
+
+
+@pytest.fixture(scope="module")
+def vllm_029() -> Path:
+    return release_sources("0.29.0", quiet=True)
+
+
+@pytest.mark.slow
+def test_workers_and_cache_agree_on_real_vllm(vllm_029, tmp_path):
+    cache = tmp_path / "cache"
+    inline = run(vllm_029, None, jobs=1)
+    cold = run(vllm_029, cache, jobs=2)
+    warm = run(vllm_029, cache, jobs=2)
+    warm_inline = run(vllm_029, cache, jobs=1)
+
+    assert len(inline.files) > 2000 and inline.findings, "the real tree has known findings"
+    assert outcome(cold) == outcome(inline)
+    assert outcome(warm) == outcome(inline)
+    assert outcome(warm_inline) == outcome(inline)
+    assert cold.cache_hits == 0
+    assert warm.cache_hits == warm_inline.cache_hits == len(inline.files)
+
+
+@pytest.mark.slow
+def test_two_workers_without_cache_agree_on_the_connectors(vllm_029):
+    # The folder with most parsed files, scanned with and without a pool (the project index is the tree's).
+    connectors = vllm_029 / "vllm" / "distributed" / "kv_transfer"
+    one = scan([connectors], Config(), None, [], jobs=1)
+    two = scan([connectors], Config(), None, [], jobs=2)
+    assert one.project.root == str(vllm_029)
+    assert outcome(one) == outcome(two)
+
+
+# ------------------------------------------------------------------------------------ small trees
+
+
+@pytest.fixture
+def tree(tmp_path) -> Path:
+    root = make_tree(tmp_path / "tree")
+    age_tree(root)
+    return root
+
+
+def test_warm_scan_reads_no_source_file(tree, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    uncached = run(tree, None)
+    cold = run(tree, cache)
+    assert cold.findings and cold.cache_hits == 0
+
+    def no_reading(path, display):
+        raise AssertionError(f"{display} was read on a warm scan")  # pragma: no cover
+
+    monkeypatch.setattr(runner, "_read", no_reading)
+    warm = run(tree, cache)
+    assert warm.cache_hits == len(warm.files) == len(cold.files)
+    assert outcome(warm) == outcome(cold) == outcome(uncached)
+
+
+def test_touch_without_change_is_answered_by_content_hash(tree, tmp_path):
+    cache = tmp_path / "cache"
+    cold = run(tree, cache)
+    for path in (tree / "vllm").rglob("*.py"):
+        path.touch()
+    touched = run(tree, cache)
+    assert touched.cache_hits == len(cold.files)
+    assert outcome(touched) == outcome(cold)
+
+
+def test_edited_file_is_linted_again(tree, tmp_path):
+    cache = tmp_path / "cache"
+    run(tree, cache)
+    clean = tree / "vllm" / "connectors" / "clean.py"
+    clean.write_text(ISINSTANCE)
+    edited = run(tree, cache)
+    assert [f.code for f in edited.findings if f.path.endswith("clean.py")] == ["KV101"]
+    assert edited.cache_hits == len(edited.files) - 1
+    assert outcome(edited) == outcome(run(tree, None))
+
+
+def test_same_size_same_mtime_edit_is_still_seen(tree, tmp_path):
+    """A file rewritten within one timestamp tick keeps size and mtime: the cache must not trust it."""
+    cache = tmp_path / "cache"
+    model = tree / "vllm" / "connectors" / "clean.py"
+    model.write_text(CLEAN)  # mtime now: inside the racy window when the scan records it
+    run(tree, cache)
+    before = model.stat()
+    model.write_text(CLEAN.replace("a + b", "b + a"))
+    os.utime(model, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert model.stat().st_size == before.st_size
+    again = run(tree, cache)
+    assert outcome(again) == outcome(run(tree, None))
+
+
+def test_configuration_is_part_of_the_key(tree, tmp_path):
+    cache = tmp_path / "cache"
+    everything = run(tree, cache)
+    only_kv101 = run(tree, cache, select=["KV101"])
+    assert only_kv101.cache_hits == 0
+    assert {f.code for f in only_kv101.findings} <= {"KV101"}
+    assert outcome(only_kv101) == outcome(run(tree, None, select=["KV101"]))
+
+    per_file = Config(per_file_ignores={"*/buggy_0.py": ["KV1"]})
+    ignored = run(tree, cache, config=per_file)
+    assert not any(f.path.endswith("buggy_0.py") for f in ignored.findings)
+    assert outcome(ignored) == outcome(run(tree, None, config=per_file))
+    assert outcome(run(tree, cache)) == outcome(everything)
+
+    moved = Config(scheduler_only_paths=["vllm/connectors/*"])
+    assert outcome(run(tree, cache, config=moved)) == outcome(run(tree, None, config=moved))
+
+
+def test_project_index_change_invalidates_results(tree, tmp_path):
+    cache = tmp_path / "cache"
+    with_resolver = run(tree, cache)
+    (tree / "vllm" / "v1" / "core" / "kv_cache_utils.py").write_text("def unrelated():\n    return 1\n")
+    without = run(tree, cache)
+    assert not without.project.has_resolver
+    assert without.cache_hits == 0
+    assert outcome(without) == outcome(run(tree, None))
+    assert outcome(without) != outcome(with_resolver)
+
+
+def test_project_index_is_reused_unless_a_file_that_matters_changed(tree, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    built = []
+    real_build = project_module._build
+    monkeypatch.setattr(project_module, "_build", lambda root: built.append(root) or real_build(root))
+
+    run(tree, cache)
+    assert len(built) == 1
+    run(tree, cache)
+    assert len(built) == 1, "unchanged tree: index reused"
+
+    model = tree / "vllm" / "models" / "model.py"
+    model.write_text(CLEAN + "\n\ndef mul(a, b):\n    return a * b\n")
+    (tree / "vllm" / "models" / "new.py").write_text(CLEAN)
+    run(tree, cache)
+    assert len(built) == 1, "a file that mentions nothing the index reads: index reused"
+
+    model.write_text("def size(spec, dcp):\n    return spec.block_size * dcp\n")
+    edited = run(tree, cache)
+    assert len(built) == 2, "a file that could hold a sizing path: index rebuilt"
+    assert outcome(edited) == outcome(run(tree, None))  # builds once more, uncached
+
+    model.unlink()
+    run(tree, cache)
+    assert len(built) == 4, "a file that mattered vanished: index rebuilt"
+
+
+@pytest.mark.parametrize("garbage", [b"", b"not a pickle", pickle.dumps({"format": 1, "entries": {"x": 1}}), pickle.dumps([1, 2])])
+def test_corrupt_cache_is_ignored(tree, tmp_path, garbage):
+    cache = tmp_path / "cache"
+    expected = outcome(run(tree, cache))
+    for path in cache.iterdir():
+        path.write_bytes(garbage)
+    again = run(tree, cache)
+    assert outcome(again) == expected
+    assert outcome(run(tree, cache)) == expected
+
+
+def test_truncated_manifest_is_ignored(tree, tmp_path):
+    cache = tmp_path / "cache"
+    expected = outcome(run(tree, cache))
+    for path in cache.glob("manifest-*"):
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    assert outcome(run(tree, cache)) == expected
+
+
+def test_unwritable_cache_folder_costs_nothing_but_speed(tree, tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    result = run(tree, blocked / "results")
+    assert outcome(result) == outcome(run(tree, None))
+
+
+def test_no_temporary_files_are_left(tree, tmp_path):
+    cache = tmp_path / "cache"
+    run(tree, cache)
+    (tree / "vllm" / "connectors" / "clean.py").write_text(BUGGY)
+    run(tree, cache)
+    assert not [p.name for p in cache.iterdir() if p.name.startswith(".")]
+
+
+def test_unreadable_and_broken_files_are_reported_every_time(tree, tmp_path):
+    cache = tmp_path / "cache"
+    broken = tree / "vllm" / "connectors" / "broken.py"
+    broken.write_text("def broken(kv_cache_config:\n    return [isinstance(g, AttentionSpec) for g in kv_cache_config.kv_cache_groups]\n")
+    binary = tree / "vllm" / "connectors" / "binary.py"
+    binary.write_bytes(b"\x00\x01")
+    age(broken)
+    age(binary)
+    first = run(tree, cache)
+    second = run(tree, cache)
+    assert [f.code for f in first.findings if f.path.endswith(("broken.py", "binary.py"))] == ["KV000", "KV000"]
+    assert outcome(second) == outcome(first)
+
+
+def test_pool_and_inline_agree_on_a_small_tree(tmp_path, monkeypatch):
+    tree = make_tree(tmp_path / "tree", buggy_copies=6)
+    monkeypatch.setattr(runner, "POOL_MIN_BYTES", 0)  # a pool even for a few small files
+    pooled = run(tree, tmp_path / "cache", jobs=2)
+    assert outcome(pooled) == outcome(run(tree, None, jobs=1))
+
+
+def test_results_come_in_file_order(tree, monkeypatch):
+    from kvlint.files import collect_files
+
+    monkeypatch.setattr(runner, "POOL_MIN_BYTES", 0)
+    result = run(tree, None, jobs=2)
+    assert [r.path for r in result.files] == [f.display for f in collect_files([tree / "vllm"], [])[0]]
+
+
+# ------------------------------------------------------------------------------------ keys and progress
+
+
+def test_key_is_the_same_in_every_process(tmp_path):
+    """Sets in the project index must not make the key depend on the string hash seed."""
+    script = textwrap.dedent(
+        """
+        from kvlint.cache import configuration_key
+        from kvlint.project import ProjectIndex, SpecHierarchy
+        index = ProjectIndex(None, SpecHierarchy({"A": (), "B": ("A",)}), resolver_layer_classes=frozenset({"A", "B", "C", "D", "E"}))
+        print(configuration_key(index, {"x": ("a", "b")}, ("KV101",)))
+        """
+    )
+    keys = {
+        subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONHASHSEED": str(seed)}, capture_output=True, text=True, check=True).stdout
+        for seed in (1, 2, 3)
+    }
+    assert len(keys) == 1
+
+
+def test_key_changes_with_each_input():
+    index = ProjectIndex(None, SpecHierarchy({"A": ()}))
+    base = configuration_key(index, {}, ("KV101",))
+    assert configuration_key(index, {}, ("KV102",)) != base
+    assert configuration_key(index, {"scheduler-only-paths": ("x",)}, ("KV101",)) != base
+    assert configuration_key(ProjectIndex(None, SpecHierarchy({"A": ()}), sizing=("anything",)), {}, ("KV101",)) != base
+    assert configuration_key(ProjectIndex("/elsewhere", SpecHierarchy({"A": ()})), {}, ("KV101",)) != base
+
+
+def test_fresh_entry_requires_same_stat_rules_and_module(tmp_path):
+    cache = ResultCache(tmp_path, "k")
+    old = FileStat(10, 1, 1, 1)
+    from kvlint.types import FileResult
+
+    cache.store("a.py", old, "digest", "vllm/a.py", ("KV101",), FileResult("a.py"))
+    assert cache.fresh("a.py", old, "vllm/a.py", ("KV101",)) == FileResult("a.py")
+    assert cache.fresh("a.py", FileStat(10, 2, 1, 1), "vllm/a.py", ("KV101",)) is None
+    assert cache.fresh("a.py", old, "vllm/b.py", ("KV101",)) is None
+    assert cache.fresh("a.py", old, "vllm/a.py", ("KV101", "KV102")) is None
+    assert cache.matching("a.py", "other", None, "vllm/a.py", ("KV101",)) is None
+    assert cache.matching("a.py", "digest", None, "vllm/a.py", ("KV101",)) == FileResult("a.py")
+
+
+def test_progress_only_when_asked(tree, monkeypatch, capsys):
+    monkeypatch.setattr(runner, "PROGRESS_DELAY_S", 0.0)
+    monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 0.0)
+    run(tree, None, progress=False)
+    assert capsys.readouterr().err == ""
+    run(tree, None, progress=True)
+    err = capsys.readouterr().err
+    assert "\rkvlint: checked" in err and err.endswith("\r\x1b[K")
+
+
+def test_progress_waits_for_slow_scans(tree, capsys):
+    run(tree, None, progress=True)  # a fraction of a second: nothing drawn
+    assert capsys.readouterr().err == ""
