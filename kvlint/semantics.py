@@ -1270,7 +1270,9 @@ class _Analyser:
             if role in ("reference", "scheduler", "both"):
                 views.append(("scheduler", tuple(self.factor(candidate, k.flattened(), False) for k in self.kinds)))
             if role == "reference":
-                views.append(("single-group", tuple(self.single_group_factor(candidate, k.flattened()) for k in self.kinds)))
+                single = tuple(self.single_group_factor(candidate, k.flattened()) for k in self.kinds)
+                if set(single) != {"?"}:  # the function may not special-case one group at all
+                    views.append(("single-group", single))
             column = SizingPath(candidate.name, candidate.module.path, candidate.qualname, candidate.function.lineno, role, tuple(views))
             path_columns.append((candidate, column))
             for gate in _gates(candidate.function, candidate.module, self.evaluator).values():

@@ -1,0 +1,168 @@
+"""`kvlint paths`: the sizing-path matrix, on fixture trees and real releases."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kvlint.cli import main
+from kvlint.releases import release_sources
+
+OFFLOADING_CONFIG = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py"
+
+
+@pytest.fixture(scope="session")
+def real_tree():
+    cache: dict[str, Path] = {}
+
+    def get(version: str) -> Path:
+        if version not in cache:
+            cache[version] = release_sources(version, quiet=True)
+        return cache[version]
+
+    return get
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, ["paths", *args], catch_exceptions=False)
+
+
+FIXTURE = {
+    "vllm/v1/kv_cache_interface.py": """
+        class KVCacheSpec:
+            block_size: int
+
+        class AttentionSpec(KVCacheSpec):
+            pass
+
+        class FullAttentionSpec(AttentionSpec):
+            pass
+
+        class MLAAttentionSpec(FullAttentionSpec):
+            pass
+
+        class MambaSpec(KVCacheSpec):
+            pass
+
+        class UniformTypeKVCacheSpecs(KVCacheSpec):
+            kv_cache_specs: dict
+
+        def iter_layer_specs(kv_cache_spec):
+            if isinstance(kv_cache_spec, UniformTypeKVCacheSpecs):
+                return kv_cache_spec.kv_cache_specs.values()
+            return (kv_cache_spec,)
+        """,
+    "vllm/v1/core/kv_cache_utils.py": """
+        def resolve_dcp_kv_block_size(spec, dcp_world_size):
+            layer_specs = iter_layer_specs(spec)
+            if len(layer_specs) > 0 and all(isinstance(s, AttentionSpec) for s in layer_specs):
+                return spec.block_size * dcp_world_size
+            return spec.block_size
+
+        def resolve_kv_cache_block_sizes(kv_cache_config, vllm_config):
+            dcp = vllm_config.parallel_config.decode_context_parallel_size
+            return [resolve_dcp_kv_block_size(g.kv_cache_spec, dcp) for g in kv_cache_config.kv_cache_groups]
+        """,
+    OFFLOADING_CONFIG: """
+        def build_offloading_config(vllm_config, kv_cache_config):
+            dcp = vllm_config.parallel_config.decode_context_parallel_size
+            return [
+                group.kv_cache_spec.block_size * (dcp if isinstance(group.kv_cache_spec, AttentionSpec) else 1)
+                for group in kv_cache_config.kv_cache_groups
+            ]
+        """,
+}
+
+
+@pytest.fixture
+def fixture_tree(tmp_path):
+    for relative, text in FIXTURE.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return tmp_path
+
+
+def test_text_matrix_on_a_fixture_tree(fixture_tree):
+    result = run(str(fixture_tree))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"kvlint paths: {fixture_tree}"
+    legend = {line.split("]")[0].strip(" ["): line.split("]", 1)[1].split("(")[0].strip() for line in lines if line.startswith("  [")}
+    assert legend == {
+        "A": "vllm.v1.core.kv_cache_utils:resolve_kv_cache_block_sizes",
+        "B": "vllm.v1.core.kv_cache_utils:resolve_dcp_kv_block_size",
+        "C": "vllm.distributed.kv_transfer.kv_connector.v1.offloading.config:build_offloading_config",
+    }
+    header = next(i for i, line in enumerate(lines) if line.startswith("kind"))
+    assert lines[header].split() == ["kind", "A", "B", "C"]
+    rows = {}
+    for line in lines[header + 2 :]:
+        if not line.strip():
+            break
+        cells = line.split()
+        rows[" ".join(cells[:-3])] = cells[-3:]
+    assert rows == {
+        "FullAttentionSpec": ["dcp", "dcp", "dcp"],
+        "MLAAttentionSpec": ["dcp", "dcp", "dcp"],
+        "MambaSpec": ["1", "1", "1"],
+        "UniformTypeKVCacheSpecs{MLA, indexer}": ["dcp", "dcp", "w:1/s:dcp*"],
+        "UniformTypeKVCacheSpecs{FullAttention×2}": ["dcp", "dcp", "w:1/s:dcp*"],
+    }
+    assert "KV103 [error]" in result.output
+
+
+def test_json_matrix(fixture_tree):
+    result = run(str(fixture_tree), "--format", "json")
+    assert result.exit_code == 0
+    document = json.loads(result.output)
+    assert document["dcp"] == 2 and document["block_size"] == 16
+    assert document["reference"] == "vllm.v1.core.kv_cache_utils:resolve_kv_cache_block_sizes"
+    kinds = [k["label"] for k in document["kinds"]]
+    connector = next(p for p in document["paths"] if p["function"] == "build_offloading_config")
+    assert connector["role"] == "both"
+    dsa = kinds.index("UniformTypeKVCacheSpecs{MLA, indexer}")
+    assert connector["views"]["group"][dsa] == "1" and connector["views"]["scheduler"][dsa] == "dcp"
+    assert connector["differs"][dsa] is True
+    assert connector["differs"][kinds.index("MambaSpec")] is False
+    assert {f["code"] for f in document["findings"]} >= {"KV103", "KV105"}
+
+
+def test_not_a_vllm_tree_is_a_usage_error(tmp_path):
+    result = CliRunner().invoke(main, ["paths", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "not in a vLLM tree" in result.output
+
+
+def test_missing_path_is_an_error(tmp_path):
+    result = CliRunner().invoke(main, ["paths", str(tmp_path / "nope")])
+    assert result.exit_code == 2
+
+
+def test_real_029_matrix(real_tree):
+    result = run(str(real_tree("0.29.0")))
+    assert result.exit_code == 0, result.output
+    output = result.output
+    assert "vllm.distributed.kv_transfer.kv_connector.v1.offloading.config:build_offloading_config" in output
+    assert "vllm.v1.core.kv_cache_utils:dcp_world_size_for_kv_cache_spec" in output
+    dsa_row = next(line for line in output.splitlines() if line.startswith("UniformTypeKVCacheSpecs{MLA, indexer}"))
+    assert "w:1/s:dcp*" in dsa_row
+    assert "† rejected under DCP: SlidingWindowSpec.max_memory_usage_bytes" in output
+
+
+def test_real_033_matrix(real_tree):
+    result = run(str(real_tree("0.33.0") / "vllm"), "--format", "json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    kinds = [k["label"] for k in document["kinds"]]
+    resolver = next(p for p in document["paths"] if p["name"] == document["resolver"])
+    assert resolver["views"]["group"][kinds.index("MambaSpec")] == "1"
+    assert resolver["views"]["group"][kinds.index("UniformTypeKVCacheSpecs{MLA, indexer}")] == "dcp"
+    connector = next(p for p in document["paths"] if p["function"] == "build_offloading_config")
+    assert not any(connector["differs"])
+    text = run(str(real_tree("0.33.0")))
+    assert text.exit_code == 0 and text.output.startswith("kvlint paths: ")
