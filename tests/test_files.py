@@ -1,0 +1,125 @@
+"""Expanding paths into the files to scan: order, excludes, skipped folders and bad paths."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from kvlint.files import collect_files, is_excluded
+
+
+def touch(path: Path, text: str = "x = 1\n") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def displays(paths, exclude=()):
+    files, problems = collect_files(list(paths), list(exclude))
+    return [f.display for f in files], [(p.display, p.cause) for p in problems]
+
+
+def test_depth_first_files_before_subfolders_sorted(tmp_path):
+    for name in ("b.py", "a.py", "sub/z.py", "sub/deeper/y.py", "other/x.py", "notes.txt", "script"):
+        touch(tmp_path / name)
+    found, problems = displays([tmp_path])
+    root = str(tmp_path)
+    assert found == [f"{root}/a.py", f"{root}/b.py", f"{root}/other/x.py", f"{root}/sub/z.py", f"{root}/sub/deeper/y.py"]
+    assert problems == []
+
+
+def test_relative_paths_stay_relative(tmp_path, monkeypatch):
+    touch(tmp_path / "pkg" / "m.py")
+    monkeypatch.chdir(tmp_path)
+    files, _ = collect_files([Path("pkg")], [])
+    assert [(str(f.path), f.display) for f in files] == [("pkg/m.py", "pkg/m.py")]
+
+
+def test_skipped_and_excluded_folders(tmp_path):
+    for name in (".git/h.py", "__pycache__/c.py", ".venv/v.py", "build/b.py", "tests/t.py", "pkg/gen_x.py", "pkg/keep.py"):
+        touch(tmp_path / name)
+    found, _ = displays([tmp_path], exclude=["tests", "gen_*.py"])
+    assert found == [f"{tmp_path}/pkg/keep.py"]
+
+
+def test_named_file_is_scanned_whatever_its_suffix_and_once(tmp_path):
+    script = touch(tmp_path / "tool")
+    module = touch(tmp_path / "m.py")
+    found, _ = displays([script, module, tmp_path])
+    assert found == [str(script), str(module)]
+
+
+def test_missing_and_dangling_paths_are_problems(tmp_path):
+    (tmp_path / "gone.py").symlink_to(tmp_path / "nowhere.py")
+    found, problems = displays([tmp_path / "absent.py", tmp_path / "gone.py", tmp_path])
+    assert found == []
+    assert problems == [
+        (str(tmp_path / "absent.py"), "no such file or directory"),
+        (str(tmp_path / "gone.py"), "dangling symbolic link"),
+        (str(tmp_path / "gone.py"), "dangling symbolic link"),
+    ]
+
+
+def test_symlinked_folder_is_followed_and_a_loop_walked_once(tmp_path):
+    touch(tmp_path / "real" / "m.py")
+    (tmp_path / "real" / "loop").symlink_to(tmp_path / "real")
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    found, problems = displays([tmp_path])
+    assert found == [f"{tmp_path}/alias/m.py"]  # "alias" sorts first; "real" is the same folder
+    assert problems == []
+
+
+def test_symlinked_file_is_scanned(tmp_path):
+    target = touch(tmp_path / "elsewhere" / "code.txt")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "linked.py").symlink_to(target)
+    found, _ = displays([tmp_path / "pkg"])
+    assert found == [f"{tmp_path}/pkg/linked.py"]
+
+
+def test_folder_and_socket_named_like_modules_are_not_source(tmp_path):
+    (tmp_path / "pkg.py").mkdir()
+    touch(tmp_path / "pkg.py" / "inner.py")
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(tmp_path / "s.py"))
+    except OSError:  # pragma: no cover - path too long for a socket on some systems
+        pytest.skip("cannot create a socket here")
+    try:
+        found, problems = displays([tmp_path])
+    finally:
+        sock.close()
+    assert found == [f"{tmp_path}/pkg.py/inner.py"]
+    assert problems == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any folder")
+def test_unlistable_folder_is_a_problem_and_the_rest_goes_on(tmp_path):
+    touch(tmp_path / "ok.py")
+    locked = tmp_path / "locked"
+    touch(locked / "hidden.py")
+    locked.chmod(0)
+    try:
+        found, problems = displays([tmp_path])
+    finally:
+        locked.chmod(0o755)
+    assert found == [f"{tmp_path}/ok.py"]
+    assert problems == [(str(locked), "cannot list folder: Permission denied")]
+
+
+@pytest.mark.parametrize(
+    ("display", "patterns", "expected"),
+    [
+        ("vllm/models/llama.py", ["vllm/models"], True),
+        ("vllm/models/llama.py", ["models"], True),
+        ("vllm/models/llama.py", ["*.py"], True),
+        ("vllm/models/llama.py", ["vllm/model"], False),
+        ("vllm/v1/core/x.py", ["*/core/*"], True),
+        ("vllm/v1/core/x.py", [], False),
+    ],
+)
+def test_is_excluded(display, patterns, expected):
+    assert is_excluded(display, patterns) is expected
