@@ -261,7 +261,9 @@ class ModelConfigStandIn:
         raise StandInGap(f"kvlint's ModelConfig stand-in cannot answer {name!r}")
 
 
-def build_vllm_config(config_module: Any, dcp: int) -> tuple[Any, str]:
+def build_vllm_config(
+    config_module: Any, dcp: int, extra_config: dict[str, Any] | None = None
+) -> tuple[Any, str]:
     """The real VllmConfig with the real sub-configs, or those sub-configs on a stand-in."""
     parallel = construct(
         config_module.ParallelConfig,
@@ -276,7 +278,7 @@ def build_vllm_config(config_module: Any, dcp: int) -> tuple[Any, str]:
             "kv_connector": "OffloadingConnector",
             "kv_role": "kv_both",
             "engine_id": ENGINE_ID,
-            "kv_connector_extra_config": {},
+            "kv_connector_extra_config": dict(extra_config or {}),
         },
     )
     pieces: dict[str, Any] = {
