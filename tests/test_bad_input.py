@@ -1,0 +1,140 @@
+"""Bad input: each case gives one clear line naming the file and the cause, the scan goes on, no traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvlint.engine import LintRequest
+from kvlint.project import ProjectIndex, SpecHierarchy, _DEFAULT_BASES
+from kvlint.registry import all_rules
+from test_cli import BUGGY, make_tree
+
+SELECT = ("--select", "KV000,KV101,KV102")
+
+
+def build_bad_tree(root: Path) -> dict[str, str | None]:
+    """Write every bad-input case under root/pkg; return {file: expected cause substring, or None for silence}."""
+    make_tree(root)
+    pkg = root / "pkg"
+    cases: dict[str, str | None] = {}
+
+    def add(name: str, data: bytes, cause: str | None) -> None:
+        (pkg / name).write_bytes(data)
+        cases[name] = cause
+
+    add("syntax.py", b"def f(:\n    isinstance(kv_cache_groups, AttentionSpec)\n", "syntax error")
+    add("undecodable.py", b"x = '\xff\xfe'\n", "cannot decode as utf-8")
+    add("nul.py", b"x = 1\x00\n", "NUL bytes")
+    add("empty.py", b"", None)
+    add("huge.py", b"x = 1\n" * (2 * 1024 * 1024), "too large")
+    add("crlf_bom.py", b"\xef\xbb\xbf" + BUGGY.replace("\n", "\r\n").encode(), None)
+    add("tabs.py", BUGGY.replace("    ", "\t").encode(), None)
+    modern = (
+        b"type Alias[T] = list[T]\n"
+        b"def first[T](items: list[T]) -> T:\n    return items[0]\n"
+        b"match command:\n    case [x, *rest]:\n        pass\n"
+        b"print(f\"{f'{1 + 1}'}\")\n"
+    )
+    add("modern.py", modern, None)
+    (pkg / "folder.py").mkdir()  # a folder named like source: silently not source
+    cases["folder.py"] = None
+    os.symlink("nowhere.py", pkg / "dangling.py")
+    cases["dangling.py"] = "dangling symbolic link"
+    (pkg / "loop").mkdir()
+    os.symlink("..", pkg / "loop" / "up")  # a symlink loop back to pkg
+    return cases
+
+
+@pytest.fixture
+def bad_tree(tmp_path, monkeypatch):
+    cases = build_bad_tree(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path, cases
+
+
+def test_every_bad_input_case(bad_tree):
+    root, cases = bad_tree
+    completed = subprocess.run(
+        [sys.executable, "-m", "kvlint", "check", "--no-cache", "--format", "json", *SELECT, "pkg"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 1
+    assert "Traceback" not in completed.stderr
+    findings = json.loads(completed.stdout)
+    by_file: dict[str, list[dict]] = {}
+    for f in findings:
+        by_file.setdefault(Path(f["path"]).name, []).append(f)
+    for name, cause in cases.items():
+        kv000 = [f for f in by_file.get(name, []) if f["code"] == "KV000"]
+        if cause is None:
+            assert kv000 == [], f"{name}: unexpected {kv000}"
+        else:
+            assert len(kv000) == 1, f"{name}: expected one KV000, got {kv000}"
+            assert cause in kv000[0]["message"] and "\n" not in kv000[0]["message"]
+    # Every other finding is kept: the real bug in each readable buggy file is still reported, once.
+    for name in ("buggy.py", "crlf_bom.py", "tabs.py"):
+        assert sorted(f["code"] for f in by_file[name]) == ["KV101", "KV102"], name
+    assert not any("loop" in f["path"] for f in findings), "walked into the symlink loop"
+
+
+def test_text_output_is_one_line_per_problem(bad_tree):
+    completed = subprocess.run([sys.executable, "-m", "kvlint", "check", "--no-cache", *SELECT, "pkg"], capture_output=True, text=True, timeout=300)
+    for line in completed.stdout.splitlines():
+        path, row, column, rest = line.split(":", 3)
+        assert path.startswith("pkg/") and row.isdigit() and column.isdigit() and rest.startswith(" KV")
+
+
+def _scan_with_failing_read(tmp_path, monkeypatch, error: OSError) -> list:
+    """Scan a folder whose `victim.py` fails to read the way `error` says (simulated where the read happens)."""
+    from kvlint.config import Config
+    from kvlint.runner import scan
+
+    (tmp_path / "victim.py").write_text(BUGGY)
+    (tmp_path / "buggy.py").write_text(BUGGY)
+    real_read = Path.read_bytes
+
+    def failing(self):
+        if self.name == "victim.py":
+            raise error
+        return real_read(self)
+
+    monkeypatch.setattr(Path, "read_bytes", failing)
+    result = scan([tmp_path], Config(), ["KV000", "KV101", "KV102"], [], jobs=1, cache_dir=None)
+    return result.findings
+
+
+def test_file_that_vanishes_between_listing_and_reading(tmp_path, monkeypatch):
+    findings = _scan_with_failing_read(tmp_path, monkeypatch, FileNotFoundError(2, "No such file or directory"))
+    victim = [f for f in findings if f.path.endswith("victim.py")]
+    assert [(f.code, f.message) for f in victim] == [("KV000", "cannot analyse this file: vanished before it could be read")]
+    assert sorted(f.code for f in findings if f.path.endswith("buggy.py")) == ["KV101", "KV102"]
+
+
+def test_unreadable_file(tmp_path, monkeypatch):
+    # Tests run as root, which reads anything: simulate the refusal.
+    findings = _scan_with_failing_read(tmp_path, monkeypatch, PermissionError(13, "Permission denied"))
+    victim = [f for f in findings if f.path.endswith("victim.py")]
+    assert [(f.code, f.message) for f in victim] == [("KV000", "cannot analyse this file: permission denied")]
+
+
+def test_internal_error_is_one_line_with_a_hint(monkeypatch):
+    from kvlint import flow
+    from kvlint.engine import lint_bytes
+
+    def explode(self, node, depth=0):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(flow.SpecFlow, "classify", explode)
+    project = ProjectIndex(root=None, hierarchy=SpecHierarchy(bases=dict(_DEFAULT_BASES)))
+    result = lint_bytes(LintRequest("buggy.py", "buggy.py", project, all_rules()), BUGGY.encode())
+    (finding,) = [f for f in result.findings if f.code == "KV000"]
+    assert "internal error" in finding.message and "--verbose" in finding.message and "\n" not in finding.message
+    assert "RuntimeError: boom" in result.detail
