@@ -290,6 +290,7 @@ def explain(code):
 def _register_optional_commands() -> None:
     """Commands that live in their own packages (runtime verification, …)."""
     from kvlint.paths_command import paths; main.add_command(paths)  # noqa: E702 - one line per optional command
+    from kvlint.review.command import review; main.add_command(review)  # noqa: E702
     try:
         from kvlint.verify.command import verify
     except ImportError:
