@@ -247,6 +247,7 @@ class Evaluator:
         self.block_size = block_size
         self.depth = 0
         self._attribute_guard: set[tuple[int, str]] = set()
+        self._post_init_sets: dict[tuple[str, str], tuple | None] = {}
 
     # -- entry points ---------------------------------------------------------------------------
 
@@ -758,10 +759,15 @@ class Evaluator:
 
     def _post_init_value(self, spec, cls: str, attr: str):
         """What `__post_init__` (the first along the MRO) assigns to `attr` with object.__setattr__."""
-        member = self._class_member(cls, "__post_init__")
-        if member is None or not isinstance(member[1], ast.FunctionDef):
-            return NotImplemented
-        if not any(attr in ast.unparse(n) for n in ast.walk(member[1]) if isinstance(n, ast.Call)):
+        key = (cls, attr)
+        if key not in self._post_init_sets:
+            member = self._class_member(cls, "__post_init__")
+            sets = member is not None and isinstance(member[1], ast.FunctionDef) and any(
+                isinstance(n, ast.Constant) and n.value == attr for n in ast.walk(member[1])
+            )
+            self._post_init_sets[key] = member if sets else None
+        member = self._post_init_sets[key]
+        if member is None:
             return NotImplemented
         module = self._interface_module()
         if module is None:
@@ -1100,6 +1106,8 @@ def _parents(function: ast.FunctionDef) -> dict[int, ast.AST]:
 
 def _widen(sites: dict[int, ast.AST], function: ast.FunctionDef) -> dict[int, ast.AST]:
     """`S.block_size * dcp if <test> else S.block_size`: the whole conditional is the span."""
+    if not sites:
+        return sites
     parents = _parents(function)
     widened: dict[int, ast.AST] = {}
     for node in sites.values():

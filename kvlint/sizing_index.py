@@ -20,6 +20,8 @@ _DCP_WORDS = ("dcp", "decode_context_parallel")
 _ALIAS = re.compile(r"(?:self\.)?([A-Za-z_]\w*)\s*(?::\s*[\w\[\]., |]+)?=(?!=)\s*([A-Za-z_][\w.]*)\s*(?:[,)#]|$)")
 # A function taking a spec and a DCP size: a helper that may decide the DCP factor itself.
 _HELPER_SIGNATURE = re.compile(r"def \w+\([^)]*spec\b[^)]*\bdcp\w*", re.IGNORECASE)
+_DCP_LINE = re.compile(r"dcp|decode_context_parallel|cp_world_size")
+_SPEC = re.compile(r"spec", re.IGNORECASE)
 _WINDOW = 8  # lines: a block size and a DCP size this close may be multiplied together
 _INDEXER_CLASS = re.compile(r"^class (\w*Indexer\w*)\b", re.MULTILINE)
 
@@ -66,12 +68,49 @@ def dcp_aliases(text: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def _module(path: str, text: str) -> Module | None:
-    try:
-        tree = ast.parse(text, filename=path)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
+def _module(path: str, text: str, partial: bool = False) -> Module | None:
+    """Parse a module; `partial` parses only its top-level blocks that may size blocks (much cheaper)."""
+    tree = _parse_relevant(text, path) if partial else None
+    if tree is None:
+        try:
+            tree = ast.parse(text, filename=path)
+        except (SyntaxError, ValueError, RecursionError):
+            return None
     return Module(path, tree, text, dcp_aliases(text))
+
+
+def _relevant(block: str) -> bool:
+    return _mentions_dcp(block) and ("block_size" in block or "spec" in block)
+
+
+def _parse_relevant(text: str, path: str) -> ast.Module | None:
+    """The top-level defs and classes that mention a DCP size and a block size or spec, parsed alone and
+    placed at their lines. None when a block does not parse on its own (the caller parses everything)."""
+    lines = text.splitlines()
+    starts: list[int] = []
+    after_decorator = False
+    for index, line in enumerate(lines):
+        if not line or line[0] in " \t#)]}":
+            continue
+        if after_decorator:
+            after_decorator = line.startswith("@")
+            continue
+        starts.append(index)
+        after_decorator = line.startswith("@")
+    body: list[ast.stmt] = []
+    for start, end in zip(starts, [*starts[1:], len(lines)]):
+        first = lines[start]
+        if not first.startswith(("def ", "async def ", "class ", "@")):
+            continue
+        block = "\n".join(lines[start:end])
+        if not _relevant(block):
+            continue
+        try:
+            chunk = ast.parse("\n" * start + block, filename=path)  # leading newlines keep line numbers
+        except (SyntaxError, ValueError, RecursionError):
+            return None
+        body.extend(chunk.body)
+    return ast.Module(body=body, type_ignores=[])
 
 
 def helper_signature(text: str) -> bool:
@@ -86,10 +125,10 @@ def _mentions_dcp(text: str) -> bool:
 def _sizes_near_dcp(text: str) -> bool:
     """A block size and a DCP size within a few lines of each other (a product may span lines)."""
     lines = text.splitlines()
-    dcp_lines = [i for i, line in enumerate(lines) if _mentions_dcp(line) or "cp_world_size" in line]
+    dcp_lines = [i for i, line in enumerate(lines) if _DCP_LINE.search(line)]
     if not dcp_lines:
         return False
-    size_lines = [i for i, line in enumerate(lines) if "block_size" in line and "spec" in line.lower()]
+    size_lines = [i for i, line in enumerate(lines) if "block_size" in line and _SPEC.search(line)]
     return any(abs(i - j) <= _WINDOW for i in size_lines for j in dcp_lines)
 
 
@@ -119,7 +158,7 @@ def read_program(root: Path, hierarchy: SpecHierarchy) -> Program:
                     selected[relative] = text
                 else:
                     maybe_callers[relative] = text
-    modules = {r: m for r, m in ((r, _module(r, t)) for r, t in selected.items()) if m is not None}
+    modules = {r: m for r, m in ((r, _module(r, t, partial=r != INTERFACE_MODULE)) for r, t in selected.items()) if m is not None}
     helper_names = {
         name
         for module in modules.values()
@@ -129,7 +168,7 @@ def read_program(root: Path, hierarchy: SpecHierarchy) -> Program:
     }
     for relative, text in maybe_callers.items():
         if any(f"{name}(" in text for name in helper_names):
-            module = _module(relative, text)
+            module = _module(relative, text, partial=True)
             if module is not None:
                 modules[relative] = module
     interface = modules.get(INTERFACE_MODULE)
