@@ -1002,9 +1002,6 @@ class SizingAnalysis:
                                    (("scheduler", found.factors("scheduler") or ()),))
         return found
 
-    def views_compared(self, path: SizingPath):
-        return path.views
-
 
 # ---------------------------------------------------------------------------------------------- sites
 
@@ -1269,8 +1266,11 @@ class _Analyser:
             columns.append(column)
         path_columns: list[tuple[_Candidate, SizingPath]] = []
         gates: list[tuple[_Candidate, ast.IfExp, tuple[str, ...]]] = []
+        named = [c for c in path_candidates if c.function.name == SCHEDULER_REFERENCE and not c.classes]
+        reference_candidate = next((c for c in named if c.module.path.startswith("vllm/v1/core/")), named[0] if named else None)
+        reference = None
         for candidate in path_candidates:
-            is_reference = candidate.function.name == SCHEDULER_REFERENCE and not candidate.classes
+            is_reference = candidate is reference_candidate
             role = "reference" if is_reference else _role(candidate.module, candidate.qualname, candidate.classes)
             views = []
             if role in ("worker", "both"):
@@ -1283,6 +1283,8 @@ class _Analyser:
                     views.append(("single-group", single))
             column = SizingPath(candidate.name, candidate.module.path, candidate.qualname, candidate.function.lineno, role, tuple(views))
             path_columns.append((candidate, column))
+            if is_reference:
+                reference = column
             for gate in _gates(candidate.function, candidate.module, self.evaluator).values():
                 sites = {id(gate): gate}
                 values = []
@@ -1290,11 +1292,6 @@ class _Analyser:
                     _, frame = self.run(candidate, kind.spec, False, sites)
                     values.append(_combine([_join(frame.recorded[id(gate)])]) if id(gate) in frame.recorded else "?")
                 gates.append((candidate, gate, tuple(values)))
-        references = [c for _, c in path_columns if c.role == "reference"]
-        reference = next((c for c in references if c.module_path.startswith("vllm/v1/core/")), references[0] if references else None)
-        for _, column in path_columns:
-            if column.role == "reference" and column is not reference:
-                object.__setattr__(column, "role", "both")
         ordered = sorted((c for _, c in path_columns), key=lambda c: (c is not reference, c.module_path, c.line))
         columns = ([resolver_column] if resolver_column else []) + [c for c in columns if c is not resolver_column]
         columns = ordered[:1] + columns + ordered[1:] if reference is not None else columns + ordered
@@ -1422,14 +1419,12 @@ class _Analyser:
         ]
 
     def _family(self, cls: str) -> str:
-        """The class right below the root (or below AttentionSpec) that `cls` descends from."""
-        chain = self.program.mro(cls)
-        for index, name in enumerate(chain):
-            bases = self.program.hierarchy.bases.get(name, ())
-            if any(b in (ATTENTION_ROOT,) for b in bases) or not any(b in self.program.hierarchy.bases for b in bases):
+        """The class right below the root (or right below AttentionSpec) that `cls` descends from."""
+        bases = self.program.hierarchy.bases
+        roots = {name for name, own in bases.items() if not any(b in bases for b in own)}
+        for name in self.program.mro(cls):
+            if any(b == ATTENTION_ROOT or b in roots for b in bases.get(name, ())):
                 return name
-            if index > 20:
-                break
         return cls
 
 
