@@ -155,8 +155,19 @@ def import_sizing_modules(root: Path, allow_full: bool = True) -> SizingModules:
 
 
 def needed_files(root: Path) -> list[str]:
-    """Files under `root` that a light import reads (run in a fresh interpreter)."""
-    import_sizing_modules(root, allow_full=False)
+    """Files under `root` that a light import and the tests' spec building read.
+
+    Run in a fresh interpreter. Building every kind of the verify matrix pulls in what
+    vLLM imports lazily on the way (the spec registry registers the built-in specs from
+    the KV cache managers' module on first use).
+    """
+    from kvlint.verify import child
+
+    sizing = import_sizing_modules(root, allow_full=False)
+    specs = child.SpecFactory(sizing.interface, sizing.torch)
+    for make_groups in child.build_kinds(specs).values():
+        worker = child.build_worker_config(sizing.interface, make_groups())
+        sizing.utils.generate_scheduler_kv_cache_config([worker])
     files = set()
     for name, module in list(sys.modules.items()):
         if name == "vllm" or name.startswith("vllm."):
