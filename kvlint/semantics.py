@@ -353,9 +353,21 @@ class Evaluator:
                 return self._block(node.orelse, env, frame)
             return _merge(self._block(node.body, dict(env), frame), self._block(node.orelse, dict(env), frame))
         if isinstance(node, (ast.For, ast.AsyncFor)):
+            iterable = self.eval(node.iter, env, frame)
+            items = self._items(iterable, frame)
+            jumps = any(isinstance(n, (ast.Break, ast.Continue)) for n in _own_statements(node.body))
+            if items and not isinstance(iterable, _Groups) and not jumps and len(items) <= 64:
+                # An exactly known sequence (the layers of a container): run every iteration.
+                current: dict | None = env
+                for item in items:
+                    current = dict(current)
+                    self._assign(node.target, item, current)
+                    current = self._block(node.body, current, frame)
+                    if current is None:
+                        return None
+                return self._block(node.orelse, current, frame) if node.orelse else current
             inner = dict(env)
-            for item in self._items(self.eval(node.iter, env, frame), frame)[:1] or [UNKNOWN]:
-                self._assign(node.target, item, inner)
+            self._assign(node.target, items[0] if items else UNKNOWN, inner)
             after = self._block(node.body, inner, frame)
             after = _merge(after, self._block(node.orelse, dict(env), frame)) if node.orelse else after
             return _merge(env, after)  # the loop may run zero times
@@ -824,6 +836,17 @@ def _compare(op: ast.cmpop, left, right) -> bool | None:
     if _known_number(left) and _known_number(right):
         return {ast.Lt: left < right, ast.LtE: left <= right, ast.Gt: left > right, ast.GtE: left >= right}.get(type(op))
     return None
+
+
+def _own_statements(body: list[ast.stmt]):
+    """Statements of a loop body, not descending into nested loops or functions."""
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        stack.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
 
 
 def _merge(a: dict | None, b: dict | None) -> dict | None:
@@ -1404,7 +1427,8 @@ class _Analyser:
                 found.append((plausible, first, second, a, b))
         if not found:
             return []
-        found.sort(key=lambda f: not f[0])
+        attention = self.program.hierarchy.attention_family()
+        found.sort(key=lambda f: (not f[0], not (f[1].cls in attention and f[2].cls in attention)))
         plausible, first, second, a, b = found[0]
         message = (
             f"`{candidate.name}` decides for the whole group from its first layer only: "

@@ -460,3 +460,33 @@ def test_index_is_fast_on_a_real_tree(real_tree):
     started = time.perf_counter()
     build_project_index([root / "vllm"])
     assert time.perf_counter() - started < 10  # seconds, on a loaded 2-core machine
+
+
+def test_loops_over_a_containers_layers_run_every_layer():
+    import ast
+
+    from kvlint.project import SpecHierarchy, _DEFAULT_BASES
+    from kvlint.semantics import UNKNOWN, Evaluator, Module, Program
+
+    source = textwrap.dedent(
+        """
+        def dcp_factor(spec, dcp_world_size):
+            for layer in spec.kv_cache_specs.values():
+                if not isinstance(layer, AttentionSpec):
+                    return 1
+            return dcp_world_size
+
+        def opaque(spec, dcp_world_size):
+            return dcp_world_size if registry[spec] else 1
+        """
+    )
+    module = Module("vllm/x.py", ast.parse(source), source)
+    evaluator = Evaluator(Program(SpecHierarchy(bases=dict(_DEFAULT_BASES)), {}, {"vllm/x.py": module}))
+
+    def answer(name, *layers):
+        value, _ = evaluator.call(module, module.functions[name], [Container(tuple(Layer(c) for c in layers)), 2])
+        return value
+
+    assert answer("dcp_factor", "FullAttentionSpec", "MambaSpec") == 1  # the second layer decides too
+    assert answer("dcp_factor", "FullAttentionSpec", "SlidingWindowSpec") == 2
+    assert answer("opaque", "FullAttentionSpec") is UNKNOWN
