@@ -56,7 +56,7 @@ prepare() {
 run() {
     local bundle="$1"
     [ -f "$bundle/vllm/__init__.py" ] || die "no bundle at $bundle: run '$0 prepare' where PyPI is reachable"
-    "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" \
+    "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null \
         || die "CUDA is not available to $PYTHON's torch"
     "$PYTHON" -c "import torch; print('gpu_check: torch', torch.__version__, 'on', torch.cuda.get_device_name())"
     KVLINT_GPU_VLLM_TREE="$repo/$bundle" VLLM_LOGGING_LEVEL=ERROR PYTHONPATH="$repo" \

@@ -215,10 +215,12 @@ def test_text_matrix_of_0_29_0(runtime):
     assert code == 1
     lines = text.splitlines()
     assert lines[0].startswith("vLLM 0.29.0 at ")
+    header = next(line for line in lines if line.startswith("kind "))
     row = next(line for line in lines if line.startswith("dsa_container") and line.split()[1] == "2")
-    scheduler, managers, offloading_scheduler, offloading_worker, verdict = row.split()[2:]
-    assert (scheduler, managers, offloading_scheduler, verdict) == ("32", "32", "32", "NO")
-    number = offloading_worker.removeprefix("!error[").removesuffix("]")
+    columns = dict(zip(header.split(), row.split()))
+    assert columns["scheduler"] == columns["managers"] == columns["offloading[scheduler]"] == "32"
+    assert columns["agree"] == "NO"
+    number = columns["offloading[worker]"].removeprefix("!error[").removesuffix("]")
     assert any(line.startswith(f"  [{number}] {DIVISIBILITY}") for line in lines)
 
 

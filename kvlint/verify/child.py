@@ -373,6 +373,13 @@ class SizingPaths:
             )
         else:
             self.missing["managers"] = f"{COORDINATOR}:get_kv_cache_coordinator not found"
+        if hasattr(self.utils, "resolve_dcp_kv_cache_spec"):
+            self.available["mooncake[worker]"] = (
+                f"{KV_CACHE_UTILS}:resolve_dcp_kv_cache_spec, as the Mooncake store worker "
+                "resizes each group (worker config)"
+            )
+        else:
+            self.missing["mooncake[worker]"] = f"{KV_CACHE_UTILS}:resolve_dcp_kv_cache_spec not found"
         if self.offloading is not None and hasattr(self.offloading, "build_offloading_config"):
             for role in ("scheduler", "worker"):
                 self.available[f"offloading[{role}]"] = (
@@ -389,6 +396,12 @@ class SizingPaths:
             return self.scheduler(cell)
         if name == "managers":
             return self.managers(cell)
+        if name == "mooncake[worker]":
+            dcp = cell.vllm_config.parallel_config.decode_context_parallel_size
+            return [
+                int(self.utils.resolve_dcp_kv_cache_spec(group.kv_cache_spec, dcp).block_size)
+                for group in cell.worker.kv_cache_groups
+            ]
         if name == "offloading[scheduler]":
             return self.offloading_spans(cell, cell.scheduler)
         if name == "offloading[worker]":
