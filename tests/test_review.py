@@ -1,0 +1,370 @@
+"""`kvlint review` on a git repository built from real vLLM 0.29.0 files.
+
+base: the offloading connector calls `resolve_dcp_kv_block_size` (made with `kvlint fix`), plus buggy files
+the pull request never fixes. pr: reintroduces the hand-written isinstance scaling (the original 0.29.0
+file) and touches an unrelated line of another buggy file. Posting goes to a fake GitHub on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from unidiff import PatchSet
+
+from kvlint.review.diff import safe_relative_path
+from kvlint.review.github_api import validate_payload
+from kvlint.review.diff import ReviewError
+from kvlint.review.render import escape_message, escape_text, fence_for
+
+OFFLOADING = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py"
+MOONCAKE = "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/connector.py"
+UNTOUCHED = "vllm/v1/worker/cpu_model_runner.py"  # buggy (KV101), never changed by the pull request
+TREE_FILES = [OFFLOADING, "vllm/v1/kv_cache_interface.py", "vllm/v1/core/kv_cache_utils.py", MOONCAKE, UNTOUCHED]
+TOKEN = "ghp_kvlintTestToken0123456789"
+
+
+def _git(repo: Path, *arguments: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t", *arguments],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def _kvlint(*arguments: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith("GITHUB_")}
+    environment.update(env or {})
+    return subprocess.run([sys.executable, "-m", "kvlint", *arguments], cwd=cwd, capture_output=True, text=True, env=environment, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def pr_repo(vllm_release, tmp_path_factory) -> Path:
+    release = vllm_release("0.29.0")
+    repo = tmp_path_factory.mktemp("review") / "repo"
+    for path in TREE_FILES:
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(release / path, repo / path)
+    fixed = _kvlint("fix", "--no-cache", OFFLOADING, cwd=repo)
+    assert "fixed 1 file" in fixed.stderr, fixed.stderr
+    assert "resolve_dcp_kv_block_size(" in (repo / OFFLOADING).read_text()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base: the connector goes through the resolver")
+    _git(repo, "checkout", "-qb", "pr")
+    shutil.copyfile(release / OFFLOADING, repo / OFFLOADING)
+    mooncake = (repo / MOONCAKE).read_text().splitlines(keepends=True)
+    mooncake.insert(2, "# A line the pull request adds, far from this file's own finding.\n")
+    (repo / MOONCAKE).write_text("".join(mooncake))
+    _git(repo, "commit", "-qam", "pr: hand-written DCP scaling in the offloading connector")
+    # A later push that changes nothing kvlint cares about.
+    _git(repo, "checkout", "-qb", "pr-push-unrelated")
+    (repo / MOONCAKE).write_text((repo / MOONCAKE).read_text() + "\n# another unrelated line\n")
+    _git(repo, "commit", "-qam", "unrelated push")
+    # A later push that takes the maintainers' suggestion.
+    _git(repo, "checkout", "-q", "pr")
+    _git(repo, "checkout", "-qb", "pr-push-fixed")
+    _git(repo, "checkout", "main", "--", OFFLOADING)
+    _git(repo, "commit", "-qam", "use the resolver again")
+    _git(repo, "checkout", "-q", "main")
+    return repo
+
+
+def _diff_lines(repo: Path, head: str) -> tuple[dict[str, set[int]], dict[str, set[int]]]:
+    """(added lines, lines GitHub shows) per file, from git's own diff."""
+    patch = PatchSet(subprocess.run(["git", "-C", str(repo), "diff", "main..." + head], capture_output=True, text=True, check=True).stdout)
+    added: dict[str, set[int]] = {}
+    shown: dict[str, set[int]] = {}
+    for patched in patch:
+        for hunk in patched:
+            for line in hunk:
+                if line.target_line_no is not None:
+                    shown.setdefault(patched.path, set()).add(line.target_line_no)
+                    if line.is_added:
+                        added.setdefault(patched.path, set()).add(line.target_line_no)
+    return added, shown
+
+
+def _suggestion(body: str) -> str | None:
+    match = re.search(r"^(`{3,})suggestion\n(.*?)\n\1$", body, re.MULTILINE | re.DOTALL)
+    return match.group(2) if match else None
+
+
+def _apply_suggestions(text: str, comments: list[dict]) -> str:
+    lines = text.splitlines()
+    for comment in sorted(comments, key=lambda c: c["line"], reverse=True):
+        suggestion = _suggestion(comment["body"])
+        if suggestion is None:
+            continue
+        first = comment.get("start_line", comment["line"])
+        lines[first - 1 : comment["line"]] = suggestion.split("\n")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def pr_review(pr_repo) -> tuple[dict, subprocess.CompletedProcess]:
+    run = _kvlint("review", "--base", "main", "--head", "pr", cwd=pr_repo)
+    assert run.returncode == 1, run.stderr
+    return json.loads(run.stdout), run
+
+
+def test_review_comments_sit_inside_the_diff_with_a_suggestion_that_restores_the_resolver(pr_repo, pr_review):
+    payload, run = pr_review
+    assert payload["event"] == "COMMENT"
+    assert payload["commit_id"] == _git(pr_repo, "rev-parse", "pr")
+    added, shown = _diff_lines(pr_repo, "pr")
+    comments = payload["comments"]
+    assert comments, payload
+    for comment in comments:
+        assert comment["path"] == OFFLOADING  # nothing on the mooncake connector's untouched finding, nor on untouched files
+        assert comment["side"] == "RIGHT"
+        span = set(range(comment.get("start_line", comment["line"]), comment["line"] + 1))
+        assert span <= shown[OFFLOADING] and span & added[OFFLOADING], comment
+        assert comment["body"].startswith("<!-- kvlint:")
+    main = next(c for c in comments if "KV102" in c["body"] and "hand-rolled" in c["body"].replace("\\-", "-"))
+    assert main["start_line"] < main["line"]
+    assert "resolve_dcp_kv_block_size(" in _suggestion(main["body"])
+    assert "```suggestion" in main["body"]
+    # KV101 (the isinstance gate), KV105 (its predicate) and KV103 (the path) join the same thread.
+    assert {"KV101", "KV102", "KV103", "KV105"} <= set(re.findall(r"kvlint:(KV\d+):", main["body"]))
+    # The suggestions, committed as they are, give back exactly the base revision's file.
+    head_text = (pr_repo / ".git").exists() and _git(pr_repo, "show", f"pr:{OFFLOADING}") + "\n"
+    base_text = _git(pr_repo, "show", f"main:{OFFLOADING}") + "\n"
+    assert _apply_suggestions(head_text, comments) == base_text
+    # Findings the pull request did not introduce are counted, not commented.
+    assert "not touch" in payload["body"] and "KV101" in payload["body"]
+    assert "4 finding(s) on changed lines" in run.stderr
+
+
+def test_working_tree_review_matches_the_head_commit(pr_repo, pr_review, tmp_path):
+    payload, _ = pr_review
+    checkout = tmp_path / "checkout"
+    _git(pr_repo, "worktree", "add", "-q", str(checkout), "pr")
+    try:
+        run = _kvlint("review", "--base", "main", cwd=checkout)
+        assert run.returncode == 1, run.stderr
+        assert json.loads(run.stdout)["comments"] == payload["comments"]
+    finally:
+        _git(pr_repo, "worktree", "remove", "--force", str(checkout))
+
+
+def test_a_pull_request_that_touches_no_finding_gets_no_comment(pr_repo):
+    run = _kvlint("review", "--base", "pr", "--head", "pr-push-unrelated", cwd=pr_repo)
+    assert run.returncode == 0, run.stderr
+    payload = json.loads(run.stdout)
+    assert payload["comments"] == []
+    assert "no KV-cache sizing issue" in payload["body"]
+    assert "not touch" in payload["body"]  # the mooncake connector's own finding is mentioned, not commented
+
+
+def test_markdown_and_rdjson(pr_repo):
+    markdown = _kvlint("review", "--base", "main", "--head", "pr", "--format", "markdown", cwd=pr_repo)
+    assert markdown.returncode == 1
+    assert "```suggestion" not in markdown.stdout and "```python" in markdown.stdout
+    assert f"`{OFFLOADING}` line" in markdown.stdout
+    rdjson = json.loads(_kvlint("review", "--base", "main", "--head", "pr", "--format", "rdjson", cwd=pr_repo).stdout)
+    assert rdjson["source"]["name"] == "kvlint" and rdjson["source"]["url"]
+    codes = {d["code"]["value"] for d in rdjson["diagnostics"]}
+    assert {"KV101", "KV102", "KV103", "KV105"} <= codes
+    for diagnostic in rdjson["diagnostics"]:
+        assert diagnostic["location"]["path"] == OFFLOADING
+        assert diagnostic["severity"] in ("ERROR", "WARNING", "INFO")
+        start = diagnostic["location"]["range"]["start"]
+        assert start["line"] >= 1 and start.get("column", 1) >= 1
+    kv102 = next(d for d in rdjson["diagnostics"] if d["code"]["value"] == "KV102")
+    assert any("resolve_dcp_kv_block_size(" in s["text"] for s in kv102["suggestions"])
+    for suggestion in kv102["suggestions"]:
+        assert suggestion["range"]["start"]["line"] <= suggestion["range"]["end"]["line"]
+
+
+def test_paths_that_leave_the_repository_are_refused(pr_repo, tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(pr_repo, repo, symlinks=True)
+    _git(repo, "checkout", "-qb", "evil", "pr")
+    (repo / "vllm" / "leak.py").symlink_to("/etc/hostname")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "a symlink out of the tree")
+    for arguments in (["--head", "evil"], []):
+        if not arguments:
+            _git(repo, "checkout", "-q", "evil")
+        run = _kvlint("review", "--base", "main", *arguments, cwd=repo)
+        assert run.returncode == 1, run.stderr
+        assert "vllm/leak.py" in run.stderr and "symbolic link" in run.stderr
+        assert all(c["path"] != "vllm/leak.py" for c in json.loads(run.stdout)["comments"])
+    assert safe_relative_path("../outside.py") and safe_relative_path("/etc/passwd") and safe_relative_path("a/../../b.py")
+    assert safe_relative_path("vllm/ok.py") is None
+
+
+def test_bad_revision_is_one_line_and_exit_2(pr_repo):
+    run = _kvlint("review", "--base", "no-such-branch", cwd=pr_repo)
+    assert run.returncode == 2
+    assert run.stderr.strip().count("\n") == 0 and "no-such-branch" in run.stderr
+
+
+def test_quoted_content_is_escaped():
+    rendered = escape_message("`isinstance(x, <img src=y onerror=alert(1)>)` pings @octocat with <b>bold</b> *and* [a](b)")
+    assert rendered.startswith("`isinstance(x, <img src=y onerror=alert(1)>)`")  # a code span shows it literally
+    assert "<b>" not in rendered and "&lt;b&gt;" in rendered
+    assert "@octocat" not in rendered and "\\*and\\*" in rendered and "\\[a\\]" in rendered
+    # An odd backtick cannot open a span that swallows the rest: everything is escaped as text.
+    assert escape_message("a ` b <i>") == "a \\` b &lt;i&gt;"
+    assert escape_text("# heading\nnext") == "\\# heading next"
+    assert fence_for("x = '```'") == "````"
+
+
+def test_saved_payload_is_rebuilt_from_known_fields_only():
+    good = {"event": "COMMENT", "body": "b", "comments": [{"path": "a.py", "line": 3, "side": "RIGHT", "body": "<!-- kvlint:KV102:a.py:abc -->\nx", "extra": 1}]}
+    assert validate_payload(good)["comments"][0] == {"path": "a.py", "line": 3, "side": "RIGHT", "body": "<!-- kvlint:KV102:a.py:abc -->\nx"}
+    for bad in (
+        {**good, "event": "APPROVE"},
+        {**good, "comments": [{**good["comments"][0], "body": "spam"}]},
+        {**good, "comments": [{**good["comments"][0], "path": "../x.py"}]},
+    ):
+        with pytest.raises(ReviewError):
+            validate_payload(bad)
+
+
+# --- posting, against a fake GitHub on 127.0.0.1 ---------------------------------------------------------
+
+
+class FakeGitHub:
+    """Records every request; keeps review comments the way GitHub does (list, create via review, delete)."""
+
+    def __init__(self):
+        self.requests: list[dict] = []
+        self.comments: dict[int, dict] = {}
+        self.next_id = 100
+        self.failure: tuple[int, dict] | None = None
+        self.head_sha = ""
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _answer(self, status: int, document=None):
+                data = b"" if document is None else json.dumps(document).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _handle(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                fake.requests.append({"method": self.command, "path": self.path, "body": body, "authorization": self.headers.get("Authorization")})
+                if fake.failure:
+                    return self._answer(*fake.failure)
+                path = self.path.split("?")[0]
+                if self.command == "GET" and path == "/repos/o/r/pulls/7/comments":
+                    page = 1 if "page=1" in self.path else 2
+                    return self._answer(200, list(fake.comments.values()) if page == 1 else [])
+                if self.command == "GET" and path == "/repos/o/r/pulls/7":
+                    return self._answer(200, {"number": 7, "head": {"sha": fake.head_sha}})
+                if self.command == "POST" and path == "/repos/o/r/pulls/7/reviews":
+                    for comment in body["comments"]:
+                        fake.next_id += 1
+                        fake.comments[fake.next_id] = {"id": fake.next_id, "path": comment["path"], "line": comment["line"], "body": comment["body"]}
+                    return self._answer(200, {"id": 1, "state": "COMMENTED"})
+                match = re.fullmatch(r"/repos/o/r/pulls/comments/(\d+)", path)
+                if self.command == "DELETE" and match and int(match.group(1)) in fake.comments:
+                    del fake.comments[int(match.group(1))]
+                    return self._answer(204)
+                return self._answer(404, {"message": "Not Found"})
+
+            do_GET = do_POST = do_DELETE = _handle
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def of(self, method: str) -> list[dict]:
+        return [r for r in self.requests if r["method"] == method]
+
+
+@pytest.fixture
+def github():
+    fake = FakeGitHub()
+    yield fake
+    fake.server.shutdown()
+    fake.server.server_close()
+
+
+def _post(repo: Path, github: FakeGitHub, head: str, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    environment = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": github.url, "GITHUB_REPOSITORY": "o/r", **(env or {})}
+    return _kvlint("review", "--base", "main", "--head", head, "--post", "--pr", "7", *extra, cwd=repo, env=environment)
+
+
+def test_post_then_new_pushes_do_not_repeat_and_clean_up(pr_repo, github):
+    github.comments[1] = {"id": 1, "path": OFFLOADING, "line": 44, "body": "A maintainer's own comment.", "in_reply_to_id": None}
+    first = _post(pr_repo, github, "pr")
+    assert first.returncode == 1, first.stderr
+    [review] = github.of("POST")
+    assert review["path"] == "/repos/o/r/pulls/7/reviews"
+    assert review["authorization"] == f"Bearer {TOKEN}"
+    assert review["body"] == json.loads(first.stdout)  # what is printed is what is posted
+    posted = {c["body"] for c in review["body"]["comments"]}
+    assert len(posted) == len(review["body"]["comments"]) >= 2
+
+    github.requests.clear()
+    again = _post(pr_repo, github, "pr-push-unrelated")
+    assert again.returncode == 1, again.stderr
+    assert github.of("POST") == [] and github.of("DELETE") == []  # the same findings: nothing repeated
+    assert "0 new comment(s)" in again.stderr
+
+    github.requests.clear()
+    fixed = _post(pr_repo, github, "pr-push-fixed")
+    assert fixed.returncode == 0, fixed.stderr
+    assert github.of("POST") == []
+    assert len(github.of("DELETE")) == len(posted)  # every kvlint comment on now-fixed lines is gone
+    assert list(github.comments) == [1]  # the maintainer's comment stays
+    for output in (first, again, fixed):
+        assert TOKEN not in output.stdout + output.stderr
+
+
+def test_api_error_is_one_line_exit_2_without_the_token(pr_repo, github):
+    github.failure = (403, {"message": f"Resource not accessible by integration (token {TOKEN})"})
+    run = _post(pr_repo, github, "pr")
+    assert run.returncode == 2
+    assert TOKEN not in run.stdout + run.stderr
+    [line] = [line for line in run.stderr.splitlines() if line.startswith("kvlint: error")]
+    assert "403" in line and "Resource not accessible" in line
+    assert run.stderr.strip().splitlines()[-1] == line
+
+
+def test_unreachable_api_is_one_line_exit_2(pr_repo):
+    closed = FakeGitHub()
+    closed.server.shutdown()
+    closed.server.server_close()
+    run = _post(pr_repo, closed, "pr")
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines()[-1].startswith("kvlint: error: cannot reach the GitHub API")
+    assert TOKEN not in run.stdout + run.stderr
+
+
+def test_two_stage_workflow_posts_the_saved_review_for_the_reviewed_head(pr_repo, github, tmp_path):
+    saved = tmp_path / "review.json"
+    stage_one = _kvlint("review", "--base", "main", "--head", "pr", "--exit-zero", cwd=pr_repo)
+    assert stage_one.returncode == 0
+    saved.write_text(stage_one.stdout)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"workflow_run": {"head_sha": _git(pr_repo, "rev-parse", "pr"), "pull_requests": []}}))
+    environment = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": github.url, "GITHUB_REPOSITORY": "o/r", "GITHUB_EVENT_PATH": str(event)}
+    github.head_sha = "0" * 40  # the pull request moved on since stage one ran
+    moved = _kvlint("review", "--base", "main", "--payload", str(saved), "--pr", "7", cwd=tmp_path, env=environment)
+    assert moved.returncode == 2 and "not posting" in moved.stderr and github.of("POST") == []
+    github.head_sha = _git(pr_repo, "rev-parse", "pr")
+    stage_two = _kvlint("review", "--base", "main", "--payload", str(saved), "--pr", "7", cwd=tmp_path, env=environment)
+    assert stage_two.returncode == 0, stage_two.stderr
+    [review] = github.of("POST")
+    assert review["body"]["comments"] == json.loads(stage_one.stdout)["comments"]
