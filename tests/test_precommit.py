@@ -1,0 +1,94 @@
+"""The shipped pre-commit hook, run by the real `pre-commit` tool from a local git copy of kvlint, offline.
+
+pre-commit clones the hook repository and pip-installs it into a virtualenv of its own; here that
+virtualenv sees this interpreter's site-packages (libcst, click, unidiff are already installed) and pip
+may not use an index, so nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BUGGY = "def tokens_per_block(group, dcp_size):\n    return group.kv_cache_spec.block_size * dcp_size\n"
+CLEAN = "def double(value):\n    return value * 2\n"
+
+pytestmark = pytest.mark.skipif(shutil.which("pre-commit") is None, reason="pre-commit is not installed (pip install -e '.[test]')")
+
+
+def _git(repo: Path, *arguments: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t", *arguments], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def test_hook_manifest_declares_kvlint_check():
+    [hook] = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert hook["id"] == "kvlint" and hook["entry"] == "kvlint check"
+    assert hook["language"] == "python" and hook["types"] == ["python"]
+
+
+@pytest.fixture(scope="module")
+def hook_repo(tmp_path_factory) -> tuple[Path, str]:
+    """A git repository holding this checkout's kvlint as it is on disk (committed or not)."""
+    repo = tmp_path_factory.mktemp("hook") / "kvlint"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
+    for name in ("kvlint", "rules"):
+        shutil.copytree(ROOT / name, repo / name, ignore=ignore)
+    for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
+        shutil.copyfile(ROOT / name, repo / name)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "kvlint")
+    return repo, _git(repo, "rev-parse", "HEAD")
+
+
+def _project(tmp_path: Path, hook_repo: tuple[Path, str], files: dict[str, str]) -> Path:
+    project = tmp_path / "project"
+    for name, text in files.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    repo, rev = hook_repo
+    (project / ".pre-commit-config.yaml").write_text(f"repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: kvlint\n")
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    return project
+
+
+def _pre_commit(project: Path, home: Path) -> subprocess.CompletedProcess:
+    environment = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(home),
+        "PIP_NO_INDEX": "1",  # offline: everything the hook needs is already installed here
+        "PIP_NO_BUILD_ISOLATION": "0",  # (sic) pip reads "0" as "do not isolate the build"
+        "VIRTUALENV_SYSTEM_SITE_PACKAGES": "1",
+    }
+    return subprocess.run(["pre-commit", "run", "--all-files"], cwd=project, capture_output=True, text=True, env=environment, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def pre_commit_home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
+def test_hook_fails_on_a_finding_and_names_it(tmp_path, hook_repo, pre_commit_home):
+    project = _project(tmp_path, hook_repo, {"pkg/sizing.py": BUGGY, "pkg/other.py": CLEAN})
+    run = _pre_commit(project, pre_commit_home)
+    output = run.stdout + run.stderr
+    assert run.returncode == 1, output
+    assert "kvlint" in output and "Failed" in output
+    assert "pkg/sizing.py:2:" in output and "KV102" in output
+    assert "pkg/other.py" not in output.replace("files checked", "")
+
+
+def test_hook_passes_on_clean_files(tmp_path, hook_repo, pre_commit_home):
+    project = _project(tmp_path, hook_repo, {"pkg/other.py": CLEAN, "notes.txt": "block_size * dcp\n"})
+    run = _pre_commit(project, pre_commit_home)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Passed" in run.stdout
