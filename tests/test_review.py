@@ -361,10 +361,20 @@ def test_two_stage_workflow_posts_the_saved_review_for_the_reviewed_head(pr_repo
     event.write_text(json.dumps({"workflow_run": {"head_sha": _git(pr_repo, "rev-parse", "pr"), "pull_requests": []}}))
     environment = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": github.url, "GITHUB_REPOSITORY": "o/r", "GITHUB_EVENT_PATH": str(event)}
     github.head_sha = "0" * 40  # the pull request moved on since stage one ran
-    moved = _kvlint("review", "--base", "main", "--payload", str(saved), "--pr", "7", cwd=tmp_path, env=environment)
+    moved = _kvlint("review", "--payload", str(saved), "--pr", "7", cwd=tmp_path, env=environment)
     assert moved.returncode == 2 and "not posting" in moved.stderr and github.of("POST") == []
     github.head_sha = _git(pr_repo, "rev-parse", "pr")
-    stage_two = _kvlint("review", "--base", "main", "--payload", str(saved), "--pr", "7", cwd=tmp_path, env=environment)
+    stage_two = _kvlint("review", "--payload", str(saved), "--pr", "7", cwd=tmp_path, env=environment)
     assert stage_two.returncode == 0, stage_two.stderr
     [review] = github.of("POST")
     assert review["body"]["comments"] == json.loads(stage_one.stdout)["comments"]
+
+
+def test_action_is_composite_and_splices_nothing_into_its_scripts():
+    import yaml
+
+    action = yaml.safe_load((Path(__file__).resolve().parents[1] / "action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    scripts = [step["run"] for step in action["runs"]["steps"] if "run" in step]
+    assert any("kvlint review" in script and "--post" in script for script in scripts)
+    assert all("${{" not in script for script in scripts)  # expressions reach scripts through env only

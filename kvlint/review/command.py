@@ -104,7 +104,7 @@ def _head_commit(repo: Path) -> str | None:
 
 
 @click.command()
-@click.option("--base", required=True, metavar="REF", help="The branch or commit the pull request merges into.")
+@click.option("--base", metavar="REF", help="The branch or commit the pull request merges into (required unless --payload).")
 @click.option("--head", metavar="REF", help="The pull request's commit (default: the working tree). Read with git, never run.")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="github-review", show_default=True)
 @click.option("--post", is_flag=True, help="Post the review to GitHub (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL).")
@@ -124,6 +124,8 @@ def review(base, head, output_format, post, pull, payload_path, repo_path, selec
     try:
         if payload_path:
             sys.exit(_post_saved(payload_path, pull))
+        if not base:
+            raise click.UsageError("--base REF is required (the branch or commit the pull request merges into)")
         repo = repository_root(Path(repo_path))
         result, texts = make_review(repo, base, head, config_path, select, ignore, jobs)
         payload = github_review(result)
