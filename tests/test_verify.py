@@ -117,6 +117,11 @@ def test_cells_a_release_cannot_express_are_reported_not_failed():
     assert report_to_json(report)["cells"][1]["agree"] is None
 
 
+def test_nothing_compared_is_an_error_not_a_pass():
+    skipped = {"kind": "mla", "dcp": 2, "paths": {}, "agree": None, "not_expressible": "vLLM rejects DCP=2: …"}
+    assert parse_report(raw_result([skipped])).exit_code == 2
+
+
 def test_a_folder_without_vllm_exits_2_with_one_line(tmp_path):
     result = make_runner().invoke(verify, ["--vllm", str(tmp_path)])
     assert result.exit_code == 2

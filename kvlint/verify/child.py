@@ -261,13 +261,21 @@ class ModelConfigStandIn:
         raise StandInGap(f"kvlint's ModelConfig stand-in cannot answer {name!r}")
 
 
+def tensor_parallel_size_for(dcp_sizes: tuple[int, ...]) -> int:
+    """One tensor-parallel size for the whole matrix: vLLM needs every DCP size to divide it."""
+    return math.lcm(TENSOR_PARALLEL_SIZE, *dcp_sizes)
+
+
 def build_vllm_config(
-    config_module: Any, dcp: int, extra_config: dict[str, Any] | None = None
+    config_module: Any,
+    dcp: int,
+    extra_config: dict[str, Any] | None = None,
+    tensor_parallel_size: int = TENSOR_PARALLEL_SIZE,
 ) -> tuple[Any, str]:
     """The real VllmConfig with the real sub-configs, or those sub-configs on a stand-in."""
     parallel = construct(
         config_module.ParallelConfig,
-        {"tensor_parallel_size": TENSOR_PARALLEL_SIZE, "decode_context_parallel_size": dcp},
+        {"tensor_parallel_size": tensor_parallel_size, "decode_context_parallel_size": dcp},
     )
     cache = construct(
         config_module.CacheConfig, {"block_size": BLOCK_SIZE, "enable_prefix_caching": True}
@@ -508,13 +516,27 @@ def run_matrix(modules: dict[str, Any], dcp_sizes: tuple[int, ...]) -> dict[str,
                 groups = make_groups()
                 worker = build_worker_config(interface, groups)
                 scheduler = utils.generate_scheduler_kv_cache_config([worker])
-                if dcp not in vllm_configs:
-                    vllm_configs[dcp] = build_vllm_config(modules["config"], dcp)
             except NotExpressible as error:
                 record.update(paths={}, agree=None, not_expressible=str(error))
                 cells.append(record)
                 continue
+            except Exception as error:
+                reason = f"building the {kind} configuration failed: {describe_error(error)}"
+                record.update(paths={}, agree=None, not_expressible=reason)
+                cells.append(record)
+                continue
+            if dcp not in vllm_configs:
+                try:
+                    vllm_configs[dcp] = build_vllm_config(
+                        modules["config"], dcp, tensor_parallel_size=tensor_parallel_size_for(dcp_sizes)
+                    )
+                except Exception as error:
+                    vllm_configs[dcp] = (None, f"vLLM rejects DCP={dcp}: {describe_error(error)}")
             base_config, config_kind = vllm_configs[dcp]
+            if base_config is None:
+                record.update(paths={}, agree=None, not_expressible=config_kind)
+                cells.append(record)
+                continue
             notes[f"vllm_config[dcp={dcp}]"] = config_kind
             use_mla = kind in ("mla", "dsa_container")
             model = ModelConfigStandIn(use_mla, 1 if use_mla else 8, torch)
@@ -597,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             "python": sys.version.split()[0],
             "setup": {
-                "tensor_parallel_size": TENSOR_PARALLEL_SIZE,
+                "tensor_parallel_size": tensor_parallel_size_for(dcp_sizes),
                 "block_size": BLOCK_SIZE,
                 "num_blocks": NUM_BLOCKS,
             },

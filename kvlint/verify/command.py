@@ -162,6 +162,8 @@ def verify(
         click.echo(f"kvlint verify: {error}", err=True)
         click.get_current_context().exit(EXIT_ERROR)
     click.echo(RENDERERS[output_format](report))
+    if not report.compared:
+        click.echo(f"kvlint verify: no cell could be compared in vLLM {report.vllm_version}", err=True)
     click.get_current_context().exit(report.exit_code)
 
 

@@ -65,8 +65,15 @@ class VerifyReport:
         return tuple(cell for cell in self.cells if cell.agree is False)
 
     @property
+    def compared(self) -> tuple[CellResult, ...]:
+        return tuple(cell for cell in self.cells if cell.agree is not None)
+
+    @property
     def exit_code(self) -> int:
-        return 1 if self.disagreeing else 0
+        """0 every compared cell agrees, 1 some disagree, 2 nothing could be compared."""
+        if self.disagreeing:
+            return 1
+        return 0 if self.compared else 2
 
 
 def _parse_result(value: Any) -> PathResult:
