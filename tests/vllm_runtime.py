@@ -202,6 +202,8 @@ def vllm_runtime(progress=None) -> VllmRuntime:
     with open(root / f"{environment_key()}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         built_now = False
+        if not (target / "bin" / "python").exists():  # half-deleted or from another machine
+            (target / INFO_FILE).unlink(missing_ok=True)
         if not (target / INFO_FILE).is_file():
             if target.exists():  # a folder without its info file is not ours to trust
                 shutil.rmtree(target)
