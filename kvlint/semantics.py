@@ -234,6 +234,7 @@ class _Frame:
         self.sites = sites or {}
         self.recorded: dict[int, list] = {}
         self.setattrs: dict[str, list] = {}
+        self.jumps: list[list[dict]] = []  # per enclosing loop: the states `break`/`continue` leave with
 
     def record(self, node: ast.AST, value) -> None:
         if id(node) in self.sites:
@@ -368,12 +369,20 @@ class Evaluator:
                 return self._block(node.orelse, current, frame) if node.orelse else current
             inner = dict(env)
             self._assign(node.target, items[0] if items else UNKNOWN, inner)
+            frame.jumps.append([])
             after = self._block(node.body, inner, frame)
+            jumped = frame.jumps.pop()
             after = _merge(after, self._block(node.orelse, dict(env), frame)) if node.orelse else after
+            for exit_env in jumped:  # `break` / `continue` leave the (once-run) loop with their state
+                after = _merge(after, exit_env)
             return _merge(env, after)  # the loop may run zero times
         if isinstance(node, ast.While):
             self.eval(node.test, env, frame)
-            return _merge(env, self._block(node.body, dict(env), frame))
+            frame.jumps.append([])
+            after = self._block(node.body, dict(env), frame)
+            for exit_env in frame.jumps.pop():
+                after = _merge(after, exit_env)
+            return _merge(env, after)
         if isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 self.eval(item.context_expr, env, frame)
@@ -385,6 +394,8 @@ class Evaluator:
                 after = _merge(after, self._block(handler.body, dict(env), frame))
             return self._block(node.finalbody, after, frame) if after is not None and node.finalbody else after
         if isinstance(node, (ast.Break, ast.Continue)):
+            if frame.jumps:
+                frame.jumps[-1].append(dict(env))
             return None
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             env[node.name] = UNKNOWN
