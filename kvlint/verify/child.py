@@ -360,6 +360,13 @@ def call_with_known_arguments(function: Callable[..., Any], known: dict[str, Any
     return function(**arguments)
 
 
+@dataclasses.dataclass(frozen=True)
+class SizingPath:
+    name: str
+    description: str  # `module:function` and the config it is fed
+    measure: Callable[[Cell], list[int | None]]
+
+
 class SizingPaths:
     """The tree's sizing paths; each returns one span per group (None: not sized there)."""
 
@@ -368,53 +375,53 @@ class SizingPaths:
         self.coordinator = modules.get("coordinator")
         self.offloading = modules.get("offloading")
         self.missing: dict[str, str] = {}
-        self.available: dict[str, str] = {}
+        self.paths: list[SizingPath] = []
         self._register()
 
+    def _add(self, name: str, description: str, measure: Callable[[Cell], list[int | None]]) -> None:
+        self.paths.append(SizingPath(name, description, measure))
+
     def _register(self) -> None:
-        self.available["scheduler"] = (
-            f"{KV_CACHE_UTILS}:resolve_kv_cache_block_sizes (scheduler config)"
+        self._add(
+            "scheduler",
+            f"{KV_CACHE_UTILS}:resolve_kv_cache_block_sizes (scheduler config)",
+            self.scheduler,
         )
         if self.coordinator is not None and hasattr(self.coordinator, "get_kv_cache_coordinator"):
-            self.available["managers"] = (
-                f"{COORDINATOR}:get_kv_cache_coordinator -> managers' block_size (scheduler config)"
+            self._add(
+                "managers",
+                f"{COORDINATOR}:get_kv_cache_coordinator -> managers' block_size (scheduler config)",
+                self.managers,
             )
         else:
             self.missing["managers"] = f"{COORDINATOR}:get_kv_cache_coordinator not found"
         if hasattr(self.utils, "resolve_dcp_kv_cache_spec"):
-            self.available["mooncake[worker]"] = (
+            self._add(
+                "mooncake[worker]",
                 f"{KV_CACHE_UTILS}:resolve_dcp_kv_cache_spec, as the Mooncake store worker "
-                "resizes each group (worker config)"
+                "resizes each group (worker config)",
+                self.mooncake_worker,
             )
         else:
             self.missing["mooncake[worker]"] = f"{KV_CACHE_UTILS}:resolve_dcp_kv_cache_spec not found"
         if self.offloading is not None and hasattr(self.offloading, "build_offloading_config"):
-            for role in ("scheduler", "worker"):
-                self.available[f"offloading[{role}]"] = (
-                    f"{OFFLOADING_CONFIG}:build_offloading_config ({role} config)"
-                )
+            # The connector is built for both roles, each from the config that role holds.
+            self._add(
+                "offloading[scheduler]",
+                f"{OFFLOADING_CONFIG}:build_offloading_config (scheduler config)",
+                lambda cell: self.offloading_spans(cell, cell.scheduler),
+            )
+            self._add(
+                "offloading[worker]",
+                f"{OFFLOADING_CONFIG}:build_offloading_config (worker config)",
+                lambda cell: self.offloading_spans(cell, cell.worker),
+            )
         else:
             self.missing["offloading"] = f"{OFFLOADING_CONFIG}:build_offloading_config not found"
 
-    def names(self) -> list[str]:
-        return list(self.available)
-
-    def measure(self, name: str, cell: Cell) -> list[int | None]:
-        if name == "scheduler":
-            return self.scheduler(cell)
-        if name == "managers":
-            return self.managers(cell)
-        if name == "mooncake[worker]":
-            dcp = cell.vllm_config.parallel_config.decode_context_parallel_size
-            return [
-                int(self.utils.resolve_dcp_kv_cache_spec(group.kv_cache_spec, dcp).block_size)
-                for group in cell.worker.kv_cache_groups
-            ]
-        if name == "offloading[scheduler]":
-            return self.offloading_spans(cell, cell.scheduler)
-        if name == "offloading[worker]":
-            return self.offloading_spans(cell, cell.worker)
-        raise KeyError(name)
+    @property
+    def descriptions(self) -> dict[str, str]:
+        return {path.name: path.description for path in self.paths}
 
     def resolve_sizes(self, cell: Cell) -> None:
         try:
@@ -444,6 +451,13 @@ class SizingPaths:
                 f"{scheduler_block_size} as their LCM"
             )
         return spans
+
+    def mooncake_worker(self, cell: Cell) -> list[int | None]:
+        dcp = cell.vllm_config.parallel_config.decode_context_parallel_size
+        return [
+            int(self.utils.resolve_dcp_kv_cache_spec(group.kv_cache_spec, dcp).block_size)
+            for group in cell.worker.kv_cache_groups
+        ]
 
     def managers(self, cell: Cell) -> list[int | None]:
         if cell.scheduler_error is not None:
@@ -544,14 +558,14 @@ def run_matrix(modules: dict[str, Any], dcp_sizes: tuple[int, ...]) -> dict[str,
             paths.resolve_sizes(cell)
             measured: dict[str, Any] = {}
             unexpressed: dict[str, str] = {}
-            for name in paths.names():
+            for path in paths.paths:
                 try:
-                    measured[name] = paths.measure(name, cell)
+                    measured[path.name] = path.measure(cell)
                 except (NotExpressible, StandInGap) as error:
                     # kvlint's limit, not vLLM's disagreement: say so, compare the rest.
-                    unexpressed[name] = str(error)
+                    unexpressed[path.name] = str(error)
                 except Exception as error:
-                    measured[name] = describe_error(error)
+                    measured[path.name] = describe_error(error)
             record["paths"] = measured
             if unexpressed:
                 record["not_expressible_paths"] = unexpressed
@@ -560,7 +574,7 @@ def run_matrix(modules: dict[str, Any], dcp_sizes: tuple[int, ...]) -> dict[str,
             record["agree"] = compare(measured)
             cells.append(record)
     return {
-        "paths": paths.available,
+        "paths": paths.descriptions,
         "unavailable_paths": paths.missing,
         "notes": notes,
         "cells": cells,
