@@ -378,3 +378,46 @@ def test_action_is_composite_and_splices_nothing_into_its_scripts():
     scripts = [step["run"] for step in action["runs"]["steps"] if "run" in step]
     assert any("kvlint review" in script and "--post" in script for script in scripts)
     assert all("${{" not in script for script in scripts)  # expressions reach scripts through env only
+
+
+@pytest.fixture(scope="module")
+def resolver_repo(vllm_release, tmp_path_factory) -> Path:
+    """base: the original 0.29.0 files; `narrow`: the resolver scales FullAttentionSpec only; `doc`: a comment in it."""
+    release = vllm_release("0.29.0")
+    repo = tmp_path_factory.mktemp("resolver") / "repo"
+    for path in TREE_FILES[:3]:
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(release / path, repo / path)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    utils = repo / "vllm/v1/core/kv_cache_utils.py"
+    original = utils.read_text()
+    gate = "        isinstance(layer_spec, AttentionSpec) for layer_spec in layer_specs\n"
+    assert original.count(gate) == 1
+    for branch, text in (
+        ("narrow", original.replace(gate, gate.replace("AttentionSpec", "FullAttentionSpec"))),
+        ("doc", original.replace(gate, "        # every layer must be sharded\n" + gate)),
+    ):
+        _git(repo, "checkout", "-qb", branch, "main")
+        utils.write_text(text)
+        _git(repo, "commit", "-qam", branch)
+    _git(repo, "checkout", "-q", "main")
+    return repo
+
+
+def test_changing_the_resolver_reports_the_untouched_connector_it_makes_diverge(resolver_repo):
+    run = _kvlint("review", "--base", "main", "--head", "narrow", cwd=resolver_repo)
+    assert run.returncode == 1, run.stderr
+    comments = json.loads(run.stdout)["comments"]
+    [comment] = comments
+    assert comment["path"] == "vllm/v1/core/kv_cache_utils.py"  # on the changed resolver, not the untouched connector
+    added, _ = _diff_lines(resolver_repo, "narrow")
+    assert comment["line"] in added["vllm/v1/core/kv_cache_utils.py"]
+    assert f"`{OFFLOADING}:" in comment["body"] and "shared resolver" in comment["body"]
+
+
+def test_editing_the_resolver_without_changing_what_it_decides_reports_nothing_old(resolver_repo):
+    run = _kvlint("review", "--base", "main", "--head", "doc", cwd=resolver_repo)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["comments"] == []

@@ -16,6 +16,8 @@ from kvlint.engine import UnreadableSource, decode_source
 from kvlint.files import is_excluded
 from kvlint.registry import RegistryError
 from kvlint.review import github_api
+from kvlint.project import build_project_index
+from kvlint.review.crossfile import findings_through_touched_targets, issue_key
 from kvlint.review.diff import (
     ReviewError,
     changed_files,
@@ -91,6 +93,19 @@ def make_review(repo: Path, base: str, head: str | None, config_path: str | None
                         continue
             findings = [f for f in result.findings if f.path in change.files]
             files_checked = len(result.files)
+
+            def base_issue_keys() -> set[tuple[str, str, str, str]]:
+                base_tree = scratch / "base"
+                base_tree.mkdir(exist_ok=True)
+                materialise_python_tree(repo, base_commit, base_tree)
+                inside = [base_tree / p for p in python if (base_tree / p).is_file()] or [base_tree]
+                sizing = build_project_index(inside).sizing
+                return {issue_key(issue) for issue in (sizing.issues if sizing is not None else ())}
+
+            anchored, replaced = findings_through_touched_targets(
+                result.project, tree, change.files, texts, findings, result.rules, config, base_issue_keys
+            )
+            findings = [f for f in findings if f not in replaced] + anchored
     review = build_review(findings, change.files, texts, refused, files_checked)
     review.commit = head_commit or _head_commit(repo)
     return review, texts

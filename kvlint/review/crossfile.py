@@ -1,0 +1,156 @@
+"""Cross-file findings a pull request causes without touching the file they are reported in.
+
+KV103 compares every sizing path with the scheduler's (the tree's reference path, which goes through
+the resolver); KV105 compares every DCP predicate with the resolver. A pull request that changes the
+reference or the resolver can make an untouched connector diverge: that finding names a path the pull
+request touched, so it belongs to the review, anchored on the changed lines of the touched function.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from kvlint.config import Config
+from kvlint.engine import LintRequest, UnreadableSource, lint_bytes
+from kvlint.files import SourceFile
+from kvlint.review.diff import ChangedFile
+from kvlint.rule import Rule
+from kvlint.types import Finding
+
+# Which comparison target each cross-file rule measures against.
+_COMPARED_WITH = {"KV103": ("reference", "resolver"), "KV105": ("resolver",)}
+
+
+def issue_key(issue) -> tuple[str, str, str, str]:
+    return (issue.code, issue.module_path, issue.qualname, " ".join(issue.message.split()))
+
+
+def function_spans(text: str) -> dict[str, tuple[int, int]]:
+    """qualname -> (first line, last line) of every function in the source."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+    spans: dict[str, tuple[int, int]] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                    spans[name] = (first, child.end_lineno or child.lineno)
+                visit(child, f"{name}.")
+
+    visit(tree, "")
+    return spans
+
+
+def _repository_path(root: str, module_path: str, tree: Path) -> str | None:
+    try:
+        return Path(os.path.relpath(Path(root, module_path).resolve(), tree.resolve())).as_posix()
+    except ValueError:
+        return None
+
+
+def touched_targets(project, tree: Path, changes: dict[str, ChangedFile], texts: dict[str, str]) -> dict[str, tuple[str, str, int]]:
+    """role ("reference" | "resolver") -> (path name, repository path, first changed line in it)."""
+    analysis = getattr(project, "sizing", None)
+    if analysis is None or project.root is None:
+        return {}
+    touched: dict[str, tuple[str, str, int]] = {}
+    for role, name in (("reference", analysis.reference), ("resolver", analysis.resolver)):
+        path = next((p for p in analysis.paths if p.name == name), None)
+        if path is None:
+            continue
+        repository_path = _repository_path(project.root, path.module_path, tree)
+        changed = changes.get(repository_path or "")
+        if changed is None or repository_path not in texts:
+            continue
+        span = function_spans(texts[repository_path]).get(path.qualname)
+        anchor = changed.first_added(*span) if span else None
+        if anchor is not None:
+            touched[role] = (name, repository_path, anchor)
+    return touched
+
+
+def findings_through_touched_targets(
+    project,
+    tree: Path,
+    changes: dict[str, ChangedFile],
+    texts: dict[str, str],
+    scanned: list[Finding],
+    rules: tuple[type[Rule], ...],
+    config: Config,
+    base_issue_keys: Callable[[], set[tuple[str, str, str, str]]],
+) -> tuple[list[Finding], list[Finding]]:
+    """(findings re-anchored on the touched reference/resolver, the scanned findings they replace).
+
+    Only divergences the change creates count: an issue the base revision already had, word for word
+    (same rule, path and counterexamples), is not the pull request's doing, even if it edits the target.
+    """
+    touched = touched_targets(project, tree, changes, texts)
+    if not touched:
+        return [], []
+    before = base_issue_keys()
+    from kvlint.runner import _module_path, _rules_for  # the same per-file rule selection as a scan
+
+    analysis = project.sizing
+    selected = {rule.CODE: rule for rule in rules}
+    anchored: list[Finding] = []
+    replaced: list[Finding] = []
+    linted: dict[str, list[Finding]] = {}
+    for issue in analysis.issues:
+        roles = [role for role in _COMPARED_WITH.get(issue.code, ()) if role in touched]
+        if not roles or issue.code not in selected or issue_key(issue) in before:
+            continue
+        repository_path = _repository_path(project.root, issue.module_path, tree)
+        if repository_path is None or repository_path.startswith("../"):
+            continue
+        if repository_path in changes:
+            candidates = [f for f in scanned if f.path == repository_path]
+        else:
+            if repository_path not in linted:
+                linted[repository_path] = _lint_one(tree, repository_path, project, rules, config, _module_path, _rules_for)
+            candidates = linted[repository_path]
+        # Through the engine, so that suppression comments and per-file-ignores still hold.
+        finding = next((f for f in candidates if f.code == issue.code and f.line == issue.line), None)
+        if finding is None or changes.get(repository_path, ChangedFile("")).touches(finding.line, max(finding.end_line, finding.line)):
+            continue
+        name, target_path, anchor = touched[roles[0]]
+        what = "the scheduler's sizing path" if roles[0] == "reference" else "the shared resolver"
+        anchored.append(
+            replace(
+                finding,
+                path=target_path,
+                line=anchor,
+                column=1,
+                end_line=anchor,
+                end_column=1,
+                fix=None,
+                message=f"{finding.message} (reported at `{repository_path}:{finding.line}`; this change touches {what}, `{name}`)",
+            )
+        )
+        if repository_path in changes:
+            replaced.append(finding)
+    return anchored, replaced
+
+
+def _lint_one(tree: Path, repository_path: str, project, rules, config: Config, module_path_of, rules_for) -> list[Finding]:
+    path = tree / repository_path
+    if path.is_symlink():
+        return []
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    file_rules = rules_for(SourceFile(path, repository_path), rules, config)
+    try:
+        result = lint_bytes(LintRequest(repository_path, module_path_of(path, project.root), project, file_rules, config.rule_settings()), data)
+    except UnreadableSource:
+        return []
+    return list(result.findings)
