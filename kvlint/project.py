@@ -178,7 +178,9 @@ class _Snapshot:
 def _tree_files(root: Path) -> dict[str, os.stat_result | None]:
     """Every .py file under root/vllm (relative, "/"-separated) with its stat; None when stat fails."""
     found: dict[str, os.stat_result | None] = {}
-    stack = [root / "vllm"]
+    base = str(root)
+    prefix = len(base) + 1
+    stack = [os.path.join(base, "vllm")]
     while stack:
         folder = stack.pop()
         try:
@@ -189,12 +191,12 @@ def _tree_files(root: Path) -> dict[str, os.stat_result | None]:
         for entry in entries:
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
+                    stack.append(entry.path)
                     continue
             except OSError:
                 continue
             if entry.name.endswith(".py"):
-                relative = Path(entry.path).relative_to(root).as_posix()
+                relative = entry.path[prefix:].replace(os.sep, "/")
                 try:
                     found[relative] = os.stat(entry.path)
                 except OSError:

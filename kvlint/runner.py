@@ -68,6 +68,8 @@ def _module_path(path: Path, root: str | None, real_folders: dict[str, str] | No
         real = real_folders.get(folder)
         if real is None:
             real = real_folders[folder] = os.path.realpath(folder)
+        if real.startswith(root) and real[len(root) : len(root) + 1] == os.sep:
+            return f"{real[len(root) + 1 :]}{os.sep}{name}".replace(os.sep, "/")
         resolved = Path(real, name)
     else:
         resolved = path.resolve()

@@ -120,16 +120,6 @@ def test_workers_and_cache_agree_on_real_vllm(vllm_029, tmp_path):
     assert warm.cache_hits == warm_inline.cache_hits == len(inline.files)
 
 
-@pytest.mark.slow
-def test_two_workers_without_cache_agree_on_the_connectors(vllm_029):
-    # The folder with most parsed files, scanned with and without a pool (the project index is the tree's).
-    connectors = vllm_029 / "vllm" / "distributed" / "kv_transfer"
-    one = scan([connectors], Config(), None, [], jobs=1)
-    two = scan([connectors], Config(), None, [], jobs=2)
-    assert one.project.root == str(vllm_029)
-    assert outcome(one) == outcome(two)
-
-
 # ------------------------------------------------------------------------------------ small trees
 
 

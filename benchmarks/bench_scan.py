@@ -1,0 +1,231 @@
+"""How fast is kvlint on a whole vLLM release, next to Fixit running an equivalent rule and `grep -rn`?
+
+    python benchmarks/bench_scan.py [--version 0.29.0] [--runs 3] [--fixit-runs 1] [--skip-fixit]
+
+Scenarios, each on a private copy of the release's sources (so a file can be edited and nothing is
+written into the release cache):
+
+  kvlint cold        `kvlint check --no-cache`: every file read, the index built, candidates parsed
+  kvlint warm        `kvlint check --cache-dir C` with a primed cache and nothing changed
+  edit: other file   one module that nothing sizing-related mentions gets a new line, then a warm scan
+  edit: sizing file  the offloading connector's config.py gets a new line (the project index is rebuilt)
+  kvlint fix --diff  `kvlint fix --diff --no-cache`: scan + rewrite + re-lint, writes nothing
+  fixit              Fixit 2 with benchmarks/fixit_rules/kv101_equivalent.py only (its own venv)
+  grep -rn           `grep -rnE 'isinstance\\(.*Spec'`, the text search the KV101 rule refines
+  kvlint --version   interpreter start + imports only: the floor under every kvlint row
+
+Times are wall clock. Peak memory is the largest resident set of any one process (wait4's ru_maxrss
+covers the command and the workers it waited for) and the largest sum over the command's process tree,
+sampled every 50 ms (an upper bound: forked workers share pages with their parent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FIXIT_RULES = HERE / "fixit_rules"
+GREP_PATTERN = r"isinstance\(.*Spec"
+OTHER_FILE = "vllm/model_executor/layers/activation.py"
+SIZING_FILE = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py"
+FIXIT_VERSION = "fixit==2.2.1"
+
+
+@dataclass
+class Measurement:
+    name: str
+    command: str
+    times: list[float] = field(default_factory=list)
+    largest_rss_kib: int = 0
+    tree_rss_kib: int = 0
+    exit_codes: set[int] = field(default_factory=set)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+
+def _tree_rss_kib(root_pid: int) -> int:
+    """Resident memory of a process and all its descendants, from /proc (Linux)."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stream:
+                fields = stream.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        rss[int(entry)] = int(fields[21]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+    family, frontier = {root_pid}, [root_pid]
+    while frontier:
+        pid = frontier.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in family:
+                family.add(child)
+                frontier.append(child)
+    return sum(rss.get(pid, 0) for pid in family)
+
+
+def run_once(argv: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[float, int, int, int]:
+    """(seconds, exit code, largest single-process RSS KiB, largest process-tree RSS KiB)."""
+    peak = [0]
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _tree_rss_kib(process.pid))
+            done.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return elapsed, process.returncode, usage.ru_maxrss, peak[0]
+
+
+def measure(name: str, argv: list[str], runs: int, before=None, env=None, cwd=None, shown: str | None = None) -> Measurement:
+    result = Measurement(name, shown or " ".join(argv))
+    for number in range(runs):
+        if before is not None:
+            before(number)
+        seconds, code, largest, tree = run_once(argv, env=env, cwd=cwd)
+        result.times.append(seconds)
+        result.exit_codes.add(code)
+        result.largest_rss_kib = max(result.largest_rss_kib, largest)
+        result.tree_rss_kib = max(result.tree_rss_kib, tree)
+        print(f"  {name}: run {number + 1}/{runs}: {seconds:.2f} s (exit {code})", file=sys.stderr)
+    return result
+
+
+def fixit_python(cache: Path) -> Path:
+    """A venv with Fixit, kept under the benchmark's cache folder (created on first use)."""
+    venv = cache / "fixit-venv"
+    python = venv / "bin" / "python"
+    if not (venv / "bin" / "fixit").exists():
+        print(f"bench: installing {FIXIT_VERSION} into {venv}", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", FIXIT_VERSION], check=True)
+    return python
+
+
+def append_line(path: Path, number: int) -> None:
+    with open(path, "a", encoding="utf-8") as stream:
+        stream.write(f"# benchmark edit {number} at {time.time_ns()}\n")
+
+
+def render(results: list[Measurement], args, tree_files: int, tree_lines: int) -> str:
+    lines = [
+        f"vLLM {args.version}: {tree_files} files, {tree_lines:,} lines; {os.cpu_count()} CPUs; Python {sys.version.split()[0]}; "
+        f"load average at start {args.load_at_start}",
+        "",
+        "| scenario | runs | median s | min–max s | peak RSS, one process MiB | peak RSS, process tree MiB | exit |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for m in results:
+        lines.append(
+            f"| {m.name} | {len(m.times)} | {m.median:.2f} | {min(m.times):.2f}–{max(m.times):.2f} | "
+            f"{m.largest_rss_kib / 1024:.0f} | {m.tree_rss_kib / 1024:.0f} | {','.join(map(str, sorted(m.exit_codes)))} |"
+        )
+    by_name = {m.name: m for m in results}
+    lines += ["", "| ratio (medians) | value | target | met |", "|---|---:|---:|---|"]
+
+    def ratio(label: str, top: str, bottom: str, target: float, below: bool = True) -> None:
+        if top in by_name and bottom in by_name:
+            value = by_name[top].median / by_name[bottom].median
+            met = value <= target if below else value >= target
+            lines.append(f"| {label} | {value:.2f} | ≤ {target:g} | {'yes' if met else 'no'} |")
+
+    ratio("kvlint cold / fixit", "kvlint cold", "fixit", 0.1)
+    ratio("kvlint warm / grep", "kvlint warm", "grep -rn", 3)
+    ratio("kvlint edit: other file / grep", "kvlint edit: other file", "grep -rn", 5)
+    ratio("kvlint edit: sizing file / grep", "kvlint edit: sizing file", "grep -rn", 5)
+    ratio("kvlint --version / grep", "kvlint --version", "grep -rn", 3)
+    peak = max((m.tree_rss_kib for m in results if m.name.startswith("kvlint")), default=0) / 1024
+    lines.append(f"| kvlint peak RSS, process tree (MiB) | {peak:.0f} | ≤ 1024 | {'yes' if peak <= 1024 else 'no'} |")
+    lines += ["", "Commands (TREE = a private copy of the release's sources, C = a fresh cache folder):", ""]
+    lines += [f"- {m.name}: `{m.command}`" for m in results]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", default="0.29.0", help="vLLM release to scan (fetched from PyPI once)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per kvlint and grep scenario")
+    parser.add_argument("--fixit-runs", type=int, default=1, help="runs of fixit (minutes each)")
+    parser.add_argument("--skip-fixit", action="store_true")
+    parser.add_argument("--jobs", type=int, default=None, help="kvlint --jobs (default: all cores)")
+    parser.add_argument("--output", type=Path, help="also write the markdown table here")
+    args = parser.parse_args()
+    args.load_at_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+    from kvlint.releases import cache_root, release_sources
+
+    source = release_sources(args.version)
+    bench_cache = cache_root() / "bench"
+    fixit = None if args.skip_fixit else fixit_python(bench_cache)
+    kvlint = [sys.executable, "-m", "kvlint"]
+    jobs = ["--jobs", str(args.jobs)] if args.jobs else []
+
+    with tempfile.TemporaryDirectory(prefix="kvlint-bench-") as scratch:
+        tree = Path(scratch) / "tree"
+        shutil.copytree(source / "vllm", tree / "vllm")
+        cache = Path(scratch) / "cache"
+        target = str(tree / "vllm")
+        files = list((tree / "vllm").rglob("*.py"))
+        tree_lines = sum(path.read_bytes().count(b"\n") for path in files)
+        # Old mtimes, as in a checkout: files copied a moment ago are "racily clean" and always hashed.
+        for path in files:
+            os.utime(path, (time.time() - 3600, time.time() - 3600))
+        results: list[Measurement] = []
+
+        def show(argv: list[str]) -> str:
+            return " ".join(argv).replace(target, "TREE/vllm").replace(str(cache), "C").replace(sys.executable, "python")
+
+        check = [*kvlint, "check", *jobs]
+        argv = [*kvlint, "--version"]
+        results.append(measure("kvlint --version", argv, args.runs, shown=show(argv)))
+        argv = ["grep", "-rnE", GREP_PATTERN, target]
+        results.append(measure("grep -rn", argv, args.runs, shown=show(argv).replace(GREP_PATTERN, f"'{GREP_PATTERN}'")))
+        argv = [*check, "--no-cache", target]
+        results.append(measure("kvlint cold", argv, args.runs, shown=show(argv)))
+        argv = [*check, "--cache-dir", str(cache), target]
+        run_once(argv)  # prime the cache (a cold scan that writes it)
+        run_once(argv)  # and settle it: entries of files modified just before the first one get trusted
+        results.append(measure("kvlint warm", argv, args.runs, shown=show(argv)))
+        results.append(measure("kvlint edit: other file", argv, args.runs, before=lambda n: append_line(tree / OTHER_FILE, n), shown=show(argv) + f"  (after appending a line to {OTHER_FILE})"))
+        results.append(measure("kvlint edit: sizing file", argv, args.runs, before=lambda n: append_line(tree / SIZING_FILE, n), shown=show(argv) + f"  (after appending a line to {SIZING_FILE})"))
+        argv = [*kvlint, "fix", "--diff", "--no-cache", *jobs, target]
+        results.append(measure("kvlint fix --diff", argv, args.runs, shown=show(argv)))
+        if fixit is not None:
+            (tree / ".fixit.toml").write_text('[tool.fixit]\nroot = true\ndisable = ["fixit.rules"]\nenable = ["kv101_equivalent"]\n')
+            env = {**os.environ, "PYTHONPATH": str(FIXIT_RULES)}
+            argv = [str(fixit.parent / "fixit"), "lint", target]
+            results.append(measure("fixit", argv, args.fixit_runs, env=env, shown=f"PYTHONPATH=benchmarks/fixit_rules {show(argv).replace(str(fixit.parent), 'VENV/bin')}  (TREE/.fixit.toml enables only kv101_equivalent)"))
+
+    table = render(results, args, len(files), tree_lines)
+    print(table)
+    if args.output is not None:
+        args.output.write_text(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
