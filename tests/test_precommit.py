@@ -1,15 +1,17 @@
 """The shipped pre-commit hook, run by the real `pre-commit` tool from a local git copy of kvlint, offline.
 
 pre-commit clones the hook repository and pip-installs it into a virtualenv of its own; here that
-virtualenv sees this interpreter's site-packages (libcst, click, unidiff are already installed) and pip
-may not use an index, so nothing is downloaded.
+virtualenv sees this interpreter's copies of kvlint's dependencies through PYTHONPATH and pip may not
+use an index, so nothing is downloaded.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BUGGY = "def tokens_per_block(group, dcp_size):\n    return group.kv_cache_spec.block_size * dcp_size\n"
 CLEAN = "def double(value):\n    return value * 2\n"
 
-pytestmark = pytest.mark.skipif(shutil.which("pre-commit") is None, reason="pre-commit is not installed (pip install -e '.[test]')")
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("pre_commit") is None, reason="pre-commit is not installed (pip install -e '.[test]')")
 
 
 def _git(repo: Path, *arguments: str) -> str:
@@ -61,15 +63,48 @@ def _project(tmp_path: Path, hook_repo: tuple[Path, str], files: dict[str, str])
     return project
 
 
+def _dependency_shim(folder: Path) -> Path:
+    """A folder linking kvlint's installed runtime dependencies (and theirs), nothing else.
+
+    On PYTHONPATH it lets pip in the hook's virtualenv see them as installed without shadowing that
+    virtualenv's own setuptools, so the hook installs offline.
+    """
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    folder.mkdir(exist_ok=True)
+    pending = ["libcst", "click", "unidiff"]
+    seen: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name.lower() in seen:
+            continue
+        seen.add(name.lower())
+        try:
+            distribution = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        for entry in {str(file).split("/")[0] for file in distribution.files or ()} - {".."}:
+            source = Path(distribution.locate_file(entry))
+            if source.exists() and not (folder / entry).exists():
+                (folder / entry).symlink_to(source)
+        for requirement in map(Requirement, distribution.requires or ()):
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                pending.append(requirement.name)
+    return folder
+
+
 def _pre_commit(project: Path, home: Path) -> subprocess.CompletedProcess:
     environment = {
         **os.environ,
         "PRE_COMMIT_HOME": str(home),
+        "PYTHONPATH": str(_dependency_shim(home / "dependencies")),
         "PIP_NO_INDEX": "1",  # offline: everything the hook needs is already installed here
         "PIP_NO_BUILD_ISOLATION": "0",  # (sic) pip reads "0" as "do not isolate the build"
-        "VIRTUALENV_SYSTEM_SITE_PACKAGES": "1",
     }
-    return subprocess.run(["pre-commit", "run", "--all-files"], cwd=project, capture_output=True, text=True, env=environment, timeout=600)
+    command = [sys.executable, "-m", "pre_commit", "run", "--all-files"]
+    return subprocess.run(command, cwd=project, capture_output=True, text=True, env=environment, timeout=600)
 
 
 @pytest.fixture(scope="module")
