@@ -421,3 +421,51 @@ def test_editing_the_resolver_without_changing_what_it_decides_reports_nothing_o
     run = _kvlint("review", "--base", "main", "--head", "doc", cwd=resolver_repo)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["comments"] == []
+
+
+def _action_script() -> str:
+    import yaml
+
+    action = yaml.safe_load((Path(__file__).resolve().parents[1] / "action.yml").read_text())
+    return next(step["run"] for step in action["runs"]["steps"] if "kvlint review" in step.get("run", ""))
+
+
+def _run_action(repo: Path, tmp_path: Path, **variables: str) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_") and not k.lower().endswith("_proxy")}
+    environment["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environment.get('PATH', '')}"
+    environment.update(
+        {
+            "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+            "KVLINT_BASE": "main",
+            "KVLINT_HEAD": "pr",
+            "KVLINT_POST": "auto",
+            "KVLINT_OUTPUT": str(tmp_path / "kvlint-review.json"),
+            "KVLINT_PAYLOAD": "",
+            "KVLINT_PR": "7",
+            "KVLINT_FAIL": "true",
+            "KVLINT_ARGS": "",
+            "KVLINT_FORK": "false",
+            **variables,
+        }
+    )
+    return subprocess.run(["bash", "-c", _action_script()], cwd=repo, capture_output=True, text=True, env=environment, timeout=300)
+
+
+def test_action_script_for_a_fork_writes_the_review_for_the_second_stage(pr_repo, pr_review, tmp_path):
+    run = _run_action(pr_repo, tmp_path, KVLINT_FORK="true")  # auto + fork: no token can post, so no --post
+    assert run.returncode == 1, run.stderr
+    assert json.loads((tmp_path / "kvlint-review.json").read_text())["comments"] == pr_review[0]["comments"]
+    assert (tmp_path / "kvlint-review.json.pr").read_text().strip() == "7"
+    assert "```python" in (tmp_path / "summary.md").read_text()
+    assert "review posted" not in run.stderr
+
+
+def test_action_script_posts_same_repository_pull_requests(pr_repo, github, tmp_path):
+    run = _run_action(pr_repo, tmp_path, KVLINT_FAIL="false", GITHUB_TOKEN=TOKEN, GITHUB_API_URL=github.url, GITHUB_REPOSITORY="o/r")
+    assert run.returncode == 0, run.stderr
+    assert len(github.of("POST")) == 1
+    second = _run_action(
+        pr_repo, tmp_path, KVLINT_PAYLOAD=str(tmp_path / "kvlint-review.json"), KVLINT_PR="", GITHUB_TOKEN=TOKEN, GITHUB_API_URL=github.url, GITHUB_REPOSITORY="o/r"
+    )
+    assert second.returncode == 0, second.stderr  # the second stage: nothing new to post
+    assert len(github.of("POST")) == 1
