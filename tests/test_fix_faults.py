@@ -1,0 +1,89 @@
+"""Faults during `kvlint fix`: killed at random moments, or racing another run — no file is ever half-written."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_cli import BUGGY, make_tree
+
+FILES = 40
+KILLS = int(os.environ.get("KVLINT_FAULT_KILLS", "10"))
+
+
+def kvlint_fix(tree: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "kvlint", "fix", "--no-cache", "-j", "1", "--select", "KV101,KV102", str(tree / "pkg")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory):
+    """(old bytes, new bytes) of one buggy module, new as `kvlint fix` writes it."""
+    root = tmp_path_factory.mktemp("reference")
+    make_tree(root)
+    subprocess.run([sys.executable, "-m", "kvlint", "fix", "--no-cache", str(root / "pkg" / "buggy.py")], check=False, capture_output=True)
+    new = (root / "pkg" / "buggy.py").read_bytes()
+    assert new != BUGGY.encode() and b"resolve_dcp_kv_block_size(" in new
+    return BUGGY.encode(), new
+
+
+def large_tree(root: Path) -> list[Path]:
+    make_tree(root)
+    paths = []
+    for index in range(FILES):
+        path = root / "pkg" / f"module_{index:03d}.py"
+        path.write_text(BUGGY)
+        paths.append(path)
+    return paths
+
+
+def assert_old_or_new(paths: list[Path], old: bytes, new: bytes) -> tuple[int, int]:
+    counts = [0, 0]
+    for path in paths:
+        data = path.read_bytes()
+        assert data in (old, new), f"{path.name} is neither the old nor the new file ({len(data)} bytes)"
+        counts[data == new] += 1
+    return counts[0], counts[1]
+
+
+def test_killed_at_random_moments_leaves_every_file_old_or_new(tmp_path, expected):
+    old, new = expected
+    rng = random.Random(20261202)
+    killed_mid_run = 0
+    mixed = 0  # kills that landed between two file writes: some files new, some still old
+    for attempt in range(KILLS):
+        root = tmp_path / f"run{attempt}"
+        paths = large_tree(root)
+        process = kvlint_fix(root)
+        time.sleep(rng.uniform(1.0, 6.0))
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            killed_mid_run += 1
+        process.wait()
+        still_old, now_new = assert_old_or_new(paths, old, new)
+        mixed += bool(still_old and now_new)
+        # A second run completes the job from whatever state the kill left.
+        subprocess.run([sys.executable, "-m", "kvlint", "fix", "--no-cache", str(root / "pkg")], capture_output=True)
+        assert assert_old_or_new(paths, old, new) == (0, FILES)
+    assert killed_mid_run >= KILLS // 2, "the kills mostly missed the run; widen the timing window"
+    assert mixed >= 1, "no kill landed while files were being written"
+
+
+def test_two_runs_at_once_end_with_correct_files(tmp_path, expected):
+    old, new = expected
+    paths = large_tree(tmp_path)
+    first, second = kvlint_fix(tmp_path), kvlint_fix(tmp_path)
+    first.wait(timeout=600)
+    second.wait(timeout=600)
+    subprocess.run([sys.executable, "-m", "kvlint", "fix", "--no-cache", str(tmp_path / "pkg")], capture_output=True)
+    assert assert_old_or_new(paths, old, new) == (0, FILES)
