@@ -8,6 +8,8 @@ big file at the end. Every file, wherever it runs, goes through `lint_job`.
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import sys
 import time
@@ -98,7 +100,7 @@ def lint_job(job: _Job) -> FileResult:
     if all(f.code in codes for f in result.findings):
         return result
     # per-file-ignores may switch off KV000 too
-    return FileResult(result.path, tuple(f for f in result.findings if f.code in codes), result.parsed, result.skipped_by_prefilter, result.suppressed)
+    return dataclasses.replace(result, findings=tuple(f for f in result.findings if f.code in codes))
 
 
 def _read(path: Path, display: str) -> bytes | FileResult:
