@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 
@@ -69,6 +70,41 @@ DISAGREEING = {
 }
 
 
+# The JSON contract: what a consumer of `kvlint verify --format json` may rely on.
+SPAN = {"type": "integer", "minimum": 1}
+VERIFY_SCHEMA = {
+    "type": "object",
+    "required": ["vllm", "paths", "cells", "agree"],
+    "properties": {
+        "vllm": {"type": "object", "required": ["version", "path"]},
+        "paths": {"type": "object", "additionalProperties": {"type": "string"}},
+        "agree": {"type": "boolean"},
+        "cells": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["kind", "dcp", "paths", "agree"],
+                "properties": {
+                    "kind": {"type": "string"},
+                    "dcp": {"type": "integer", "minimum": 1},
+                    "agree": {"type": ["boolean", "null"]},
+                    "paths": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "oneOf": [
+                                SPAN,
+                                {"type": "array", "items": {"oneOf": [SPAN, {"type": "null"}]}},
+                                {"type": "string"},
+                            ]
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
 # ---------------------------------------------------------------- no vLLM needed
 
 
@@ -104,6 +140,7 @@ def test_json_gives_one_span_per_group_and_errors_as_messages():
     assert dsa["agree"] is False
     assert {"kind", "dcp", "paths", "agree"} <= set(dsa)
     assert document["agree"] is False
+    jsonschema.validate(document, VERIFY_SCHEMA)
 
 
 def test_cells_a_release_cannot_express_are_reported_not_failed():
@@ -190,6 +227,7 @@ def installed_matrix(runtime):
 @pytest.mark.slow
 def test_installed_0_29_0_dsa_container_disagrees_at_dcp_2(installed_matrix):
     code, document = installed_matrix
+    jsonschema.validate(document, VERIFY_SCHEMA)
     assert document["vllm"]["version"] == "0.29.0"
     assert code == 1
     cell = cells_by_key(document)[("dsa_container", 2)]
