@@ -384,7 +384,8 @@ class SizingPaths:
     def _register(self) -> None:
         self._add(
             "scheduler",
-            f"{KV_CACHE_UTILS}:resolve_kv_cache_block_sizes (scheduler config)",
+            f"{KV_CACHE_UTILS}:resolve_kv_cache_block_sizes (scheduler config; "
+            "several groups: the per-group spans it takes the LCM of)",
             self.scheduler,
         )
         if self.coordinator is not None and hasattr(self.coordinator, "get_kv_cache_coordinator"):
