@@ -141,6 +141,8 @@ def review(base, head, output_format, post, pull, payload_path, repo_path, selec
             sys.exit(_post_saved(payload_path, pull))
         if not base:
             raise click.UsageError("--base REF is required (the branch or commit the pull request merges into)")
+        # Settings for posting are checked before the scan: a missing token fails fast.
+        client, number = (github_api.client_from_environment(), github_api.pull_request_number(pull)) if post else (None, None)
         repo = repository_root(Path(repo_path))
         result, texts = make_review(repo, base, head, config_path, select, ignore, jobs)
         payload = github_review(result)
@@ -152,9 +154,8 @@ def review(base, head, output_format, post, pull, payload_path, repo_path, selec
             click.echo(json.dumps(rdjson(result, texts), indent=2, ensure_ascii=False))
         for line in result.refused:
             click.echo(f"kvlint: not read: {line}", err=True)
-        if post:
-            client = github_api.client_from_environment()
-            outcome = github_api.sync_review(client, github_api.pull_request_number(pull), payload)
+        if client is not None:
+            outcome = github_api.sync_review(client, number, payload)
             click.echo(f"kvlint: review posted: {outcome.posted} new comment(s), {outcome.kept} kept, {outcome.deleted} outdated deleted.", err=True)
         outside = f"; {len(result.outside_diff)} more in the changed files, outside the diff" if result.outside_diff else ""
         click.echo(f"kvlint: {len(result.in_diff)} finding(s) on changed lines in {result.files_checked} file(s){outside}.", err=True)

@@ -49,9 +49,6 @@ class ReviewComment:
     def first_line(self) -> int:
         return self.start_line or self.line
 
-    def key(self) -> tuple[str, ...]:
-        return tuple(sorted(self.markers))
-
 
 @dataclass
 class Review:
