@@ -469,3 +469,47 @@ def test_action_script_posts_same_repository_pull_requests(pr_repo, github, tmp_
     )
     assert second.returncode == 0, second.stderr  # the second stage: nothing new to post
     assert len(github.of("POST")) == 1
+
+
+@pytest.fixture(scope="module")
+def offloading_findings(vllm_release):
+    """The real 0.29.0 connector's findings (scanned in its release tree) and its text."""
+    from dataclasses import replace
+
+    from kvlint.config import Config
+    from kvlint.runner import scan
+
+    release = vllm_release("0.29.0")
+    result = scan([release / OFFLOADING], Config(), None, [], jobs=1)
+    findings = [replace(f, path=OFFLOADING) for f in result.findings]
+    return findings, (release / OFFLOADING).read_text()
+
+
+def _review_of(findings, text, added, visible):
+    from kvlint.review.diff import ChangedFile
+    from kvlint.review.review import build_review
+
+    return build_review(findings, {OFFLOADING: ChangedFile(OFFLOADING, set(added), set(visible))}, {OFFLOADING: text}, [], 1)
+
+
+def test_suggestion_whose_import_is_outside_the_diff_says_what_else_the_fix_needs(offloading_findings):
+    from kvlint.review.render import comment_body
+
+    findings, text = offloading_findings
+    review = _review_of(findings, text, added=range(44, 50), visible=range(41, 53))
+    [comment] = review.comments
+    assert (comment.start_line, comment.line) == (43, 49)
+    body = comment_body(comment)
+    assert "```suggestion\n            tokens_per_block=resolve_dcp_kv_block_size(" in body
+    assert "not the whole fix" in body and "`from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size`" in body
+
+
+def test_fix_reaching_past_the_shown_lines_is_described_not_suggested(offloading_findings):
+    from kvlint.review.render import comment_body
+
+    findings, text = offloading_findings
+    review = _review_of(findings, text, added=[47], visible=range(44, 51))
+    [comment] = review.comments
+    assert comment.suggestion is None and comment.start_line is None and comment.line == 47
+    body = comment_body(comment)
+    assert "```suggestion" not in body and f"kvlint fix {OFFLOADING}" in body
