@@ -364,6 +364,10 @@ def test_two_stage_workflow_posts_the_saved_review_for_the_reviewed_head(pr_repo
     moved = _kvlint("review", "--payload", str(saved), "--pr", "7", cwd=tmp_path, env=environment)
     assert moved.returncode == 2 and "not posting" in moved.stderr and github.of("POST") == []
     github.head_sha = _git(pr_repo, "rev-parse", "pr")
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps({**json.loads(stage_one.stdout), "commit_id": "1" * 40}))
+    refused = _kvlint("review", "--payload", str(forged), "--pr", "7", cwd=tmp_path, env=environment)
+    assert refused.returncode == 2 and "not posting" in refused.stderr and github.of("POST") == []
     stage_two = _kvlint("review", "--payload", str(saved), "--pr", "7", cwd=tmp_path, env=environment)
     assert stage_two.returncode == 0, stage_two.stderr
     [review] = github.of("POST")

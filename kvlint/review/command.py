@@ -175,7 +175,7 @@ def _post_saved(payload_path: str, pull: int | None) -> int:
     payload = github_api.validate_payload(payload)
     client = github_api.client_from_environment()
     number = github_api.pull_request_number(pull)
-    github_api.check_head(client, number)
+    github_api.check_head(client, number, payload)
     outcome = github_api.sync_review(client, number, payload)
     click.echo(f"kvlint: review posted: {outcome.posted} new comment(s), {outcome.kept} kept, {outcome.deleted} outdated deleted.", err=True)
     return EXIT_CLEAN

@@ -222,8 +222,9 @@ def validate_payload(payload) -> dict:
     return clean
 
 
-def check_head(client: GitHub, pull: int) -> None:
-    """In a workflow_run, the pull request's head must still be the commit the first stage reviewed."""
+def check_head(client: GitHub, pull: int, payload: dict | None = None) -> None:
+    """In a workflow_run, the pull request's head must still be the commit the first stage reviewed
+    (which the saved review, when it names a commit, must name too)."""
     event_path = os.environ.get("GITHUB_EVENT_PATH")
     if not event_path:
         return
@@ -234,6 +235,9 @@ def check_head(client: GitHub, pull: int) -> None:
         return
     if not head_sha:
         return
+    named = (payload or {}).get("commit_id")
+    if named and named != head_sha:
+        raise GitHubError(f"the saved review is for {named}, but the workflow run was for {head_sha}: not posting")
     pull_request = client.request("GET", f"/repos/{client.repository}/pulls/{pull}") or {}
     actual = ((pull_request.get("head") or {}) if isinstance(pull_request, dict) else {}).get("sha")
     if actual != head_sha:
