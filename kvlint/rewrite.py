@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from kvlint.flow import dotted
@@ -50,7 +52,7 @@ def resolver_call_fix(rule: Rule, scaling: Scaling) -> Fix | None:
         return None
     source = rule.context.source
     start, end = _span_with_own_parentheses(source, *rule.span(scaling.node), len(scaling.node.lpar))
-    spec_code, dcp_code = rule.code_of(scaling.spec), rule.code_of(scaling.dcp)
+    spec_code, dcp_code = _one_line(rule.code_of(scaling.spec)), _one_line(rule.code_of(scaling.dcp))
     single = f"{RESOLVER_NAME}({spec_code}, {dcp_code})"
     original = source[start:end]
     line_start = max(source.rfind("\n", 0, start), source.rfind("\r", 0, start)) + 1
@@ -85,6 +87,14 @@ def resolver_call_fix(rule: Rule, scaling: Scaling) -> Fix | None:
         ),
         imports=tuple(imports),
     )
+
+
+def _one_line(code: str) -> str:
+    """`groups[\n    i\n].kv_cache_spec` → `groups[i].kv_cache_spec`, when no comment or string could be harmed."""
+    if "\n" not in code and "\r" not in code or any(c in code for c in "#'\""):
+        return code
+    flat = " ".join(code.split())
+    return re.sub(r"([(\[{]) | ([)\]}])", lambda m: m.group(1) or m.group(2), flat)
 
 
 def _span_with_own_parentheses(source: str, start: int, end: int, levels: int) -> tuple[int, int]:
