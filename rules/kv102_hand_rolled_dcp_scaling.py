@@ -169,6 +169,32 @@ def build(kv_cache_config, parallel_config):
         ),
         Example(
             """
+            class OffloadScheduler:
+                def bind(self, kv_cache_groups, g, dcp_world_size):
+                    self.cp_world_size = dcp_world_size
+                    self.g_block_size: int = (
+                        kv_cache_groups[
+                            g
+                        ].kv_cache_spec.block_size
+                        * self.cp_world_size
+                    )
+            """,
+            path="vllm/v1/simple_kv_offload/manager.py",
+            fixed="""
+            from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
+
+            class OffloadScheduler:
+                def bind(self, kv_cache_groups, g, dcp_world_size):
+                    self.cp_world_size = dcp_world_size
+                    self.g_block_size: int = resolve_dcp_kv_block_size(
+                        kv_cache_groups[g].kv_cache_spec,
+                        self.cp_world_size,
+                    )
+            """,
+            unsafe=True,
+        ),
+        Example(
+            """
             def __init__(self, kv_cache_spec, dcp_world_size):
                 self.block_size = kv_cache_spec.block_size
                 if dcp_world_size > 1:
