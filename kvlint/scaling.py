@@ -37,15 +37,21 @@ _ALIAS = re.compile(
 def dcp_aliases(source: str) -> frozenset[str]:
     """Identifiers a module assigns from a DCP size (`self.cp_world_size = dcp_world_size`).
 
-    Read from the text with a regular expression: it runs for every candidate file, and a tree walk
-    costs a hundred times more. Two passes catch aliases of aliases.
+    Read from the text: it runs for every candidate file, and a tree walk costs a hundred times more.
+    Only lines naming a DCP size (or an alias found so far) are matched, so the regex never scans the
+    whole file; two passes catch aliases of aliases.
     """
     names: set[str] = set()
+    lines = [line for line in source.splitlines() if "=" in line]
     for _ in range(2):
-        for match in _ALIAS.finditer(source):
-            value = match.group("value").rsplit(".", 1)[-1]
-            if _names_dcp(value) or value in names:
-                names.add(match.group("name"))
+        needles = ("dcp", "decode_context_parallel", *names)
+        for line in lines:
+            if not any(needle in line for needle in needles):
+                continue
+            for match in _ALIAS.finditer(line):
+                value = match.group("value").rsplit(".", 1)[-1]
+                if _names_dcp(value) or value in names:
+                    names.add(match.group("name"))
     return frozenset(names)
 
 
