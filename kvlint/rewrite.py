@@ -66,7 +66,9 @@ def resolver_call_fix(rule: Rule, scaling: Scaling) -> Fix | None:
     else:
         replacement = single
     position = rule.context.position(scaling.node)
-    imports = [ImportChange(project.resolver_module, RESOLVER_NAME)]
+    own_module = rule.context.module_path.removesuffix(".py").replace("/", ".")
+    # Inside the resolver's own module the name is already defined: importing it from itself would fail.
+    imports = [] if own_module == project.resolver_module else [ImportChange(project.resolver_module, RESOLVER_NAME)]
     for name in sorted(scaling.gate_classes):
         module = _imported_from(rule.flow.module, name)
         if module is not None:

@@ -195,6 +195,23 @@ def build(kv_cache_config, parallel_config):
         ),
         Example(
             """
+            def resolve_kv_cache_block_sizes(kv_cache_config, dcp):
+                return [
+                    g.kv_cache_spec.block_size * (dcp if isinstance(g.kv_cache_spec, AttentionSpec) else 1)
+                    for g in kv_cache_config.kv_cache_groups
+                ]
+            """,
+            path="vllm/v1/core/kv_cache_utils.py",  # the resolver's own module: no self-import
+            fixed="""
+            def resolve_kv_cache_block_sizes(kv_cache_config, dcp):
+                return [
+                    resolve_dcp_kv_block_size(g.kv_cache_spec, dcp)
+                    for g in kv_cache_config.kv_cache_groups
+                ]
+            """,
+        ),
+        Example(
+            """
             def __init__(self, kv_cache_spec, dcp_world_size):
                 self.block_size = kv_cache_spec.block_size
                 if dcp_world_size > 1:
