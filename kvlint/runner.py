@@ -9,7 +9,6 @@ big file at the end. Every file, wherever it runs, goes through `lint_job`.
 from __future__ import annotations
 
 import dataclasses
-
 import os
 import sys
 import time
