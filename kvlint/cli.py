@@ -13,7 +13,6 @@ import click
 from kvlint import __version__
 from kvlint.config import Config, ConfigError, find_pyproject, load_config
 from kvlint.engine import DecodedSource, LintRequest, UnreadableSource, decode_source, lint_bytes
-from kvlint.fixes import FixError, apply_fixes, check_compiles, encode_like, fixable, write_atomically
 from kvlint.registry import RegistryError, all_rules, rule_by_code
 from kvlint.releases import ReleaseError, release_sources
 from kvlint.reporters import REPORTERS
@@ -25,8 +24,27 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 _EXPECTED_ERRORS = (ConfigError, RegistryError, ReleaseError, TargetError)
 
 
+# Commands in their own packages, imported only when invoked: `kvlint check` starts without them.
+LAZY_COMMANDS = {
+    "paths": ("kvlint.paths_command", "paths"),
+    "review": ("kvlint.review.command", "review"),
+    "verify": ("kvlint.verify.command", "verify"),
+}
+
+
 class KvlintGroup(click.Group):
-    """Turns any error into one line and exit 2; a traceback only with --verbose."""
+    """Turns any error into one line and exit 2; a traceback only with --verbose. Loads big commands lazily."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str):
+        if name in LAZY_COMMANDS and name not in self.commands:
+            import importlib
+
+            module_name, attribute = LAZY_COMMANDS[name]
+            self.add_command(getattr(importlib.import_module(module_name), attribute), name)
+        return super().get_command(ctx, name)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -165,6 +183,7 @@ def _summary(result: ScanResult) -> None:
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change behaviour beyond the intended one.")
 def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, cache_dir, show_diff, unsafe_fixes):
     """Apply safe fixes in place, atomically. Exit 0 when no finding is left, 1 when some remain."""
+    from kvlint.fixes import FixError, fixable  # libcst's codemod machinery: only `fix` needs it
     options = _resolve(paths, release, config_path, select, ignore, jobs, quiet=False)
     result = scan(
         options.paths,
@@ -216,6 +235,7 @@ def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, ca
 
 def _fix_file(path: Path, sample: Finding, result: ScanResult, options: Options, unsafe: bool, show_diff: bool):
     """Re-lint a fresh snapshot of the file, apply its fixes, verify, write atomically. Returns (applied, left, diff)."""
+    from kvlint.fixes import apply_fixes, check_compiles, encode_like, write_atomically
     original = path.read_bytes()
     decoded: DecodedSource = decode_source(original)
     request = _request_for(path, sample, result, options)
@@ -285,17 +305,3 @@ def explain(code):
         click.echo("\n## Not flagged (from the rule's tests)\n```python")
         click.echo(rule.VALID[0].source.rstrip())
         click.echo("```")
-
-
-def _register_optional_commands() -> None:
-    """Commands that live in their own packages (runtime verification, …)."""
-    from kvlint.paths_command import paths; main.add_command(paths)  # noqa: E702 - one line per optional command
-    from kvlint.review.command import review; main.add_command(review)  # noqa: E702
-    try:
-        from kvlint.verify.command import verify
-    except ImportError:
-        return
-    main.add_command(verify)
-
-
-_register_optional_commands()
