@@ -26,10 +26,16 @@ class PathProblem:
 def is_excluded(display: str, patterns: list[str]) -> bool:
     posix = display.replace(os.sep, "/")
     parts = posix.split("/")
-    return any(
-        fnmatchcase(posix, pattern) or fnmatchcase(posix, pattern.rstrip("/") + "/*") or any(fnmatchcase(part, pattern) for part in parts)
-        for pattern in patterns
-    )
+
+    def matches(pattern: str) -> bool:
+        folder = pattern.rstrip("/") + "/*"
+        if fnmatchcase(posix, pattern) or fnmatchcase(posix, folder) or any(fnmatchcase(part, pattern) for part in parts):
+            return True
+        # A relative pattern (`vllm/v1/worker/*`) also matches inside an absolute or prefixed path,
+        # as a scan of `--vllm-release` or of a checkout from elsewhere produces.
+        return not pattern.startswith("/") and (fnmatchcase(posix, "*/" + pattern) or fnmatchcase(posix, "*/" + folder))
+
+    return any(matches(pattern) for pattern in patterns)
 
 
 def collect_files(paths: list[Path], exclude: list[str]) -> tuple[list[SourceFile], list[PathProblem]]:

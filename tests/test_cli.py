@@ -190,3 +190,9 @@ def test_rules_and_explain():
     for section in ("## What it does", "## Why is this bad?", "## Fix safety", "## Flagged"):
         assert section in explained.stdout
     assert runner.invoke(main, ["explain", "KV999"]).exit_code == 2
+
+
+def test_relative_globs_match_an_absolute_scan_path(project):
+    (project / "pyproject.toml").write_text('[tool.kvlint]\nper-file-ignores = { "pkg/buggy.py" = ["KV1"] }\n')
+    findings = json.loads(run("--format", "json", str(project / "pkg")).stdout)
+    assert findings == []
