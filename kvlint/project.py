@@ -301,11 +301,11 @@ def _field_default(value: ast.expr) -> ast.expr:
 
 
 def _defines_resolver(path: Path) -> bool:
+    # A bytes search finds an ASCII name exactly where the decoded text has it, without decoding the tree.
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        return f"def {RESOLVER_NAME}(".encode() in path.read_bytes()
     except OSError:
         return False
-    return f"def {RESOLVER_NAME}(" in text
 
 
 def _find_resolver(root: Path) -> Path | None:
