@@ -99,7 +99,7 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
         line_offsets=line_offsets(text),
         project=request.project,
         settings=request.settings,
-        flow=SpecFlow(module, collect_parents(module)),
+        flow=SpecFlow(module, lambda: collect_parents(module)),
         wrapper=wrapper,
     )
     wrapper.visit_batched([rule(context) for rule in visitors])

@@ -7,6 +7,7 @@ whose callers in the same module pass group specs. Anything else is UNKNOWN, and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -76,15 +77,22 @@ class _Binding:
 class SpecFlow:
     """Per-module provenance queries. Cheap to build; work happens lazily and is memoised."""
 
-    def __init__(self, module: cst.Module, parents: dict[cst.CSTNode, cst.CSTNode]):
+    def __init__(self, module: cst.Module, parents: "dict[cst.CSTNode, cst.CSTNode] | Callable[[], dict]"):
         self.module = module
-        self.parents = parents
+        # The parent map costs a full traversal: built on the first question, not for files that ask none.
+        self._parents = parents
         self._bindings: dict[cst.CSTNode, dict[str, list[_Binding]]] = {}
         self._calls: dict[str, list[cst.Call]] | None = None
 
     # -- structure -------------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.parents.get(node)
+
+    @property
+    def parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
+        if callable(self._parents):
+            self._parents = self._parents()
+        return self._parents
 
     def enclosing(self, node: cst.CSTNode, kinds: tuple[type, ...]) -> cst.CSTNode | None:
         current = self.parent(node)

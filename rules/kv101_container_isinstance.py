@@ -210,7 +210,7 @@ class ContainerIsinstance(Rule):
             return
         function = self.flow.enclosing_function(node)
         subject_code = dotted(subject)
-        if self.flow.checks_for_container(function, subject_code) or self._acknowledged(node):
+        if self.flow.checks_for_container(function, subject_code):
             return
         if sees_only_scheduler_config(
             self.context.module_path, self.flow.enclosing_class_names(node), self.patterns
@@ -218,6 +218,9 @@ class ContainerIsinstance(Rule):
             return
         key = (id(function), subject_code)
         if key in self.reported:
+            return
+        # Last: reading nearby comments needs positions, a full code generation of the module.
+        if self._acknowledged(node):
             return
         self.reported.add(key)
         self.report(

@@ -247,11 +247,11 @@ def build(kv_cache_config, parallel_config):
             self._check(node)
 
     def _check(self, node: cst.CSTNode) -> None:
-        function = self.flow.enclosing_function(node)
-        if function is not None and function.name.value == RESOLVER_NAME:
-            return
         scaling = match_scaling(node, self.flow, self.aliases)
         if scaling is None:
+            return
+        function = self.flow.enclosing_function(node)
+        if function is not None and function.name.value == RESOLVER_NAME:
             return
         unavailable = None
         if not self.context.project.has_resolver:
