@@ -34,6 +34,9 @@ def gate_matches_resolver(classes: frozenset[str], project: ProjectIndex) -> boo
 
 
 def applicability_of(scaling: Scaling, project: ProjectIndex) -> Applicability:
+    if scaling.gate_reads_dcp_sharded:
+        # The same rule the resolver applies: the call changes nothing, it only makes the agreement structural.
+        return Applicability.SAFE if project.resolver_reads_dcp_sharded else Applicability.UNSAFE
     if scaling.canonical and gate_matches_resolver(scaling.gate_classes, project):
         return Applicability.SAFE
     return Applicability.UNSAFE

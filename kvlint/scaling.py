@@ -74,6 +74,8 @@ class Scaling:
     gate: cst.IfExp | None  # `dcp if <test> else 1`
     canonical: bool  # `S.block_size * (D if isinstance(S, C) else 1)`: the rewrite keeps S and D verbatim
     gate_classes: frozenset[str] = frozenset()
+    # `S.block_size * (D if S.dcp_sharded else 1)`: the 0.31+ resolver's own rule, written out by hand.
+    gate_reads_dcp_sharded: bool = False
 
 
 def spec_of_block_size(node: cst.CSTNode, flow: SpecFlow) -> cst.BaseExpression | None:
@@ -151,13 +153,21 @@ def match_scaling(node: cst.CSTNode, flow: SpecFlow, aliases: frozenset[str]) ->
             spec = spec_of_block_size(size, flow)
             gate = gated[1] if gated else None
             classes = isinstance_classes(gate.test, dotted(spec)) if gate is not None and spec is not None else None
+            reads_flag = (
+                gate is not None
+                and spec is not None
+                and isinstance(gate.test, cst.Attribute)
+                and gate.test.attr.value == "dcp_sharded"
+                and dotted(gate.test.value) == dotted(spec)
+            )
             return Scaling(
                 node=node,
                 spec=spec,
                 dcp=dcp,
                 gate=gate,
-                canonical=spec is not None and classes is not None,
+                canonical=spec is not None and (classes is not None or reads_flag),
                 gate_classes=classes or frozenset(),
+                gate_reads_dcp_sharded=reads_flag,
             )
     if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.MultiplyAssign):
         if is_dcp_size(node.value, aliases) and _block_size_from_spec(node.target, flow):

@@ -212,6 +212,21 @@ def build(kv_cache_config, parallel_config):
         ),
         Example(
             """
+            def kv_block_size(spec, dcp_size):
+                # vLLM 0.31+: the resolver's own `dcp_sharded` rule, copied by hand
+                return spec.block_size * (dcp_size if spec.dcp_sharded else 1)
+            """,
+            fixed="""
+            from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
+
+            def kv_block_size(spec, dcp_size):
+                # vLLM 0.31+: the resolver's own `dcp_sharded` rule, copied by hand
+                return resolve_dcp_kv_block_size(spec, dcp_size)
+            """,
+            unsafe=True,  # safe in a tree whose resolver reads `dcp_sharded`; this example's tree checks classes
+        ),
+        Example(
+            """
             def __init__(self, kv_cache_spec, dcp_world_size):
                 self.block_size = kv_cache_spec.block_size
                 if dcp_world_size > 1:
@@ -270,6 +285,11 @@ def build(kv_cache_config, parallel_config):
             return (
                 "it applies the DCP size whatever the spec kind, while "
                 f"`{RESOLVER_NAME}` leaves non-attention (Mamba) state unscaled"
+            )
+        if scaling.gate_reads_dcp_sharded:
+            return (
+                f"it repeats the `dcp_sharded` rule of `{RESOLVER_NAME}`, which a call would keep in "
+                "agreement with the scheduler by construction"
             )
         if scaling.canonical:
             classes = ", ".join(sorted(scaling.gate_classes))
