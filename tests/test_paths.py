@@ -4,27 +4,19 @@ from __future__ import annotations
 
 import json
 import textwrap
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from kvlint.cli import main
-from kvlint.releases import release_sources
 
 OFFLOADING_CONFIG = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py"
 
 
 @pytest.fixture(scope="session")
-def real_tree():
-    cache: dict[str, Path] = {}
-
-    def get(version: str) -> Path:
-        if version not in cache:
-            cache[version] = release_sources(version, quiet=True)
-        return cache[version]
-
-    return get
+def real_tree(vllm_release):
+    """real_tree("0.29.0") -> the folder holding that release's `vllm/` (conftest's cached fetch)."""
+    return vllm_release
 
 
 def run(*args: str):

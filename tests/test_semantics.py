@@ -11,7 +11,6 @@ import pytest
 
 from kvlint.config import Config
 from kvlint.project import build_project_index
-from kvlint.releases import release_sources
 from kvlint.runner import scan
 from kvlint.semantics import Container, Layer, SizingAnalysis
 from kvlint.types import Severity
@@ -22,16 +21,9 @@ SIZING_RULES = ["KV103", "KV104", "KV105"]
 
 
 @pytest.fixture(scope="session")
-def real_tree():
-    """real_tree("0.29.0") -> the folder holding that release's `vllm/` (fetched once, cached)."""
-    cache: dict[str, Path] = {}
-
-    def get(version: str) -> Path:
-        if version not in cache:
-            cache[version] = release_sources(version, quiet=True)
-        return cache[version]
-
-    return get
+def real_tree(vllm_release):
+    """real_tree("0.29.0") -> the folder holding that release's `vllm/` (conftest's cached fetch)."""
+    return vllm_release
 
 
 @pytest.fixture(scope="session")
