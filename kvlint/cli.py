@@ -83,6 +83,19 @@ def _cache_folder(no_cache: bool, cache_dir: str | None) -> Path | None:
     return (Path(cache_dir) if cache_dir else cache_root()) / "results"
 
 
+def _scan(options: Options, no_cache: bool, cache_dir: str | None, progress: bool) -> ScanResult:
+    """Run the rules as the options say; the progress line only ever goes to a terminal."""
+    return scan(
+        options.paths,
+        options.config,
+        options.select,
+        options.ignore,
+        options.jobs,
+        cache_dir=_cache_folder(no_cache, cache_dir),
+        progress=progress and sys.stderr.isatty(),
+    )
+
+
 def _resolve(paths: tuple[str, ...], release: str | None, config_path: str | None, select, ignore, jobs, quiet: bool) -> Options:
     if release and paths:
         raise click.UsageError("give either PATHs or --vllm-release, not both")
@@ -135,15 +148,7 @@ def check(paths, release, select, ignore, config_path, jobs, verbose, no_cache, 
     """Report findings. Exit 0 clean, 1 findings, 2 usage/config/internal error."""
     reporter = REPORTERS[output_format]()
     options = _resolve(paths, release, config_path, select, ignore, jobs, quiet=reporter.MACHINE)
-    result = scan(
-        options.paths,
-        options.config,
-        options.select,
-        options.ignore,
-        options.jobs,
-        cache_dir=_cache_folder(no_cache, cache_dir),
-        progress=not reporter.MACHINE and sys.stderr.isatty(),
-    )
+    result = _scan(options, no_cache, cache_dir, progress=not reporter.MACHINE)
     if statistics and output_format == "text":
         counts: dict[str, int] = {}
         for f in result.findings:
@@ -185,15 +190,7 @@ def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, ca
     """Apply safe fixes in place, atomically. Exit 0 when no finding is left, 1 when some remain."""
     from kvlint.fixes import FixError, fixable  # libcst's codemod machinery: only `fix` needs it
     options = _resolve(paths, release, config_path, select, ignore, jobs, quiet=False)
-    result = scan(
-        options.paths,
-        options.config,
-        options.select,
-        options.ignore,
-        options.jobs,
-        cache_dir=_cache_folder(no_cache, cache_dir),
-        progress=sys.stderr.isatty(),
-    )
+    result = _scan(options, no_cache, cache_dir, progress=True)
     remaining: list[Finding] = []
     changed_files = 0
     failed = False
