@@ -268,6 +268,24 @@ class SizingRuleMixin:
     Mixed into a Rule subclass (kept out of the rules package so the registry sees only real rules).
     """
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._init_sizing()
+
+    # Scope tracking: an issue without a column is reported at the def whose qualified name it carries.
+    def visit_ClassDef(self, node) -> None:
+        self._enter(node.name.value)
+
+    def leave_ClassDef(self, original_node) -> None:
+        self._leave()
+
+    def visit_FunctionDef(self, node) -> None:
+        self._enter(node.name.value)
+        self._report_def(node)
+
+    def leave_FunctionDef(self, original_node) -> None:
+        self._leave()
+
     def _init_sizing(self) -> None:
         analysis = analysis_for(self.context)
         self._issues = list(analysis.issues_for(self.context.module_path, self.CODE)) if analysis is not None else []

@@ -43,7 +43,6 @@ KV102 rewrites it to `resolve_dcp_kv_block_size(spec, dcp)`, after which both pa
 
 from __future__ import annotations
 
-import libcst as cst
 
 from kvlint.rule import Example, Rule
 from kvlint.sizing_index import SizingRuleMixin
@@ -109,19 +108,3 @@ class DivergentSizingPaths(SizingRuleMixin, Rule):
         ),
     ]
 
-    def __init__(self, context):
-        super().__init__(context)
-        self._init_sizing()
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._enter(node.name.value)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._leave()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._enter(node.name.value)
-        self._report_def(node)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._leave()

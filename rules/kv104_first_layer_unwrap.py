@@ -82,10 +82,6 @@ class FirstLayerUnwrap(SizingRuleMixin, Rule):
         ),
     ]
 
-    def __init__(self, context):
-        super().__init__(context)
-        self._init_sizing()
-
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value == "next":
             self._report_expression(node)

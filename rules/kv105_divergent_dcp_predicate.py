@@ -88,22 +88,6 @@ class DivergentDcpPredicate(SizingRuleMixin, Rule):
         ),
     ]
 
-    def __init__(self, context):
-        super().__init__(context)
-        self._init_sizing()
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._enter(node.name.value)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._leave()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._enter(node.name.value)
-        self._report_def(node)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._leave()
 
     # An inline gate is reported on its test: whatever expression that is.
     def visit_Call(self, node: cst.Call) -> None:
