@@ -24,31 +24,8 @@ from kvlint.project import ProjectIndex, SpecHierarchy
 from kvlint.releases import release_sources
 from kvlint.runner import scan
 
-INTERFACE = """\
-class KVCacheSpec: pass
-class AttentionSpec(KVCacheSpec): pass
-class FullAttentionSpec(AttentionSpec): pass
-class MambaSpec(KVCacheSpec): pass
-class UniformTypeKVCacheSpecs(KVCacheSpec): pass
-"""
-RESOLVER = """\
-def resolve_dcp_kv_block_size(spec, dcp_world_size):
-    layer_specs = iter_layer_specs(spec)
-    if len(layer_specs) > 0 and all(isinstance(s, AttentionSpec) for s in layer_specs):
-        return spec.block_size * dcp_world_size
-    return spec.block_size
-"""
-BUGGY = """\
-from vllm.v1.kv_cache_interface import AttentionSpec
-
-
-def spans(kv_cache_config, dcp):
-    return [
-        g.kv_cache_spec.block_size * (dcp if isinstance(g.kv_cache_spec, AttentionSpec) else 1)
-        for g in kv_cache_config.kv_cache_groups
-    ]
-"""
-CLEAN = "def add(a, b):\n    return a + b\n"
+# The miniature vLLM tree (hierarchy, resolver) and fixture sources the CLI tests use.
+from test_cli import BUGGY, CLEAN, INTERFACE, RESOLVER  # noqa: E402
 # A KV101 finding that no cross-file sizing analysis looks at: editing it in keeps the project index.
 ISINSTANCE = """\
 from vllm.v1.kv_cache_interface import FullAttentionSpec
