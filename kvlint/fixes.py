@@ -5,7 +5,9 @@ from __future__ import annotations
 import ast
 import os
 import re
+import stat
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +18,10 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from kvlint.types import Applicability, Finding, TextEdit
 
 LINE_LIMIT = 88
+TEMP_SUFFIX = ".kvlint-tmp"
+# A live run holds its temp file for the time of one write, fsync and rename; one this old was left by a
+# killed run. Age, not a pid, decides: a run in another container or on another NFS client has pids we can't see.
+STALE_TEMP_AGE_S = 600
 
 
 class FixError(Exception):
@@ -114,7 +120,7 @@ def write_atomically(path: Path, original: bytes, new: bytes) -> None:
     except OSError as error:
         raise FixError(f"cannot stat: {error.strerror}") from None
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".kvlint-tmp", dir=folder)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=folder)
     except OSError as error:
         raise FixError(f"cannot write in {folder}: {error.strerror}; left unchanged") from None
     try:
@@ -136,6 +142,28 @@ def write_atomically(path: Path, original: bytes, new: bytes) -> None:
         except OSError:
             pass
         raise
+    remove_stale_temporaries(path)
+
+
+def remove_stale_temporaries(path: Path) -> None:
+    """Delete `path`'s own temp files (`.<name>.<mkstemp chars>.kvlint-tmp`) that a SIGKILLed run left behind.
+
+    Only regular files of exactly that shape, older than STALE_TEMP_AGE_S; best effort, never fails a fix.
+    """
+    shape = re.compile(rf"\.{re.escape(path.name)}\.[a-z0-9_]+{re.escape(TEMP_SUFFIX)}")
+    now = time.time()
+    try:
+        with os.scandir(path.parent) as listing:
+            entries = [e for e in listing if shape.fullmatch(e.name)]
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode) and now - info.st_mtime > STALE_TEMP_AGE_S:
+                os.unlink(entry.path)
+        except OSError:
+            pass
 
 
 def encode_like(text: str, encoding: str) -> bytes:

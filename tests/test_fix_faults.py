@@ -87,3 +87,45 @@ def test_two_runs_at_once_end_with_correct_files(tmp_path, expected):
     second.wait(timeout=600)
     subprocess.run([sys.executable, "-m", "kvlint", "fix", "--no-cache", str(tmp_path / "pkg")], capture_output=True)
     assert assert_old_or_new(paths, old, new) == (0, FILES)
+
+
+def leftover(folder: Path, name: str, age_s: float = 0.0) -> Path:
+    """A file as a SIGKILLed `kvlint fix` leaves it (or a look-alike), its mtime `age_s` in the past."""
+    path = folder / name
+    path.write_bytes(b"half of a rewrite")
+    stamp = time.time() - age_s
+    os.utime(path, (stamp, stamp))
+    return path
+
+
+def test_stale_temp_file_of_a_fixed_file_is_removed(tmp_path, expected):
+    _, new = expected
+    make_tree(tmp_path)
+    pkg = tmp_path / "pkg"
+    stale = leftover(pkg, ".buggy.py.k3x_9q2a.kvlint-tmp", age_s=3600)
+    subprocess.run([sys.executable, "-m", "kvlint", "fix", "--no-cache", str(pkg)], capture_output=True)
+    assert not stale.exists()
+    assert (pkg / "buggy.py").read_bytes() == new
+    assert not list(pkg.glob("*.kvlint-tmp")), "the run left a temp file of its own"
+
+
+def test_fresh_or_foreign_look_alikes_are_left_alone(tmp_path, expected):
+    _, new = expected
+    make_tree(tmp_path)
+    pkg = tmp_path / "pkg"
+    kept = [
+        leftover(pkg, ".buggy.py.k3x_9q2a.kvlint-tmp"),  # fresh: a concurrent run may be about to rename it
+        leftover(pkg, ".clean.py.k3x_9q2a.kvlint-tmp", age_s=3600),  # belongs to a file this run does not write
+        leftover(pkg, ".buggy.py.kvlint-tmp", age_s=3600),  # not the shape kvlint writes
+        leftover(pkg, "buggy.py.k3x_9q2a.kvlint-tmp", age_s=3600),
+        leftover(pkg, ".buggy.py.k3x_9q2a.kvlint-tmp.bak", age_s=3600),
+        leftover(pkg, ".buggy.py.k3x.9q2a.kvlint-tmp", age_s=3600),
+    ]
+    folder = pkg / ".buggy.py.dir00000.kvlint-tmp"  # the right name, but not a regular file
+    folder.mkdir()
+    os.utime(folder, (time.time() - 3600,) * 2)
+    subprocess.run([sys.executable, "-m", "kvlint", "fix", "--no-cache", str(pkg)], capture_output=True)
+    assert (pkg / "buggy.py").read_bytes() == new
+    assert [path.name for path in kept if not path.exists()] == []
+    assert all(path.read_bytes() == b"half of a rewrite" for path in kept)
+    assert folder.is_dir()
