@@ -20,15 +20,15 @@ import pickle
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from kvlint import __version__
 from kvlint.types import FileResult
 
 # Bumped when the manifest layout changes: old manifests are then simply not found.
-FORMAT = 1
+FORMAT = 2
 # A file modified this close to (or after) the scan's start may change again within the same
 # timestamp tick without its stat changing ("racily clean" in git's words): its stat is not trusted.
 RACY_WINDOW_NS = 2_000_000_000
@@ -38,8 +38,7 @@ _NOT_IN_RESULTS = ("verify", "reporters", "cli.py", "__main__.py")
 MAX_AGE_S = 30 * 24 * 3600
 
 
-@dataclass(frozen=True)
-class FileStat:
+class FileStat(NamedTuple):
     """What must be unchanged for a file's content to be assumed unchanged without reading it."""
 
     size: int
@@ -52,22 +51,28 @@ class FileStat:
         return cls(stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
 
 
-@dataclass(frozen=True)
-class Entry:
-    stat: FileStat | None  # None: not to be trusted, validate by content hash
-    digest: str
-    module_path: str
-    codes: tuple[str, ...]  # the rules run on this file (after per-file ignores)
-    result: FileResult
+# A manifest entry, a plain tuple because a warm scan unpickles thousands of them:
+# (stat as a tuple, or None when it is not to be trusted and the content hash decides; content digest;
+#  module path; the codes of the rules run on the file (after per-file ignores); the result packed).
+Entry = tuple
+
+
+def _pack(result: FileResult) -> FileResult | None:
+    # Most files are skipped by every rule's prefilter: their result is stored as None.
+    return None if result == FileResult(path=result.path, skipped_by_prefilter=True) else result
+
+
+def _unpack(packed: FileResult | None, display: str) -> FileResult:
+    return FileResult(path=display, skipped_by_prefilter=True) if packed is None else packed
 
 
 def content_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def configuration_key(project: object, settings: dict, codes: tuple[str, ...]) -> str:
+def configuration_key(project_digest: str, settings: dict, codes: tuple[str, ...]) -> str:
     """A hash of everything besides a file's own content, path and rules that its result depends on."""
-    parts = (FORMAT, __version__, own_source_digest(), sys.version_info[:2], codes, stable_repr(settings), stable_repr(project))
+    parts = (FORMAT, __version__, own_source_digest(), sys.version_info[:2], codes, stable_repr(settings), project_digest)
     return hashlib.sha256(repr(parts).encode("utf-8", "backslashreplace")).hexdigest()
 
 
@@ -166,41 +171,60 @@ class ResultCache:
         self.folder = folder
         self.path = folder / f"manifest-{key}.pickle"
         self.started_ns = time.time_ns()
-        self.entries: dict[str, Entry] = self._load()
+        self.entries: dict[str, Entry] = {}
+        # Each rule's TRIGGERS, as the rules of this configuration (same kvlint sources) declared them.
+        self.triggers: dict[str, tuple[str, ...]] | None = None
+        self._load()
         self.changed = False
 
-    def _load(self) -> dict[str, Entry]:
+    def _load(self) -> None:
         loaded = load_pickle(self.path)
-        if not isinstance(loaded, dict) or loaded.get("format") != FORMAT or not isinstance(loaded.get("entries"), dict):
-            return {}
-        entries = loaded["entries"]
-        return {k: v for k, v in entries.items() if isinstance(k, str) and isinstance(v, Entry) and isinstance(v.result, FileResult)}
+        if not isinstance(loaded, dict) or loaded.get("format") != FORMAT:
+            return
+        entries, triggers = loaded.get("entries"), loaded.get("triggers")
+        if isinstance(entries, dict):
+            self.entries = entries
+        if isinstance(triggers, dict):
+            self.triggers = triggers
+
+    def _entry(self, display: str, module_path: str, codes: tuple[str, ...]) -> Entry | None:
+        entry = self.entries.get(display)
+        if type(entry) is not tuple or len(entry) != 5 or entry[2] != module_path or entry[3] != codes:
+            return None
+        if entry[4] is not None and not isinstance(entry[4], FileResult):
+            return None
+        return entry
 
     def fresh(self, display: str, stat: FileStat, module_path: str, codes: tuple[str, ...]) -> FileResult | None:
         """The cached result when the file's stat is exactly what it was: no need to read it."""
-        entry = self.entries.get(display)
-        if entry is None or entry.stat is None or entry.stat != stat:
+        entry = self._entry(display, module_path, codes)
+        if entry is None or entry[0] is None or entry[0] != stat:
             return None
-        if entry.module_path != module_path or entry.codes != codes:
-            return None
-        return entry.result
+        return _unpack(entry[4], display)
 
     def matching(self, display: str, digest: str, stat: FileStat | None, module_path: str, codes: tuple[str, ...]) -> FileResult | None:
         """The cached result when the file's content is the same (its stat changed, e.g. `touch`)."""
-        entry = self.entries.get(display)
-        if entry is None or entry.digest != digest or entry.module_path != module_path or entry.codes != codes:
+        entry = self._entry(display, module_path, codes)
+        if entry is None or entry[1] != digest:
             return None
-        self.store(display, stat, digest, module_path, codes, entry.result)
-        return entry.result
+        result = _unpack(entry[4], display)
+        self.store(display, stat, digest, module_path, codes, result)
+        return result
 
     def store(self, display: str, stat: FileStat | None, digest: str, module_path: str, codes: tuple[str, ...], result: FileResult) -> None:
-        entry = Entry(trusted_stat(stat, self.started_ns), digest, module_path, codes, result)
+        trusted = trusted_stat(stat, self.started_ns)
+        entry = (None if trusted is None else tuple(trusted), digest, module_path, codes, _pack(result))
         if self.entries.get(display) != entry:
             self.entries[display] = entry
             self.changed = True
 
+    def remember_triggers(self, triggers: dict[str, tuple[str, ...]]) -> None:
+        if self.triggers != triggers:
+            self.triggers = triggers
+            self.changed = True
+
     def save(self) -> None:
-        if self.changed and save_pickle(self.path, {"format": FORMAT, "entries": self.entries}):
+        if self.changed and save_pickle(self.path, {"format": FORMAT, "entries": self.entries, "triggers": self.triggers}):
             self.changed = False
             self._prune()
 

@@ -12,11 +12,11 @@ import click
 
 from kvlint import __version__
 from kvlint.config import Config, ConfigError, find_pyproject, load_config
-from kvlint.engine import DecodedSource, LintRequest, UnreadableSource, decode_source, lint_bytes
 from kvlint.registry import RegistryError, all_rules, rule_by_code
 from kvlint.releases import ReleaseError, release_sources
 from kvlint.reporters import REPORTERS
 from kvlint.runner import ScanResult, scan
+from kvlint.source import DecodedSource, UnreadableSource, decode_source
 from kvlint.targets import TargetError, default_target
 from kvlint.types import Finding
 
@@ -156,7 +156,7 @@ def check(paths, release, select, ignore, config_path, jobs, verbose, no_cache, 
         for name, count in sorted(counts.items()):
             click.echo(f"{count:6d}  {name}")
     else:
-        click.echo(reporter.render(result.findings, result.rules), nl=False)
+        click.echo(reporter.render(result.findings, result.rules if reporter.USES_RULE_DOCS else ()), nl=False)
     if not reporter.MACHINE:
         _summary(result)
     if verbose:
@@ -232,6 +232,7 @@ def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, ca
 
 def _fix_file(path: Path, sample: Finding, result: ScanResult, options: Options, unsafe: bool, show_diff: bool):
     """Re-lint a fresh snapshot of the file, apply its fixes, verify, write atomically. Returns (applied, left, diff)."""
+    from kvlint.engine import lint_bytes
     from kvlint.fixes import apply_fixes, check_compiles, encode_like, write_atomically
     original = path.read_bytes()
     decoded: DecodedSource = decode_source(original)
@@ -258,12 +259,12 @@ def _fix_file(path: Path, sample: Finding, result: ScanResult, options: Options,
     return outcome.applied, left, diff
 
 
-def _request_for(path: Path, sample: Finding, result: ScanResult, options: Options) -> LintRequest:
-    from kvlint.runner import _module_path, _rules_for
-    from kvlint.files import SourceFile
+def _request_for(path: Path, sample: Finding, result: ScanResult, options: Options):
+    from kvlint.engine import LintRequest
+    from kvlint.runner import module_path_of, rules_for
 
-    rules = _rules_for(SourceFile(path, sample.path), result.rules, options.config)
-    return LintRequest(sample.path, _module_path(path, result.project.root), result.project, rules, options.config.rule_settings())
+    rules = rules_for(sample.path, result.rules, options.config)
+    return LintRequest(sample.path, module_path_of(path, result.project.root), result.project, rules, options.config.rule_settings())
 
 
 @main.command("rules")

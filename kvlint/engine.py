@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import re
-import tokenize
 import traceback
 from dataclasses import dataclass, field, replace
-from io import BytesIO
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
@@ -14,37 +12,11 @@ from libcst.metadata import MetadataWrapper
 from kvlint.flow import SpecFlow
 from kvlint.project import ProjectIndex
 from kvlint.rule import Rule, RuleContext
+from kvlint.source import MAX_FILE_BYTES, DecodedSource, UnreadableSource, decode_source  # noqa: F401 (re-exported)
 from kvlint.suppress import is_suppressed, suppressions
-from kvlint.types import FileResult, Finding
+from kvlint.types import FileResult, Finding, unreadable  # noqa: F401 (re-exported)
 
-MAX_FILE_BYTES = 10 * 1024 * 1024
 _NEWLINE = re.compile(r"\r\n|\r|\n")
-
-
-@dataclass(frozen=True)
-class DecodedSource:
-    text: str
-    encoding: str  # as tokenize names it; "utf-8-sig" when the file starts with a BOM
-
-
-class UnreadableSource(Exception):
-    """A one-line cause, e.g. 'contains NUL bytes'."""
-
-
-def decode_source(data: bytes) -> DecodedSource:
-    if b"\x00" in data:
-        raise UnreadableSource("contains NUL bytes (not Python source)")
-    try:
-        encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
-        return DecodedSource(data.decode(encoding), encoding)
-    except (SyntaxError, LookupError) as error:
-        try:  # tokenize blames the declaration even when there is none: name the undecodable byte instead
-            data.decode("utf-8")
-        except UnicodeDecodeError as undecodable:
-            raise UnreadableSource(f"cannot decode as utf-8 at byte {undecodable.start}") from None
-        raise UnreadableSource(f"bad encoding declaration: {error}") from None
-    except UnicodeDecodeError as error:
-        raise UnreadableSource(f"cannot decode as {error.encoding} at byte {error.start}") from None
 
 
 def line_offsets(text: str) -> list[int]:
@@ -59,11 +31,6 @@ class LintRequest:
     project: ProjectIndex
     rules: tuple[type[Rule], ...]
     settings: dict = field(default_factory=dict)
-
-
-def unreadable(path: str, cause: str, line: int = 1, column: int = 1) -> FileResult:
-    finding = Finding(path, line, column, line, column, "KV000", "unreadable-file", f"cannot analyse this file: {cause}")
-    return FileResult(path=path, findings=(finding,), parsed=False)
 
 
 def lint_bytes(request: LintRequest, data: bytes) -> FileResult:

@@ -13,8 +13,10 @@ SKIPPED_FOLDERS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "ven
 
 @dataclass(frozen=True)
 class SourceFile:
-    path: Path  # as the user named it (relative paths stay relative)
+    path: str  # as the user named it (relative paths stay relative)
     display: str
+    # The absolute path with every symbolic link resolved, when the walk knew it without asking the disk.
+    real: str | None = None
 
 
 @dataclass(frozen=True)
@@ -43,18 +45,18 @@ def collect_files(paths: list[Path], exclude: list[str]) -> tuple[list[SourceFil
     problems: list[PathProblem] = []
     seen: set[str] = set()
 
-    def add(path: Path) -> None:
-        display = os.path.normpath(str(path))
-        if display in seen or is_excluded(display, exclude):
+    def add(path: str, real: str | None = None) -> None:
+        display = os.path.normpath(path)
+        if display in seen or (exclude and is_excluded(display, exclude)):
             return
         seen.add(display)
-        files.append(SourceFile(path, display))
+        files.append(SourceFile(path, display, real))
 
     for given in paths:
         if given.is_file():
-            add(given)  # named explicitly: scanned whatever its suffix
+            add(str(given))  # named explicitly: scanned whatever its suffix
         elif given.is_dir():
-            _walk(given, exclude, add, problems)
+            _walk(str(given), exclude, add, problems)
         elif given.is_symlink():
             problems.append(PathProblem(str(given), "dangling symbolic link"))
         else:
@@ -62,12 +64,13 @@ def collect_files(paths: list[Path], exclude: list[str]) -> tuple[list[SourceFil
     return files, problems
 
 
-def _walk(root: Path, exclude: list[str], add, problems: list[PathProblem]) -> None:
+def _walk(root: str, exclude: list[str], add, problems: list[PathProblem]) -> None:
     """Depth first, folders and files in sorted order, following folder links once each (as `os.walk`
-    with followlinks=True would, but from `os.scandir` entries: no stat per ordinary file)."""
+    with followlinks=True would, but from `os.scandir` entries: no stat per ordinary file). Real paths
+    are carried down the walk, so only links cost a `realpath`."""
     visited: set[tuple[int, int]] = set()
 
-    def walk(folder: str) -> None:
+    def walk(folder: str, real_folder: str) -> None:
         try:
             stat = os.stat(folder)
         except OSError:
@@ -81,32 +84,37 @@ def _walk(root: Path, exclude: list[str], add, problems: list[PathProblem]) -> N
         except OSError as error:
             problems.append(PathProblem(str(error.filename if error.filename is not None else folder), f"cannot list folder: {error.strerror}"))
             return
-        folders: list[str] = []
+        folders: list[os.DirEntry] = []
         names: list[os.DirEntry] = []
         for entry in entries:
             try:
                 is_folder = entry.is_dir()
             except OSError:
                 is_folder = False
-            if is_folder:
-                folders.append(entry.name)
-            else:
-                names.append(entry)
-        for entry in sorted(names, key=lambda e: e.name):
+            (folders if is_folder else names).append(entry)
+        names.sort(key=lambda e: e.name)
+        for entry in names:
             if not entry.name.endswith(".py"):
                 continue
-            path = Path(folder) / entry.name
-            if entry.is_symlink() and not path.exists():
-                problems.append(PathProblem(os.path.normpath(str(path)), "dangling symbolic link"))
-                continue
+            path = os.path.join(folder, entry.name)
+            if entry.is_symlink():
+                if not os.path.exists(path):
+                    problems.append(PathProblem(os.path.normpath(path), "dangling symbolic link"))
+                    continue
+                real = os.path.realpath(path)
+            else:
+                real = f"{real_folder}{os.sep}{entry.name}"
             try:
                 if not entry.is_file():
                     continue  # e.g. a socket named x.py: not source
             except OSError:
                 continue
-            add(path)
-        for name in sorted(folders):
-            if name not in SKIPPED_FOLDERS and not is_excluded(os.path.join(folder, name), exclude):
-                walk(os.path.join(folder, name))
+            add(path, real)
+        folders.sort(key=lambda e: e.name)
+        for entry in folders:
+            name = entry.name
+            path = os.path.join(folder, name)
+            if name not in SKIPPED_FOLDERS and not (exclude and is_excluded(path, exclude)):
+                walk(path, os.path.realpath(path) if entry.is_symlink() else f"{real_folder}{os.sep}{name}")
 
-    walk(str(root))
+    walk(root, os.path.realpath(root))

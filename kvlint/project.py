@@ -121,12 +121,52 @@ def find_tree_root(path: Path) -> Path | None:
 
 def build_project_index(paths: list[Path], cache_dir: Path | None = None) -> ProjectIndex:
     """The index of the tree `paths` belong to; with `cache_dir`, reused while the tree's relevant files are unchanged."""
+    return open_project_index(paths, cache_dir).index
+
+
+class IndexHandle:
+    """A project index known by its digest, built or loaded only when something needs its content.
+
+    A scan answered from the result cache needs only the digest (it is part of the cache key), so the
+    index itself — the sizing analysis can be large — is never unpickled then.
+    """
+
+    def __init__(self, root: str | None, load, digest: str | None = None, index: ProjectIndex | None = None):
+        self.root = root  # what ProjectIndex.root will be
+        self._load = load
+        self._digest = digest
+        self._index = index
+
+    @property
+    def index(self) -> ProjectIndex:
+        if self._index is None:
+            self._index = self._load()
+        return self._index
+
+    @property
+    def digest(self) -> str:
+        if self._digest is None:
+            self._digest = index_digest(self.index)
+        return self._digest
+
+
+def index_digest(index: ProjectIndex) -> str:
+    import hashlib
+
+    from kvlint.cache import stable_repr
+
+    return hashlib.sha256(stable_repr(index).encode("utf-8", "backslashreplace")).hexdigest()
+
+
+def open_project_index(paths: list[Path], cache_dir: Path | None = None, known_stats: dict | None = None) -> IndexHandle:
+    """The index of the tree `paths` belong to, as a handle. `known_stats` (absolute path → FileStat)
+    spares a second stat of the files the scan itself has just looked at."""
     root = next((r for r in (find_tree_root(p) for p in paths) if r is not None), None)
     if root is None:
-        return ProjectIndex(root=None, hierarchy=SpecHierarchy(bases=dict(_DEFAULT_BASES)))
+        return IndexHandle(None, None, index=ProjectIndex(root=None, hierarchy=SpecHierarchy(bases=dict(_DEFAULT_BASES))))
     if cache_dir is None:
-        return _build(root)
-    return _build_cached(root, cache_dir)
+        return IndexHandle(str(root), lambda: _build(root))
+    return _open_cached(root, cache_dir, known_stats or {})
 
 
 def _build(root: Path) -> ProjectIndex:
@@ -160,7 +200,7 @@ def _build(root: Path) -> ProjectIndex:
 # elsewhere cannot reach the index, so the old one is reused.
 
 _INDEX_WORDS = (b"block_size", b"dcp", b"DCP", b"context_parallel", b"cp_world_size", b"Indexer", b"kv_cache", b"Spec", RESOLVER_NAME.encode())
-_INDEX_FORMAT = 1
+_INDEX_FORMAT = 2
 
 
 def could_matter(relative: str, data: bytes) -> bool:
@@ -168,16 +208,11 @@ def could_matter(relative: str, data: bytes) -> bool:
     return relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in _INDEX_WORDS)
 
 
-@dataclass(frozen=True)
-class _Snapshot:
-    stat: object | None  # kvlint.cache.FileStat; None when it must be checked by content
-    digest: str
-    matters: bool
+def _tree_files(root: Path, known_stats: dict) -> dict[str, tuple | None]:
+    """Every .py file under root/vllm (relative, "/"-separated) with its stat as a tuple; None when stat fails."""
+    from kvlint.cache import FileStat
 
-
-def _tree_files(root: Path) -> dict[str, os.stat_result | None]:
-    """Every .py file under root/vllm (relative, "/"-separated) with its stat; None when stat fails."""
-    found: dict[str, os.stat_result | None] = {}
+    found: dict[str, tuple | None] = {}
     base = str(root)
     prefix = len(base) + 1
     stack = [os.path.join(base, "vllm")]
@@ -197,14 +232,18 @@ def _tree_files(root: Path) -> dict[str, os.stat_result | None]:
                 continue
             if entry.name.endswith(".py"):
                 relative = entry.path[prefix:].replace(os.sep, "/")
-                try:
-                    found[relative] = os.stat(entry.path)
-                except OSError:
-                    found[relative] = None
+                stat = known_stats.get(entry.path)
+                if stat is None:
+                    try:
+                        stat = FileStat.of(os.stat(entry.path))
+                    except OSError:
+                        pass
+                found[relative] = None if stat is None else tuple(stat)
     return found
 
 
-def _build_cached(root: Path, cache_dir: Path) -> ProjectIndex:
+def _open_cached(root: Path, cache_dir: Path, known_stats: dict) -> IndexHandle:
+    """The snapshot file maps each .py file under vllm/ to (stat or None, content digest, could matter)."""
     import hashlib
     import time
 
@@ -212,17 +251,17 @@ def _build_cached(root: Path, cache_dir: Path) -> ProjectIndex:
 
     started_ns = time.time_ns()
     key = hashlib.sha256(repr((_INDEX_FORMAT, str(root), own_source_digest())).encode("utf-8", "backslashreplace")).hexdigest()
-    path = cache_dir / f"project-{key}.pickle"
-    stored = load_pickle(path)
-    valid = isinstance(stored, dict) and isinstance(stored.get("index"), ProjectIndex) and isinstance(stored.get("files"), dict)
-    old: dict[str, _Snapshot] = stored["files"] if valid else {}
-    current = _tree_files(root)
-    snapshots: dict[str, _Snapshot] = {}
+    snapshot_path = cache_dir / f"project-{key}.pickle"
+    index_path = cache_dir / f"project-{key}-index.pickle"
+    stored = load_pickle(snapshot_path)
+    valid = isinstance(stored, dict) and isinstance(stored.get("digest"), str) and isinstance(stored.get("files"), dict)
+    old: dict[str, tuple] = {k: v for k, v in stored["files"].items() if type(v) is tuple and len(v) == 3} if valid else {}
+    current = _tree_files(root, known_stats)
+    snapshots: dict[str, tuple] = {}
     stale = not valid
-    for relative, stat_result in current.items():
-        stat = FileStat.of(stat_result) if stat_result is not None else None
+    for relative, stat in current.items():
         before = old.get(relative)
-        if before is not None and stat is not None and before.stat == stat:
+        if before is not None and stat is not None and before[0] == stat:
             snapshots[relative] = before
             continue
         try:
@@ -231,17 +270,34 @@ def _build_cached(root: Path, cache_dir: Path) -> ProjectIndex:
             stale = True
             continue
         digest = content_digest(data)
-        if before is not None and before.digest == digest:
-            snapshots[relative] = _Snapshot(trusted_stat(stat, started_ns), digest, before.matters)
+        trusted = trusted_stat(FileStat(*stat), started_ns) if stat is not None else None
+        record = None if trusted is None else tuple(trusted)
+        if before is not None and before[1] == digest:
+            snapshots[relative] = (record, digest, before[2])
             continue
         matters = could_matter(relative, data)
-        snapshots[relative] = _Snapshot(trusted_stat(stat, started_ns), digest, matters)
-        stale = stale or matters or (before is not None and before.matters)
-    stale = stale or any(snapshot.matters for relative, snapshot in old.items() if relative not in current)
-    index = _build(root) if stale else stored["index"]
-    if stale or snapshots != old:
-        save_pickle(path, {"index": index, "files": snapshots})
-    return index
+        snapshots[relative] = (record, digest, matters)
+        stale = stale or matters or (before is not None and before[2])
+    stale = stale or any(snapshot[2] for relative, snapshot in old.items() if relative not in current)
+
+    if not stale:
+        digest = stored["digest"]
+
+        def load() -> ProjectIndex:
+            kept = load_pickle(index_path)
+            if isinstance(kept, dict) and kept.get("digest") == digest and isinstance(kept.get("index"), ProjectIndex):
+                return kept["index"]
+            return _build(root)  # the index file is gone or damaged: the unchanged tree rebuilds the same index
+
+        if snapshots != old:
+            save_pickle(snapshot_path, {"digest": digest, "files": snapshots})
+        return IndexHandle(str(root), load, digest=digest)
+    index = _build(root)
+    digest = index_digest(index)
+    # The index first: a snapshot never names an index that is not on disk.
+    if save_pickle(index_path, {"digest": digest, "index": index}):
+        save_pickle(snapshot_path, {"digest": digest, "files": snapshots})
+    return IndexHandle(str(root), lambda: index, digest=digest, index=index)
 
 
 def _parse(path: Path) -> ast.Module | None:

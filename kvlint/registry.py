@@ -1,12 +1,21 @@
-"""Discover rules in `kvlint.rules`, check their codes are unique, and apply select/ignore."""
+"""Discover rules in `kvlint.rules`, check their codes are unique, and apply select/ignore.
+
+A rule module is named after its code (`kv101_container_isinstance` holds KV101), so the codes a scan
+selects are known from file names alone: a scan answered from the cache never imports the rules (nor
+libcst, which they are built on). Importing them checks that each module's CODE matches its name.
+"""
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from kvlint.rule import Rule
+if TYPE_CHECKING:
+    from kvlint.rule import Rule
+
+_RULE_MODULE = re.compile(r"(kv\d{3})_\w+")
 
 
 class RegistryError(Exception):
@@ -14,18 +23,48 @@ class RegistryError(Exception):
 
 
 @lru_cache(maxsize=1)
-def all_rules() -> tuple[type[Rule], ...]:
+def rule_modules() -> dict[str, str]:
+    """Rule code → module name, read from the names of the modules in `kvlint.rules`."""
+    import pkgutil
+
     import kvlint.rules as package
 
-    found: dict[str, type[Rule]] = {}
+    modules: dict[str, str] = {}
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and value.__module__ == module.__name__:
-                if value.CODE in found:
-                    raise RegistryError(f"duplicate rule code {value.CODE}: {found[value.CODE].__name__} and {value.__name__}")
-                found[value.CODE] = value
-    return tuple(found[code] for code in sorted(found))
+        match = _RULE_MODULE.fullmatch(info.name)
+        if match is None:
+            continue
+        code = match.group(1).upper()
+        if code in modules:
+            raise RegistryError(f"duplicate rule code {code}: modules {modules[code]} and {info.name}")
+        modules[code] = f"{package.__name__}.{info.name}"
+    return modules
+
+
+def rule_codes() -> tuple[str, ...]:
+    return tuple(sorted(rule_modules()))
+
+
+@lru_cache(maxsize=None)
+def rule_class(code: str) -> type[Rule]:
+    """Import the module of `code` and return its Rule subclass."""
+    from kvlint.rule import Rule
+
+    module = importlib.import_module(rule_modules()[code])
+    found = [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, Rule) and v is not Rule and v.__module__ == module.__name__]
+    if len(found) != 1:
+        raise RegistryError(f"{module.__name__} must define exactly one rule class, found {len(found)}")
+    if found[0].CODE != code:
+        raise RegistryError(f"{module.__name__} is named for {code} but its rule says CODE = {found[0].CODE!r}")
+    return found[0]
+
+
+def rules_for_codes(codes: tuple[str, ...] | list[str]) -> tuple[type[Rule], ...]:
+    return tuple(rule_class(code) for code in codes)
+
+
+def all_rules() -> tuple[type[Rule], ...]:
+    return rules_for_codes(rule_codes())
 
 
 def rule_by_code(code: str) -> type[Rule] | None:
@@ -37,10 +76,15 @@ def matches(code: str, selectors: list[str] | tuple[str, ...]) -> bool:
     return any(code.startswith(s.upper()) or s.upper() == "ALL" for s in selectors)
 
 
-def select_rules(select: list[str] | None, ignore: list[str] | None) -> tuple[type[Rule], ...]:
-    known = {r.CODE for r in all_rules()}
+def select_codes(select: list[str] | None, ignore: list[str] | None) -> tuple[str, ...]:
+    """The codes of the rules to run, in order; an unknown selector is an error."""
+    known = rule_codes()
     for selector in (select or []) + (ignore or []):
         if selector.upper() != "ALL" and not any(code.startswith(selector.upper()) for code in known):
-            raise RegistryError(f"unknown rule selector {selector!r} (known: {', '.join(sorted(known))})")
-    chosen = [r for r in all_rules() if select is None or matches(r.CODE, select)]
-    return tuple(r for r in chosen if not (ignore and matches(r.CODE, ignore)))
+            raise RegistryError(f"unknown rule selector {selector!r} (known: {', '.join(known)})")
+    chosen = [code for code in known if select is None or matches(code, select)]
+    return tuple(code for code in chosen if not (ignore and matches(code, ignore)))
+
+
+def select_rules(select: list[str] | None, ignore: list[str] | None) -> tuple[type[Rule], ...]:
+    return rules_for_codes(select_codes(select, ignore))

@@ -82,7 +82,9 @@ class Rule(cst.BatchableCSTVisitor):
     FIX_TITLE: ClassVar[str | None] = None
     VALID: ClassVar[list[Example]] = []
     INVALID: ClassVar[list[Example]] = []
-    # Substrings without which a file cannot produce a finding: lets the engine skip parsing it.
+    # Substrings of which a file must hold at least one to produce a finding. A scan answered from the
+    # cache checks a changed file against them without importing the rules; `could_match` may narrow
+    # them further but never widen them (tests/test_rules.py holds every rule to that on real vLLM).
     TRIGGERS: ClassVar[tuple[str, ...]] = ()
 
     @classmethod

@@ -14,15 +14,18 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvlint.cache import FileStat, ResultCache, configuration_key, content_digest
 from kvlint.config import Config
-from kvlint.engine import LintRequest, UnreadableSource, decode_source, lint_bytes, unreadable, MAX_FILE_BYTES
-from kvlint.files import SourceFile, collect_files
-from kvlint.project import ProjectIndex, build_project_index
-from kvlint.registry import matches, select_rules
-from kvlint.rule import Rule
-from kvlint.types import FileResult, Finding
+from kvlint.files import SourceFile, collect_files, is_excluded
+from kvlint.project import IndexHandle, ProjectIndex, open_project_index
+from kvlint.registry import matches, rules_for_codes, select_codes
+from kvlint.source import MAX_FILE_BYTES, UnreadableSource, decode_source
+from kvlint.types import FileResult, Finding, unreadable
+
+if TYPE_CHECKING:
+    from kvlint.rule import Rule
 
 # Below this much source to parse, starting worker processes costs more than it saves.
 POOL_MIN_BYTES = 256 * 1024
@@ -34,10 +37,18 @@ PROGRESS_INTERVAL_S = 0.1
 @dataclass
 class ScanResult:
     files: list[FileResult]
-    project: ProjectIndex
-    rules: tuple[type[Rule], ...]
+    index: IndexHandle
+    codes: tuple[str, ...]  # the rules run, in order
     findings: list[Finding] = field(default_factory=list)
     cache_hits: int = 0  # files answered from the result cache
+
+    @property
+    def project(self) -> ProjectIndex:
+        return self.index.index
+
+    @property
+    def rules(self) -> tuple[type[Rule], ...]:
+        return rules_for_codes(self.codes)
 
     @property
     def files_scanned(self) -> int:
@@ -51,16 +62,17 @@ class _Job:
     index: int  # position in the scan's file list
     display: str
     module_path: str
-    rules: tuple[type[Rule], ...]
+    codes: tuple[str, ...]
     data: bytes
 
 
-def _module_path(path: Path, root: str | None, real_folders: dict[str, str] | None = None) -> str:
+def module_path_of(path: str | Path, root: str | None, real_folders: dict[str, str] | None = None) -> str:
     """`path` relative to the tree root, "/"-separated, symlinks resolved; as given when outside the tree.
 
     `real_folders` memoises each folder's real path across the files of one scan (a full `resolve()`
     per file costs a stat per path component).
     """
+    path = Path(path)
     if root is None:
         return path.as_posix()
     text = os.path.abspath(path)
@@ -80,6 +92,24 @@ def _module_path(path: Path, root: str | None, real_folders: dict[str, str] | No
         return path.as_posix()
 
 
+def _source_module_path(source: SourceFile, root: str | None, real_folders: dict[str, str]) -> str:
+    # The walk already knows most files' real paths: then it is a string operation.
+    if source.real is not None and root is not None and source.real.startswith(root) and source.real[len(root) : len(root) + 1] == os.sep:
+        return source.real[len(root) + 1 :].replace(os.sep, "/")
+    return module_path_of(source.path, root, real_folders)
+
+
+def codes_for(display: str, codes: tuple[str, ...], config: Config) -> tuple[str, ...]:
+    """The codes that run on one file, after its per-file-ignores."""
+    ignored = [code for glob, globbed in config.per_file_ignores.items() if is_excluded(display, [glob]) for code in globbed]
+    return tuple(c for c in codes if not matches(c, ignored)) if ignored else codes
+
+
+def rules_for(display: str, rules: tuple[type[Rule], ...], config: Config) -> tuple[type[Rule], ...]:
+    kept = codes_for(display, tuple(r.CODE for r in rules), config)
+    return tuple(r for r in rules if r.CODE in kept)
+
+
 # What every job of a scan shares: set once per worker process (and in the parent for inline jobs),
 # so the project index, however large, is not pickled once per file.
 _shared: tuple[ProjectIndex, dict] | None = None
@@ -92,19 +122,20 @@ def _share(project: ProjectIndex, settings: dict) -> None:
 
 def lint_job(job: _Job) -> FileResult:
     """Lint one file's bytes. Never raises: every failure becomes a KV000 result."""
+    from kvlint.engine import LintRequest, lint_bytes  # libcst: only when some file must really be linted
+
     assert _shared is not None, "_share() runs before any job"
     project, settings = _shared
-    result = lint_bytes(LintRequest(job.display, job.module_path, project, job.rules, settings), job.data)
-    codes = {rule.CODE for rule in job.rules}
-    if all(f.code in codes for f in result.findings):
+    result = lint_bytes(LintRequest(job.display, job.module_path, project, rules_for_codes(job.codes), settings), job.data)
+    if all(f.code in job.codes for f in result.findings):
         return result
     # per-file-ignores may switch off KV000 too
-    return dataclasses.replace(result, findings=tuple(f for f in result.findings if f.code in codes))
+    return dataclasses.replace(result, findings=tuple(f for f in result.findings if f.code in job.codes))
 
 
-def _read(path: Path, display: str) -> bytes | FileResult:
+def _read(path: str, display: str) -> bytes | FileResult:
     try:
-        return path.read_bytes()
+        return Path(path).read_bytes()
     except FileNotFoundError:
         return unreadable(display, "vanished before it could be read")
     except IsADirectoryError:
@@ -115,20 +146,54 @@ def _read(path: Path, display: str) -> bytes | FileResult:
         return unreadable(display, f"cannot read: {error.strerror or error}")
 
 
-def _must_parse(rules: tuple[type[Rule], ...], data: bytes) -> bool:
-    """Whether some rule's text prefilter accepts the file: only a scheduling hint, never a verdict."""
-    if len(data) > MAX_FILE_BYTES:
-        return False
-    try:
-        text = decode_source(data).text
-    except UnreadableSource:
-        return False
-    return any(not getattr(r, "ENGINE_ONLY", False) and r.could_match(text) for r in rules)
+class _Prefilter:
+    """Which changed files some rule could report in, judged from their text before any parse.
+
+    With the rules' TRIGGERS remembered by the cache (the same kvlint sources wrote them), a file that
+    holds none of them is settled without importing the rules — and libcst with them. Otherwise the
+    rules are imported and their own `could_match` decides.
+    """
+
+    def __init__(self, codes: tuple[str, ...], triggers: dict[str, tuple[str, ...]] | None):
+        self.codes = codes
+        self.triggers = triggers if triggers is not None and all(code in triggers for code in codes) else None
+        self.rules: dict[str, type[Rule]] | None = None
+
+    def load_rules(self) -> dict[str, type[Rule]]:
+        if self.rules is None:
+            self.rules = {rule.CODE: rule for rule in rules_for_codes(self.codes)}
+        return self.rules
+
+    def must_parse(self, codes: tuple[str, ...], data: bytes) -> bool | None:
+        """True: some rule's prefilter accepts the file; False: none does, nothing to report;
+        None: the engine must say why it cannot read the file (too large, undecodable)."""
+        if len(data) > MAX_FILE_BYTES:
+            return None
+        try:
+            text = decode_source(data).text
+        except UnreadableSource:
+            return None
+        if self.triggers is not None and not any(t in text for code in codes for t in self.triggers[code]):
+            return False
+        rules = self.load_rules()
+        return any(not getattr(rules[code], "ENGINE_ONLY", False) and rules[code].could_match(text) for code in codes)
+
+    def triggers_to_remember(self) -> dict[str, tuple[str, ...]] | None:
+        if self.rules is None:
+            return None
+        return {code: () if getattr(rule, "ENGINE_ONLY", False) else tuple(rule.TRIGGERS) for code, rule in self.rules.items()}
 
 
 def _cacheable(result: FileResult) -> bool:
     # A KV000 (syntax error, internal error, …) is cheap to reproduce and may be an environment accident.
     return not any(f.code == "KV000" for f in result.findings)
+
+
+def _stat(path: str) -> FileStat | None:
+    try:
+        return FileStat.of(os.stat(path))
+    except OSError:
+        return None
 
 
 def scan(
@@ -141,79 +206,77 @@ def scan(
     progress: bool = False,
 ) -> ScanResult:
     """Lint every file under `paths`. `cache_dir` None disables the result cache; `progress` may draw on a TTY."""
-    rules = select_rules(select if select is not None else config.select, [*config.ignore, *ignore])
+    codes = select_codes(select if select is not None else config.select, [*config.ignore, *ignore])
     files, problems = collect_files(paths, config.exclude)
-    project = build_project_index(paths, cache_dir)
     settings = config.rule_settings()
-    _share(project, settings)
-    codes = tuple(rule.CODE for rule in rules)
-    cache = ResultCache(cache_dir, configuration_key(project, settings, codes)) if cache_dir is not None else None
+    stats = [_stat(source.path) for source in files] if cache_dir is not None else []
+    known = {source.real: stat for source, stat in zip(files, stats) if source.real is not None and stat is not None}
+    index = open_project_index(paths, cache_dir, known)
+    cache = ResultCache(cache_dir, configuration_key(index.digest, settings, codes)) if cache_dir is not None else None
+    prefilter = _Prefilter(codes, cache.triggers if cache is not None else None)
     meter = _Progress(len(files), enabled=progress)
 
     results: list[FileResult | None] = [None] * len(files)
     to_parse: list[_Job] = []
-    stats: dict[int, FileStat | None] = {}
+    inline: list[_Job] = []
     # For each file read and hashed: (digest, module path, rule codes), what its cache entry is keyed on.
     keys: dict[int, tuple[str, str, tuple[str, ...]]] = {}
     hits = 0
     real_folders: dict[str, str] = {}
-    for index, source in enumerate(files):
-        file_rules = _rules_for(source, rules, config)
-        file_codes = tuple(rule.CODE for rule in file_rules)
-        module_path = _module_path(source.path, project.root, real_folders)
-        if cache is not None:
-            try:
-                stats[index] = FileStat.of(os.stat(source.path))
-            except OSError:
-                stats[index] = None
-            cached = cache.fresh(source.display, stats[index], module_path, file_codes) if stats[index] else None
+    for position, source in enumerate(files):
+        file_codes = codes_for(source.display, codes, config) if config.per_file_ignores else codes
+        module_path = _source_module_path(source, index.root, real_folders)
+        stat = stats[position] if cache is not None else None
+        if cache is not None and stat is not None:
+            cached = cache.fresh(source.display, stat, module_path, file_codes)
             if cached is not None:
-                results[index], hits = cached, hits + 1
+                results[position], hits = cached, hits + 1
                 meter.advance()
                 continue
         data = _read(source.path, source.display)
         if isinstance(data, FileResult):
-            results[index] = data
+            results[position] = data
             meter.advance()
             continue
         if cache is not None:
-            keys[index] = (content_digest(data), module_path, file_codes)
-            cached = cache.matching(source.display, keys[index][0], stats[index], module_path, file_codes)
+            keys[position] = (content_digest(data), module_path, file_codes)
+            cached = cache.matching(source.display, keys[position][0], stat, module_path, file_codes)
             if cached is not None:
-                results[index], hits = cached, hits + 1
+                results[position], hits = cached, hits + 1
                 meter.advance()
                 continue
-        job = _Job(index, source.display, module_path, file_rules, data)
-        if _must_parse(file_rules, data):
-            to_parse.append(job)
-        else:
-            results[index] = lint_job(job)
+        verdict = prefilter.must_parse(file_codes, data)
+        if verdict is False:
+            results[position] = FileResult(path=source.display, skipped_by_prefilter=True)  # what the engine would say
             meter.advance()
+        else:
+            (to_parse if verdict else inline).append(_Job(position, source.display, module_path, file_codes, data))
+    if to_parse or inline:
+        _share(index.index, settings)
+    for job in inline:
+        results[job.index] = lint_job(job)
+        meter.advance()
     # Largest first: the long files start early and the short ones fill in the gaps at the end.
     to_parse.sort(key=lambda job: len(job.data), reverse=True)
-    for job, result in run_jobs(to_parse, jobs, project, settings):
+    for job, result in run_jobs(to_parse, jobs, index.index if to_parse else None, settings):
         results[job.index] = result
         meter.advance()
     meter.close()
 
     if cache is not None:
-        for index, (digest, module_path, file_codes) in keys.items():
-            result = results[index]
+        for position, (digest, module_path, file_codes) in keys.items():
+            result = results[position]
             if result is not None and _cacheable(result):
-                cache.store(files[index].display, stats[index], digest, module_path, file_codes, result)
+                cache.store(files[position].display, stats[position], digest, module_path, file_codes, result)
+        triggers = prefilter.triggers_to_remember()
+        if triggers is not None:
+            cache.remember_triggers(triggers)
         cache.save()
 
     done = [unreadable(p.display, p.cause) for p in problems if matches("KV000", codes)]
     done.extend(r for r in results if r is not None)
     findings = sorted((f for r in done for f in r.findings if f.code in codes), key=Finding.sort_key)
-    return ScanResult(files=done, project=project, rules=rules, findings=findings, cache_hits=hits)
-
-
-def _rules_for(source: SourceFile, rules: tuple[type[Rule], ...], config: Config) -> tuple[type[Rule], ...]:
-    from kvlint.files import is_excluded
-
-    ignored = [code for glob, codes in config.per_file_ignores.items() if is_excluded(source.display, [glob]) for code in codes]
-    return tuple(r for r in rules if not matches(r.CODE, ignored)) if ignored else rules
+    return ScanResult(files=done, index=index, codes=codes, findings=findings, cache_hits=hits)
 
 
 def run_jobs(work: list[_Job], jobs: int | None, project: ProjectIndex, settings: dict):

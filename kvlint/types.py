@@ -81,3 +81,9 @@ class FileResult:
     suppressed: int = field(default=0)
     # The traceback of an internal error, shown with --verbose; the finding itself stays one line.
     detail: str | None = None
+
+
+def unreadable(path: str, cause: str, line: int = 1, column: int = 1) -> FileResult:
+    """The result for a file that cannot be analysed: one KV000 finding saying why."""
+    finding = Finding(path, line, column, line, column, "KV000", "unreadable-file", f"cannot analyse this file: {cause}")
+    return FileResult(path=path, findings=(finding,), parsed=False)

@@ -48,6 +48,8 @@ class DivergentDcpPredicate(SizingRuleMixin, Rule):
     NAME = "divergent-dcp-predicate"
     MESSAGE = "`{predicate}` decides DCP sharding differently from the resolver `{resolver}` for: {kinds}"
 
+    TRIGGERS = ("dcp", "decode_context_parallel")
+
     @classmethod
     def could_match(cls, text: str) -> bool:
         # Predicates live next to block sizes: the resolver's module, connectors' sizing code.

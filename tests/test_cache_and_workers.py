@@ -20,7 +20,7 @@ from kvlint import project as project_module
 from kvlint import runner
 from kvlint.cache import FileStat, ResultCache, configuration_key, stable_repr
 from kvlint.config import Config
-from kvlint.project import ProjectIndex, SpecHierarchy
+from kvlint.project import ProjectIndex, SpecHierarchy, index_digest
 from kvlint.releases import release_sources
 from kvlint.runner import scan
 
@@ -284,9 +284,9 @@ def test_key_is_the_same_in_every_process(tmp_path):
     script = textwrap.dedent(
         """
         from kvlint.cache import configuration_key
-        from kvlint.project import ProjectIndex, SpecHierarchy
+        from kvlint.project import ProjectIndex, SpecHierarchy, index_digest
         index = ProjectIndex(None, SpecHierarchy({"A": (), "B": ("A",)}), resolver_layer_classes=frozenset({"A", "B", "C", "D", "E"}))
-        print(configuration_key(index, {"x": ("a", "b")}, ("KV101",)))
+        print(configuration_key(index_digest(index), {"x": ("a", "b")}, ("KV101",)))
         """
     )
     keys = {
@@ -297,12 +297,15 @@ def test_key_is_the_same_in_every_process(tmp_path):
 
 
 def test_key_changes_with_each_input():
+    def key(index, settings, codes):
+        return configuration_key(index_digest(index), settings, codes)
+
     index = ProjectIndex(None, SpecHierarchy({"A": ()}))
-    base = configuration_key(index, {}, ("KV101",))
-    assert configuration_key(index, {}, ("KV102",)) != base
-    assert configuration_key(index, {"scheduler-only-paths": ("x",)}, ("KV101",)) != base
-    assert configuration_key(ProjectIndex(None, SpecHierarchy({"A": ()}), sizing=("anything",)), {}, ("KV101",)) != base
-    assert configuration_key(ProjectIndex("/elsewhere", SpecHierarchy({"A": ()})), {}, ("KV101",)) != base
+    base = key(index, {}, ("KV101",))
+    assert key(index, {}, ("KV102",)) != base
+    assert key(index, {"scheduler-only-paths": ("x",)}, ("KV101",)) != base
+    assert key(ProjectIndex(None, SpecHierarchy({"A": ()}), sizing=("anything",)), {}, ("KV101",)) != base
+    assert key(ProjectIndex("/elsewhere", SpecHierarchy({"A": ()})), {}, ("KV101",)) != base
 
 
 def test_fresh_entry_requires_same_stat_rules_and_module(tmp_path):
@@ -332,3 +335,30 @@ def test_progress_only_when_asked(tree, monkeypatch, capsys):
 def test_progress_waits_for_slow_scans(tree, capsys):
     run(tree, None, progress=True)  # a fraction of a second: nothing drawn
     assert capsys.readouterr().err == ""
+
+
+def test_warm_scan_with_an_unrelated_edit_never_loads_the_parser(tree, tmp_path):
+    """Only the cache's remembered TRIGGERS are needed to settle a changed file no rule could report in."""
+    cache = tmp_path / "cache"
+    run(tree, cache)  # cold: imports the rules, remembers their triggers
+    model = tree / "vllm" / "models" / "model.py"
+    model.write_text(CLEAN + "\n# a comment\n")
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from kvlint.config import Config
+        from kvlint.runner import scan
+        result = scan([Path({str(tree / "vllm")!r})], Config(), None, [], jobs=1, cache_dir=Path({str(cache)!r}))
+        print(result.cache_hits, len(result.files), len(result.findings), "libcst" in sys.modules, "kvlint.engine" in sys.modules)
+        """
+    )
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    hits, files, findings, parser, engine = completed.stdout.split()
+    assert int(hits) == int(files) - 1 and int(findings) == len(run(tree, None).findings)
+    assert (parser, engine) == ("False", "False")
+
+    model.write_text(ISINSTANCE)  # now a rule could report in it: the rules are loaded and it is linted
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert completed.stdout.split()[3:] == ["True", "True"]
+    assert outcome(run(tree, cache)) == outcome(run(tree, None))

@@ -81,3 +81,32 @@ def test_codes_are_unique_and_named():
     assert {"KV000", "KV101", "KV102"} <= set(codes)
     for rule in all_rules():
         assert rule.NAME == rule.NAME.lower() and " " not in rule.NAME
+
+
+def test_rule_modules_are_named_for_their_codes():
+    from kvlint.registry import rule_class, rule_codes
+
+    assert rule_codes() == tuple(sorted(r.CODE for r in all_rules()))
+    for code in rule_codes():
+        assert rule_class(code).CODE == code
+
+
+def _sources(tree):
+    for path in sorted((tree / "vllm").rglob("*.py")):
+        yield path, path.read_bytes().decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
+def test_triggers_are_necessary_for_could_match(vllm_release, version):
+    """A scan answered from the cache settles a changed file by TRIGGERS alone: `could_match` may only narrow them."""
+    rules = [r for r in all_rules() if not getattr(r, "ENGINE_ONLY", False)]
+    assert all(r.TRIGGERS for r in rules), "every rule that reads source declares its triggers"
+    texts = [(str(path), text) for path, text in _sources(vllm_release(version))]
+    texts += [(f"{r.CODE} example", e.source) for r in rules for e in (*r.VALID, *r.INVALID)]
+    accepted = 0
+    for rule in rules:
+        for name, text in texts:
+            if rule.could_match(text):
+                accepted += 1
+                assert any(t in text for t in rule.TRIGGERS), f"{rule.CODE}.could_match accepts {name} without any of {rule.TRIGGERS}"
+    assert accepted > 100, "the real tree exercises the prefilters"

@@ -23,6 +23,7 @@ def _summary(rule) -> str:
 
 class SarifReporter(Reporter):
     NAME = "sarif"
+    USES_RULE_DOCS = True
 
     def render(self, findings, rules) -> str:
         codes = [r.CODE for r in rules]

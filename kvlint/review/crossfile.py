@@ -16,7 +16,6 @@ from typing import Callable
 
 from kvlint.config import Config
 from kvlint.engine import LintRequest, UnreadableSource, lint_bytes
-from kvlint.files import SourceFile
 from kvlint.review.diff import ChangedFile
 from kvlint.rule import Rule
 from kvlint.types import Finding
@@ -97,7 +96,7 @@ def findings_through_touched_targets(
     if not touched:
         return [], []
     before = base_issue_keys()
-    from kvlint.runner import _module_path, _rules_for  # the same per-file rule selection as a scan
+    from kvlint.runner import module_path_of, rules_for  # the same per-file rule selection as a scan
 
     analysis = project.sizing
     selected = {rule.CODE: rule for rule in rules}
@@ -115,7 +114,7 @@ def findings_through_touched_targets(
             candidates = [f for f in scanned if f.path == repository_path]
         else:
             if repository_path not in linted:
-                linted[repository_path] = _lint_one(tree, repository_path, project, rules, config, _module_path, _rules_for)
+                linted[repository_path] = _lint_one(tree, repository_path, project, rules, config, module_path_of, rules_for)
             candidates = linted[repository_path]
         # Through the engine, so that suppression comments and per-file-ignores still hold.
         finding = next((f for f in candidates if f.code == issue.code and f.line == issue.line), None)
@@ -148,7 +147,7 @@ def _lint_one(tree: Path, repository_path: str, project, rules, config: Config, 
         data = path.read_bytes()
     except OSError:
         return []
-    file_rules = rules_for(SourceFile(path, repository_path), rules, config)
+    file_rules = rules_for(repository_path, rules, config)
     try:
         result = lint_bytes(LintRequest(repository_path, module_path_of(path, project.root), project, file_rules, config.rule_settings()), data)
     except UnreadableSource:
