@@ -2,7 +2,8 @@
 
     python benchmarks/bench_scan.py [--version 0.29.0] [--runs 3] [--fixit-runs 1] [--skip-fixit]
 
-Scenarios, each on a private copy of the release's sources (so a file can be edited and nothing is
+kvlint is installed from the working tree into a throwaway venv as a user installs it (`pip install .`),
+and every command runs with the tree's root as its working folder. Scenarios, each on a private copy of the release's sources (so a file can be edited and nothing is
 written into the release cache):
 
   kvlint cold        `kvlint check --no-cache`: every file read, the index built, candidates parsed
@@ -12,7 +13,8 @@ written into the release cache):
   kvlint fix --diff  `kvlint fix --diff --no-cache`: scan + rewrite + re-lint, writes nothing
   fixit              Fixit 2 with benchmarks/fixit_rules/kv101_equivalent.py only (its own venv)
   grep -rn           `grep -rnE 'isinstance\\(.*Spec'`, the text search the KV101 rule refines
-  kvlint --version   interpreter start + imports only: the floor under every kvlint row
+  python -c pass     the interpreter kvlint runs on, starting and stopping: the floor under every kvlint row
+  kvlint --version   interpreter start + kvlint's command-line imports
 
 Times are wall clock. Peak memory is the largest resident set of any one process (wait4's ru_maxrss
 covers the command and the workers it waited for) and the largest sum over the command's process tree,
@@ -129,17 +131,15 @@ def fixit_python(cache: Path) -> Path:
     return python
 
 
-def snapshot_kvlint(folder: Path) -> list[str]:
-    """Copy kvlint's package (rules included, as installed) aside; the command that runs that copy."""
-    import kvlint
-    import kvlint.rules
-
-    shutil.copytree(Path(kvlint.__file__).parent, folder / "kvlint", ignore=shutil.ignore_patterns("__pycache__"))
-    rules = folder / "kvlint" / "rules"
-    if not rules.exists():
-        shutil.copytree(Path(kvlint.rules.__path__[0]), rules, ignore=shutil.ignore_patterns("__pycache__"))
-    # -c: put the copy first on sys.path without PYTHONPATH (which the scanned tree's tools might read).
-    return [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(folder)!r}); from kvlint.cli import main; sys.argv[0] = 'kvlint'; main()"]
+def install_kvlint(folder: Path) -> tuple[list[str], Path]:
+    """Install the working tree's kvlint, as a user would (`pip install .`: a wheel, bytecode compiled at
+    install), into a fresh venv; the `kvlint` command and that venv's python."""
+    venv = folder / "kvlint-venv"
+    print(f"bench: installing kvlint from {HERE.parent} into {venv}", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(HERE.parent)], check=True)
+    return [str(venv / "bin" / "kvlint")], python
 
 
 def append_line(path: Path, number: int) -> None:
@@ -195,8 +195,9 @@ def main() -> int:
     parser.add_argument(
         "--working-tree",
         action="store_true",
-        help="run kvlint from the working tree (default: a snapshot of it taken at start, so that edits made "
-        "while the benchmark runs neither change what is measured nor invalidate the warm cache)",
+        help="run kvlint from the working tree with this interpreter (default: `pip install .` of it into a fresh "
+        "venv at start, so that edits made while the benchmark runs neither change what is measured nor "
+        "invalidate the warm cache)",
     )
     args = parser.parse_args()
     args.load_at_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -209,9 +210,9 @@ def main() -> int:
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
 
     with tempfile.TemporaryDirectory(prefix="kvlint-bench-") as scratch:
-        kvlint = [sys.executable, "-m", "kvlint"]
+        kvlint, python = [sys.executable, "-m", "kvlint"], Path(sys.executable)
         if not args.working_tree:
-            kvlint = snapshot_kvlint(Path(scratch) / "kvlint-src")
+            kvlint, python = install_kvlint(Path(scratch))
         tree = Path(scratch) / "tree"
         shutil.copytree(source / "vllm", tree / "vllm")
         cache = Path(scratch) / "cache"
@@ -222,13 +223,16 @@ def main() -> int:
         for path in files:
             os.utime(path, (time.time() - 3600, time.time() - 3600))
         results: list[Measurement] = []
+        os.chdir(tree)  # where a maintainer runs it: the tree's root (no [tool.kvlint] there)
 
         def show(argv: list[str]) -> str:
             if argv[: len(kvlint)] == kvlint:
                 argv = ["kvlint", *argv[len(kvlint) :]]
-            return " ".join(argv).replace(target, "TREE/vllm").replace(str(cache), "C").replace(sys.executable, "python")
+            return " ".join(argv).replace(target, "TREE/vllm").replace(str(cache), "C").replace(str(python), "python").replace(sys.executable, "python")
 
         check = [*kvlint, "check", *jobs]
+        argv = [str(python), "-c", "pass"]
+        results.append(measure("python -c pass", argv, args.runs, shown=show(argv)))
         argv = [*kvlint, "--version"]
         results.append(measure("kvlint --version", argv, args.runs, shown=show(argv)))
         argv = ["grep", "-rnE", GREP_PATTERN, target]
@@ -249,6 +253,7 @@ def main() -> int:
             argv = [str(fixit.parent / "fixit"), "lint", target]
             results.append(measure("fixit", argv, args.fixit_runs, env=env, shown=f"PYTHONPATH=benchmarks/fixit_rules {show(argv).replace(str(fixit.parent), 'VENV/bin')}  (TREE/.fixit.toml enables only kv101_equivalent)"))
 
+        os.chdir(HERE)
     table = render(results, args, len(files), tree_lines)
     print(table)
     if args.output is not None:

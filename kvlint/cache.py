@@ -18,7 +18,6 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -36,6 +35,15 @@ RACY_WINDOW_NS = 2_000_000_000
 _NOT_IN_RESULTS = ("verify", "reporters", "cli.py", "__main__.py")
 # Manifests of configurations not used for this long are deleted when another one is written.
 MAX_AGE_S = 30 * 24 * 3600
+
+
+def cache_root() -> Path:
+    """Where kvlint keeps fetched releases and scan results: $KVLINT_CACHE_DIR, else the XDG cache folder."""
+    configured = os.environ.get("KVLINT_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kvlint"
 
 
 class FileStat(NamedTuple):
@@ -148,6 +156,8 @@ def save_pickle(path: Path, value: object) -> bool:
     """Write atomically: readers see the old file or the new one, never a mix. False when it cannot."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # only when something is written
+
         handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(handle, "wb") as stream:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import difflib
 import sys
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,16 +10,14 @@ import click
 
 from kvlint import __version__
 from kvlint.config import Config, ConfigError, find_pyproject, load_config
-from kvlint.registry import RegistryError, all_rules, rule_by_code
-from kvlint.releases import ReleaseError, release_sources
-from kvlint.reporters import REPORTERS
+from kvlint.errors import KvlintError
+from kvlint.registry import all_rules, rule_by_code
+from kvlint.reporters import FORMATS, load_reporter
 from kvlint.runner import ScanResult, scan
 from kvlint.source import DecodedSource, UnreadableSource, decode_source
-from kvlint.targets import TargetError, default_target
 from kvlint.types import Finding
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-_EXPECTED_ERRORS = (ConfigError, RegistryError, ReleaseError, TargetError)
 
 
 # Commands in their own packages, imported only when invoked: `kvlint check` starts without them.
@@ -49,13 +45,15 @@ class KvlintGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except _EXPECTED_ERRORS as error:
+        except KvlintError as error:
             click.echo(f"kvlint: error: {error}", err=True)
             ctx.exit(EXIT_ERROR)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except Exception as error:
             if "--verbose" in sys.argv or "-v" in sys.argv:
+                import traceback
+
                 traceback.print_exc()
             click.echo(f"kvlint: internal error: {type(error).__name__}: {error} (re-run with --verbose for details)", err=True)
             ctx.exit(EXIT_ERROR)
@@ -78,7 +76,7 @@ class Options:
 def _cache_folder(no_cache: bool, cache_dir: str | None) -> Path | None:
     if no_cache:
         return None
-    from kvlint.releases import cache_root
+    from kvlint.cache import cache_root
 
     return (Path(cache_dir) if cache_dir else cache_root()) / "results"
 
@@ -100,12 +98,16 @@ def _resolve(paths: tuple[str, ...], release: str | None, config_path: str | Non
     if release and paths:
         raise click.UsageError("give either PATHs or --vllm-release, not both")
     if release:
+        from kvlint.releases import release_sources  # pip and zip handling: only when fetching
+
         root = release_sources(release, quiet=quiet)
         targets = [root / "vllm"]
         click.echo(f"kvlint: scanning vLLM {release} from PyPI ({root})", err=True)
     elif paths:
         targets = [Path(p) for p in paths]
     else:
+        from kvlint.targets import default_target
+
         target, line = default_target(Path.cwd())
         click.echo(line, err=True)
         targets = [target]
@@ -141,12 +143,12 @@ def main() -> None:
 
 @main.command()
 @_common
-@click.option("--format", "output_format", type=click.Choice(sorted(REPORTERS)), default="text", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings (text format).")
 def check(paths, release, select, ignore, config_path, jobs, verbose, no_cache, cache_dir, output_format, exit_zero, statistics):
     """Report findings. Exit 0 clean, 1 findings, 2 usage/config/internal error."""
-    reporter = REPORTERS[output_format]()
+    reporter = load_reporter(output_format)()
     options = _resolve(paths, release, config_path, select, ignore, jobs, quiet=reporter.MACHINE)
     result = _scan(options, no_cache, cache_dir, progress=not reporter.MACHINE)
     if statistics and output_format == "text":
@@ -246,6 +248,8 @@ def _fix_file(path: Path, sample: Finding, result: ScanResult, options: Options,
     # Re-lint the result: what is left is what the user still has to look at (and proves idempotence).
     after = lint_bytes(request, encode_like(outcome.text, decoded.encoding))
     left = list(after.findings)
+    import difflib
+
     diff = "".join(
         difflib.unified_diff(
             decoded.text.splitlines(keepends=True),

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
+from kvlint.errors import KvlintError
 from kvlint.roles import DEFAULT_SCHEDULER_ONLY_PATHS
 
 KNOWN_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "scheduler-only-paths", "resolver-module"}
 
 
-class ConfigError(Exception):
+class ConfigError(KvlintError):
     pass
 
 
@@ -54,6 +49,8 @@ def _string_list(value, key: str, path: Path) -> list[str]:
 def load_config(path: Path | None) -> Config:
     if path is None:
         return Config()
+    import tomllib  # only when there is a file to read
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:

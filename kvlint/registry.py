@@ -12,13 +12,15 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from kvlint.errors import KvlintError
+
 if TYPE_CHECKING:
     from kvlint.rule import Rule
 
 _RULE_MODULE = re.compile(r"(kv\d{3})_\w+")
 
 
-class RegistryError(Exception):
+class RegistryError(KvlintError):
     pass
 
 

@@ -11,19 +11,14 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from kvlint.cache import cache_root  # noqa: F401 (where releases are kept; also used by the benchmark)
+from kvlint.errors import KvlintError
+
 _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*([a-z0-9.+-]*)$")
 
 
-class ReleaseError(Exception):
+class ReleaseError(KvlintError):
     pass
-
-
-def cache_root() -> Path:
-    configured = os.environ.get("KVLINT_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kvlint"
 
 
 def release_sources(version: str, quiet: bool = False) -> Path:

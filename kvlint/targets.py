@@ -5,10 +5,11 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from kvlint.errors import KvlintError
 from kvlint.project import find_tree_root
 
 
-class TargetError(Exception):
+class TargetError(KvlintError):
     pass
 
 
