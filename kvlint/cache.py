@@ -61,7 +61,8 @@ class FileStat(NamedTuple):
 
 # A manifest entry, a plain tuple because a warm scan unpickles thousands of them:
 # (stat as a tuple, or None when it is not to be trusted and the content hash decides; content digest;
-#  module path; the codes of the rules run on the file (after per-file ignores); the result packed).
+#  scope: the module path and the digest of what the project index says about that module; the codes of
+#  the rules run on the file (after per-file ignores); the result packed).
 Entry = tuple
 
 
@@ -197,33 +198,33 @@ class ResultCache:
         if isinstance(triggers, dict):
             self.triggers = triggers
 
-    def _entry(self, display: str, module_path: str, codes: tuple[str, ...]) -> Entry | None:
+    def _entry(self, display: str, scope: object, codes: tuple[str, ...]) -> Entry | None:
         entry = self.entries.get(display)
-        if type(entry) is not tuple or len(entry) != 5 or entry[2] != module_path or entry[3] != codes:
+        if type(entry) is not tuple or len(entry) != 5 or entry[2] != scope or entry[3] != codes:
             return None
         if entry[4] is not None and not isinstance(entry[4], FileResult):
             return None
         return entry
 
-    def fresh(self, display: str, stat: FileStat, module_path: str, codes: tuple[str, ...]) -> FileResult | None:
+    def fresh(self, display: str, stat: FileStat, scope: object, codes: tuple[str, ...]) -> FileResult | None:
         """The cached result when the file's stat is exactly what it was: no need to read it."""
-        entry = self._entry(display, module_path, codes)
+        entry = self._entry(display, scope, codes)
         if entry is None or entry[0] is None or entry[0] != stat:
             return None
         return _unpack(entry[4], display)
 
-    def matching(self, display: str, digest: str, stat: FileStat | None, module_path: str, codes: tuple[str, ...]) -> FileResult | None:
+    def matching(self, display: str, digest: str, stat: FileStat | None, scope: object, codes: tuple[str, ...]) -> FileResult | None:
         """The cached result when the file's content is the same (its stat changed, e.g. `touch`)."""
-        entry = self._entry(display, module_path, codes)
+        entry = self._entry(display, scope, codes)
         if entry is None or entry[1] != digest:
             return None
         result = _unpack(entry[4], display)
-        self.store(display, stat, digest, module_path, codes, result)
+        self.store(display, stat, digest, scope, codes, result)
         return result
 
-    def store(self, display: str, stat: FileStat | None, digest: str, module_path: str, codes: tuple[str, ...], result: FileResult) -> None:
+    def store(self, display: str, stat: FileStat | None, digest: str, scope: object, codes: tuple[str, ...], result: FileResult) -> None:
         trusted = trusted_stat(stat, self.started_ns)
-        entry = (None if trusted is None else tuple(trusted), digest, module_path, codes, _pack(result))
+        entry = (None if trusted is None else tuple(trusted), digest, scope, codes, _pack(result))
         if self.entries.get(display) != entry:
             self.entries[display] = entry
             self.changed = True

@@ -125,16 +125,16 @@ def build_project_index(paths: list[Path], cache_dir: Path | None = None) -> Pro
 
 
 class IndexHandle:
-    """A project index known by its digest, built or loaded only when something needs its content.
+    """A project index known by its digests, built or loaded only when something needs its content.
 
-    A scan answered from the result cache needs only the digest (it is part of the cache key), so the
-    index itself — the sizing analysis can be large — is never unpickled then.
+    A scan answered from the result cache needs only the digests (they are part of the cache keys), so
+    the index itself — the sizing analysis can be large — is never unpickled then.
     """
 
-    def __init__(self, root: str | None, load, digest: str | None = None, index: ProjectIndex | None = None):
+    def __init__(self, root: str | None, load, digests: IndexDigests | None = None, index: ProjectIndex | None = None):
         self.root = root  # what ProjectIndex.root will be
         self._load = load
-        self._digest = digest
+        self._digests = digests
         self._index = index
 
     @property
@@ -144,18 +144,46 @@ class IndexHandle:
         return self._index
 
     @property
-    def digest(self) -> str:
-        if self._digest is None:
-            self._digest = index_digest(self.index)
-        return self._digest
+    def digests(self) -> IndexDigests:
+        if self._digests is None:
+            self._digests = index_digests(self.index)
+        return self._digests
 
 
-def index_digest(index: ProjectIndex) -> str:
+@dataclass(frozen=True)
+class IndexDigests:
+    """What a file's result may depend on in the index, hashed in two parts.
+
+    Rules read the sizing analysis only through `issues_for(module_path, code)`, so a module's result
+    depends on the issues placed in that module, not on the whole analysis: editing one sizing module
+    re-lints the modules whose issues changed, not every file that mentions a block size.
+    """
+
+    shared: str  # everything but the analysis' issues (hierarchy, resolver, root, whether there is an analysis)
+    modules: dict[str, str]  # module path → digest of the issues placed there (absent: none)
+
+    def of_module(self, module_path: str) -> str:
+        return self.modules.get(module_path, "")
+
+
+def index_digests(index: ProjectIndex) -> IndexDigests:
     import hashlib
+    from dataclasses import replace
 
     from kvlint.cache import stable_repr
 
-    return hashlib.sha256(stable_repr(index).encode("utf-8", "backslashreplace")).hexdigest()
+    def digest(value: object) -> str:
+        return hashlib.sha256(stable_repr(value).encode("utf-8", "backslashreplace")).hexdigest()
+
+    sizing = index.sizing
+    issues = getattr(sizing, "issues", None)
+    if sizing is not None and issues is None:  # an analysis of another shape: the whole of it is shared
+        return IndexDigests(digest(index), {})
+    by_module: dict[str, list] = {}
+    for issue in issues or ():
+        by_module.setdefault(issue.module_path, []).append(issue)
+    shared = digest((replace(index, sizing=None), sizing is not None))
+    return IndexDigests(shared, {module: digest(found) for module, found in by_module.items()})
 
 
 def open_project_index(paths: list[Path], cache_dir: Path | None = None, known_stats: dict | None = None) -> IndexHandle:
@@ -200,7 +228,7 @@ def _build(root: Path) -> ProjectIndex:
 # elsewhere cannot reach the index, so the old one is reused.
 
 _INDEX_WORDS = (b"block_size", b"dcp", b"DCP", b"context_parallel", b"cp_world_size", b"Indexer", b"kv_cache", b"Spec", RESOLVER_NAME.encode())
-_INDEX_FORMAT = 2
+_INDEX_FORMAT = 3
 
 
 def could_matter(relative: str, data: bytes) -> bool:
@@ -254,7 +282,7 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict) -> IndexHandle:
     snapshot_path = cache_dir / f"project-{key}.pickle"
     index_path = cache_dir / f"project-{key}-index.pickle"
     stored = load_pickle(snapshot_path)
-    valid = isinstance(stored, dict) and isinstance(stored.get("digest"), str) and isinstance(stored.get("files"), dict)
+    valid = isinstance(stored, dict) and isinstance(stored.get("digests"), IndexDigests) and isinstance(stored.get("files"), dict)
     old: dict[str, tuple] = {k: v for k, v in stored["files"].items() if type(v) is tuple and len(v) == 3} if valid else {}
     current = _tree_files(root, known_stats)
     snapshots: dict[str, tuple] = {}
@@ -281,23 +309,23 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict) -> IndexHandle:
     stale = stale or any(snapshot[2] for relative, snapshot in old.items() if relative not in current)
 
     if not stale:
-        digest = stored["digest"]
+        digests = stored["digests"]
 
         def load() -> ProjectIndex:
             kept = load_pickle(index_path)
-            if isinstance(kept, dict) and kept.get("digest") == digest and isinstance(kept.get("index"), ProjectIndex):
+            if isinstance(kept, dict) and kept.get("digests") == digests and isinstance(kept.get("index"), ProjectIndex):
                 return kept["index"]
             return _build(root)  # the index file is gone or damaged: the unchanged tree rebuilds the same index
 
         if snapshots != old:
-            save_pickle(snapshot_path, {"digest": digest, "files": snapshots})
-        return IndexHandle(str(root), load, digest=digest)
+            save_pickle(snapshot_path, {"digests": digests, "files": snapshots})
+        return IndexHandle(str(root), load, digests=digests)
     index = _build(root)
-    digest = index_digest(index)
+    digests = index_digests(index)
     # The index first: a snapshot never names an index that is not on disk.
-    if save_pickle(index_path, {"digest": digest, "index": index}):
-        save_pickle(snapshot_path, {"digest": digest, "files": snapshots})
-    return IndexHandle(str(root), lambda: index, digest=digest, index=index)
+    if save_pickle(index_path, {"digests": digests, "index": index}):
+        save_pickle(snapshot_path, {"digests": digests, "files": snapshots})
+    return IndexHandle(str(root), lambda: index, digests=digests, index=index)
 
 
 def _parse(path: Path) -> ast.Module | None:

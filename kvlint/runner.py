@@ -212,23 +212,24 @@ def scan(
     stats = [_stat(source.path) for source in files] if cache_dir is not None else []
     known = {source.real: stat for source, stat in zip(files, stats) if source.real is not None and stat is not None}
     index = open_project_index(paths, cache_dir, known)
-    cache = ResultCache(cache_dir, configuration_key(index.digest, settings, codes)) if cache_dir is not None else None
+    cache = ResultCache(cache_dir, configuration_key(index.digests.shared, settings, codes)) if cache_dir is not None else None
     prefilter = _Prefilter(codes, cache.triggers if cache is not None else None)
     meter = _Progress(len(files), enabled=progress)
 
     results: list[FileResult | None] = [None] * len(files)
     to_parse: list[_Job] = []
     inline: list[_Job] = []
-    # For each file read and hashed: (digest, module path, rule codes), what its cache entry is keyed on.
-    keys: dict[int, tuple[str, str, tuple[str, ...]]] = {}
+    # For each file read and hashed: (digest, scope, rule codes), what its cache entry is keyed on.
+    keys: dict[int, tuple[str, tuple[str, str], tuple[str, ...]]] = {}
     hits = 0
     real_folders: dict[str, str] = {}
     for position, source in enumerate(files):
         file_codes = codes_for(source.display, codes, config) if config.per_file_ignores else codes
         module_path = _source_module_path(source, index.root, real_folders)
         stat = stats[position] if cache is not None else None
+        scope = (module_path, index.digests.of_module(module_path)) if cache is not None else None
         if cache is not None and stat is not None:
-            cached = cache.fresh(source.display, stat, module_path, file_codes)
+            cached = cache.fresh(source.display, stat, scope, file_codes)
             if cached is not None:
                 results[position], hits = cached, hits + 1
                 meter.advance()
@@ -239,8 +240,8 @@ def scan(
             meter.advance()
             continue
         if cache is not None:
-            keys[position] = (content_digest(data), module_path, file_codes)
-            cached = cache.matching(source.display, keys[position][0], stat, module_path, file_codes)
+            keys[position] = (content_digest(data), scope, file_codes)
+            cached = cache.matching(source.display, keys[position][0], stat, scope, file_codes)
             if cached is not None:
                 results[position], hits = cached, hits + 1
                 meter.advance()
@@ -264,10 +265,10 @@ def scan(
     meter.close()
 
     if cache is not None:
-        for position, (digest, module_path, file_codes) in keys.items():
+        for position, (digest, scope, file_codes) in keys.items():
             result = results[position]
             if result is not None and _cacheable(result):
-                cache.store(files[position].display, stats[position], digest, module_path, file_codes, result)
+                cache.store(files[position].display, stats[position], digest, scope, file_codes, result)
         triggers = prefilter.triggers_to_remember()
         if triggers is not None:
             cache.remember_triggers(triggers)

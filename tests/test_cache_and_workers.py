@@ -20,7 +20,7 @@ from kvlint import project as project_module
 from kvlint import runner
 from kvlint.cache import FileStat, ResultCache, configuration_key, stable_repr
 from kvlint.config import Config
-from kvlint.project import ProjectIndex, SpecHierarchy, index_digest
+from kvlint.project import ProjectIndex, SpecHierarchy, index_digests
 from kvlint.releases import release_sources
 from kvlint.runner import scan
 
@@ -284,9 +284,9 @@ def test_key_is_the_same_in_every_process(tmp_path):
     script = textwrap.dedent(
         """
         from kvlint.cache import configuration_key
-        from kvlint.project import ProjectIndex, SpecHierarchy, index_digest
+        from kvlint.project import ProjectIndex, SpecHierarchy, index_digests
         index = ProjectIndex(None, SpecHierarchy({"A": (), "B": ("A",)}), resolver_layer_classes=frozenset({"A", "B", "C", "D", "E"}))
-        print(configuration_key(index_digest(index), {"x": ("a", "b")}, ("KV101",)))
+        print(configuration_key(index_digests(index).shared, {"x": ("a", "b")}, ("KV101",)))
         """
     )
     keys = {
@@ -298,7 +298,7 @@ def test_key_is_the_same_in_every_process(tmp_path):
 
 def test_key_changes_with_each_input():
     def key(index, settings, codes):
-        return configuration_key(index_digest(index), settings, codes)
+        return configuration_key(index_digests(index).shared, settings, codes)
 
     index = ProjectIndex(None, SpecHierarchy({"A": ()}))
     base = key(index, {}, ("KV101",))
@@ -362,3 +362,23 @@ def test_warm_scan_with_an_unrelated_edit_never_loads_the_parser(tree, tmp_path)
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert completed.stdout.split()[3:] == ["True", "True"]
     assert outcome(run(tree, cache)) == outcome(run(tree, None))
+
+
+@pytest.mark.slow
+def test_editing_a_sizing_module_relints_only_that_module(vllm_copy, tmp_path):
+    """The cross-file analysis changes with the edit, but other modules' results depend only on their own
+    slice of it: they stay cached, and the scan still reports what an uncached one does."""
+    from conftest import OFFLOADING_CONFIG
+
+    tree = vllm_copy("0.29.0")
+    scanned = [tree / "vllm" / "distributed"]  # the index still covers the whole tree
+    cache = tmp_path / "cache"
+    first = scan(scanned, Config(), None, [], jobs=1, cache_dir=cache)
+    edited = tree / OFFLOADING_CONFIG
+    edited.write_text("# one line more above everything\n" + edited.read_text())
+    second = scan(scanned, Config(), None, [], jobs=1, cache_dir=cache)
+
+    assert second.cache_hits == len(second.files) - 1, "only the edited module is linted again"
+    assert outcome(second) == outcome(scan(scanned, Config(), None, [], jobs=1, cache_dir=None))
+    before = [(f.code, f.line + 1) for f in first.findings if f.path.endswith(OFFLOADING_CONFIG)]
+    assert before and [(f.code, f.line) for f in second.findings if f.path.endswith(OFFLOADING_CONFIG)] == before
