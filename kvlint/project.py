@@ -197,11 +197,12 @@ def open_project_index(paths: list[Path], cache_dir: Path | None = None, known_s
     return _open_cached(root, cache_dir, known_stats or {})
 
 
-def _build(root: Path) -> ProjectIndex:
+def _build(root: Path, could_matter_files: frozenset[str] | None = None) -> ProjectIndex:
+    """`could_matter_files`: when known, the only files whose text the sizing analysis needs to read."""
     hierarchy = _read_hierarchy(root / INTERFACE_MODULE)
     from kvlint.sizing_index import build_sizing_analysis  # imports this module
 
-    sizing = build_sizing_analysis(root, hierarchy)
+    sizing = build_sizing_analysis(root, hierarchy, could_matter_files)
     resolver_path = _find_resolver(root)
     if resolver_path is None:
         return ProjectIndex(root=str(root), hierarchy=hierarchy, sizing=sizing)
@@ -320,7 +321,7 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict) -> IndexHandle:
         if snapshots != old:
             save_pickle(snapshot_path, {"digests": digests, "files": snapshots})
         return IndexHandle(str(root), load, digests=digests)
-    index = _build(root)
+    index = _build(root, frozenset(relative for relative, snapshot in snapshots.items() if snapshot[2]))
     digests = index_digests(index)
     # The index first: a snapshot never names an index that is not on disk.
     if save_pickle(index_path, {"digests": digests, "index": index}):

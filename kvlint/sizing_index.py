@@ -132,9 +132,12 @@ def _sizes_near_dcp(text: str) -> bool:
     return any(abs(i - j) <= _WINDOW for i in size_lines for j in dcp_lines)
 
 
-def read_program(root: Path, hierarchy: SpecHierarchy) -> Program:
+def read_program(root: Path, hierarchy: SpecHierarchy, only: frozenset[str] | None = None) -> Program:
     """Candidate modules: the interface; modules sizing a block near a DCP size or defining a (spec, dcp)
-    helper; then, once helpers are known, modules calling one of them."""
+    helper; then, once helpers are known, modules calling one of them.
+
+    `only` (paths relative to root) limits the files read to a known superset of the candidates — the
+    project cache's files that "could matter" — in the same order as a full walk."""
     selected: dict[str, str] = {}
     maybe_callers: dict[str, str] = {}
     indexer_texts: list[str] = []
@@ -144,6 +147,8 @@ def read_program(root: Path, hierarchy: SpecHierarchy) -> Program:
             if not name.endswith(".py"):
                 continue
             full = Path(folder) / name
+            if only is not None and full.relative_to(root).as_posix() not in only:
+                continue
             try:
                 text = full.read_bytes().decode("utf-8", "replace")
             except OSError:
@@ -207,12 +212,12 @@ def _indexer_layer(text: str, hierarchy: SpecHierarchy) -> Layer | None:
     return None
 
 
-def build_sizing_analysis(root: Path | None, hierarchy: SpecHierarchy) -> SizingAnalysis | None:
+def build_sizing_analysis(root: Path | None, hierarchy: SpecHierarchy, only: frozenset[str] | None = None) -> SizingAnalysis | None:
     """The cross-file analysis of a tree; None when there is no tree (rules then analyse each file alone)."""
     if root is None:
         return None
     try:
-        return analyse_program(read_program(Path(root), hierarchy))
+        return analyse_program(read_program(Path(root), hierarchy, only))
     except Exception:  # noqa: BLE001 - the per-file rules must still run; they then report nothing cross-file
         return None
 

@@ -190,7 +190,7 @@ def test_project_index_is_reused_unless_a_file_that_matters_changed(tree, tmp_pa
     cache = tmp_path / "cache"
     built = []
     real_build = project_module._build
-    monkeypatch.setattr(project_module, "_build", lambda root: built.append(root) or real_build(root))
+    monkeypatch.setattr(project_module, "_build", lambda root, *more: built.append(root) or real_build(root, *more))
 
     run(tree, cache)
     assert len(built) == 1

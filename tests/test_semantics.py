@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pickle
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -446,12 +445,21 @@ def test_real_trees_without_a_resolver(real_tree, version):
     assert kv103 and "UniformTypeKVCacheSpecs{MLA, indexer}" in kv103[0].message
 
 
-def test_index_is_fast_on_a_real_tree(real_tree):
-    root = real_tree("0.33.0")
-    build_project_index([root / "vllm"])  # warm the file cache
-    started = time.perf_counter()
-    build_project_index([root / "vllm"])
-    assert time.perf_counter() - started < 10  # seconds, on a loaded 2-core machine
+@pytest.mark.parametrize("version", ["0.27.1", "0.29.0", "0.33.0"])
+def test_reading_only_files_that_could_matter_gives_the_same_analysis(real_tree, version):
+    """A rebuild from the project cache reads only the files its snapshot marks as could-matter."""
+    from kvlint.cache import stable_repr
+    from kvlint.project import INTERFACE_MODULE, _read_hierarchy, could_matter
+    from kvlint.sizing_index import build_sizing_analysis
+
+    root = real_tree(version)
+    hierarchy = _read_hierarchy(root / INTERFACE_MODULE)
+    files = [p.relative_to(root).as_posix() for p in (root / "vllm").rglob("*.py")]
+    only = frozenset(f for f in files if could_matter(f, (root / f).read_bytes()))
+    assert len(only) < len(files) / 2
+    everything = build_sizing_analysis(root, hierarchy)
+    assert everything is not None and everything.paths
+    assert stable_repr(build_sizing_analysis(root, hierarchy, only)) == stable_repr(everything)
 
 
 def test_loops_over_a_containers_layers_run_every_layer():
