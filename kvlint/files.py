@@ -96,7 +96,7 @@ def _walk(root: str, exclude: list[str], add, problems: list[PathProblem]) -> No
         for entry in names:
             if not entry.name.endswith(".py"):
                 continue
-            path = os.path.join(folder, entry.name)
+            path = entry.path  # folder + name, joined by scandir itself
             if entry.is_symlink():
                 if not os.path.exists(path):
                     problems.append(PathProblem(os.path.normpath(path), "dangling symbolic link"))
@@ -113,7 +113,7 @@ def _walk(root: str, exclude: list[str], add, problems: list[PathProblem]) -> No
         folders.sort(key=lambda e: e.name)
         for entry in folders:
             name = entry.name
-            path = os.path.join(folder, name)
+            path = entry.path
             if name not in SKIPPED_FOLDERS and not (exclude and is_excluded(path, exclude)):
                 walk(path, os.path.realpath(path) if entry.is_symlink() else f"{real_folder}{os.sep}{name}")
 

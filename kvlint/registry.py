@@ -27,19 +27,20 @@ class RegistryError(KvlintError):
 @lru_cache(maxsize=1)
 def rule_modules() -> dict[str, str]:
     """Rule code → module name, read from the names of the modules in `kvlint.rules`."""
-    import pkgutil
+    import os
 
     import kvlint.rules as package
 
+    names = sorted({name[:-3] for folder in package.__path__ for name in os.listdir(folder) if name.endswith(".py")})
     modules: dict[str, str] = {}
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        match = _RULE_MODULE.fullmatch(info.name)
+    for name in names:
+        match = _RULE_MODULE.fullmatch(name)
         if match is None:
             continue
         code = match.group(1).upper()
         if code in modules:
-            raise RegistryError(f"duplicate rule code {code}: modules {modules[code]} and {info.name}")
-        modules[code] = f"{package.__name__}.{info.name}"
+            raise RegistryError(f"duplicate rule code {code}: modules {modules[code]} and {name}")
+        modules[code] = f"{package.__name__}.{name}"
     return modules
 
 
