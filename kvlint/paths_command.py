@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from kvlint.config import find_pyproject, load_config
 from kvlint.project import build_project_index, find_tree_root
 from kvlint.semantics import SizingAnalysis, SizingPath
 
@@ -144,7 +145,8 @@ def paths(path, release, output_format):
     if root is None:
         click.echo(f"kvlint: error: {target}: not in a vLLM tree (no vllm/v1/kv_cache_interface.py found)", err=True)
         sys.exit(EXIT_ERROR)
-    analysis = build_project_index([target]).sizing
+    config = load_config(find_pyproject(Path.cwd()))  # as `check` reads it: roles follow scheduler-only-paths
+    analysis = build_project_index([target], scheduler_only_paths=tuple(config.scheduler_only_paths)).sizing
     if not isinstance(analysis, SizingAnalysis):
         click.echo(f"kvlint: error: {root}: the sizing paths could not be analysed", err=True)
         sys.exit(EXIT_ERROR)

@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvlint.roles import DEFAULT_SCHEDULER_ONLY_PATHS
+
 INTERFACE_MODULE = "vllm/v1/kv_cache_interface.py"
 RESOLVER_NAME = "resolve_dcp_kv_block_size"
 # Where upstream defines the resolver; searched first, then the whole tree.
@@ -119,9 +121,9 @@ def find_tree_root(path: Path) -> Path | None:
     return None
 
 
-def build_project_index(paths: list[Path], cache_dir: Path | None = None) -> ProjectIndex:
+def build_project_index(paths: list[Path], cache_dir: Path | None = None, scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS) -> ProjectIndex:
     """The index of the tree `paths` belong to; with `cache_dir`, reused while the tree's relevant files are unchanged."""
-    return open_project_index(paths, cache_dir).index
+    return open_project_index(paths, cache_dir, scheduler_only_paths=scheduler_only_paths).index
 
 
 class IndexHandle:
@@ -186,23 +188,30 @@ def index_digests(index: ProjectIndex) -> IndexDigests:
     return IndexDigests(shared, {module: digest(found) for module, found in by_module.items()})
 
 
-def open_project_index(paths: list[Path], cache_dir: Path | None = None, known_stats: dict | None = None) -> IndexHandle:
+def open_project_index(
+    paths: list[Path],
+    cache_dir: Path | None = None,
+    known_stats: dict | None = None,
+    scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS,
+) -> IndexHandle:
     """The index of the tree `paths` belong to, as a handle. `known_stats` (absolute path → FileStat)
-    spares a second stat of the files the scan itself has just looked at."""
+    spares a second stat of the files the scan itself has just looked at; `scheduler_only_paths` is the
+    configuration's, which the sizing analysis' roles follow as KV101 does."""
     root = next((r for r in (find_tree_root(p) for p in paths) if r is not None), None)
     if root is None:
         return IndexHandle(None, None, index=ProjectIndex(root=None, hierarchy=SpecHierarchy(bases=dict(_DEFAULT_BASES))))
+    roles = tuple(scheduler_only_paths)
     if cache_dir is None:
-        return IndexHandle(str(root), lambda: _build(root))
-    return _open_cached(root, cache_dir, known_stats or {})
+        return IndexHandle(str(root), lambda: _build(root, roles))
+    return _open_cached(root, cache_dir, known_stats or {}, roles)
 
 
-def _build(root: Path, could_matter_files: frozenset[str] | None = None) -> ProjectIndex:
+def _build(root: Path, scheduler_only_paths: tuple[str, ...], could_matter_files: frozenset[str] | None = None) -> ProjectIndex:
     """`could_matter_files`: when known, the only files whose text the sizing analysis needs to read."""
     hierarchy = _read_hierarchy(root / INTERFACE_MODULE)
     from kvlint.sizing_index import build_sizing_analysis  # imports this module
 
-    sizing = build_sizing_analysis(root, hierarchy, could_matter_files)
+    sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths)
     resolver_path = _find_resolver(root)
     if resolver_path is None:
         return ProjectIndex(root=str(root), hierarchy=hierarchy, sizing=sizing)
@@ -271,7 +280,7 @@ def _tree_files(root: Path, known_stats: dict) -> dict[str, tuple | None]:
     return found
 
 
-def _open_cached(root: Path, cache_dir: Path, known_stats: dict) -> IndexHandle:
+def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_paths: tuple[str, ...]) -> IndexHandle:
     """The snapshot file maps each .py file under vllm/ to (stat or None, content digest, could matter)."""
     import hashlib
     import time
@@ -279,7 +288,7 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict) -> IndexHandle:
     from kvlint.cache import FileStat, content_digest, load_pickle, own_source_digest, save_pickle, trusted_stat
 
     started_ns = time.time_ns()
-    key = hashlib.sha256(repr((_INDEX_FORMAT, str(root), own_source_digest())).encode("utf-8", "backslashreplace")).hexdigest()
+    key = hashlib.sha256(repr((_INDEX_FORMAT, str(root), own_source_digest(), scheduler_only_paths)).encode("utf-8", "backslashreplace")).hexdigest()
     snapshot_path = cache_dir / f"project-{key}.pickle"
     index_path = cache_dir / f"project-{key}-index.pickle"
     stored = load_pickle(snapshot_path)
@@ -316,12 +325,12 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict) -> IndexHandle:
             kept = load_pickle(index_path)
             if isinstance(kept, dict) and kept.get("digests") == digests and isinstance(kept.get("index"), ProjectIndex):
                 return kept["index"]
-            return _build(root)  # the index file is gone or damaged: the unchanged tree rebuilds the same index
+            return _build(root, scheduler_only_paths)  # the index file is gone or damaged: the unchanged tree rebuilds the same index
 
         if snapshots != old:
             save_pickle(snapshot_path, {"digests": digests, "files": snapshots})
         return IndexHandle(str(root), load, digests=digests)
-    index = _build(root, frozenset(relative for relative, snapshot in snapshots.items() if snapshot[2]))
+    index = _build(root, scheduler_only_paths, frozenset(relative for relative, snapshot in snapshots.items() if snapshot[2]))
     digests = index_digests(index)
     # The index first: a snapshot never names an index that is not on disk.
     if save_pickle(index_path, {"digests": digests, "index": index}):

@@ -211,7 +211,7 @@ def scan(
     settings = config.rule_settings()
     stats = [_stat(source.path) for source in files] if cache_dir is not None else []
     known = {source.real: stat for source, stat in zip(files, stats) if source.real is not None and stat is not None}
-    index = open_project_index(paths, cache_dir, known)
+    index = open_project_index(paths, cache_dir, known, tuple(config.scheduler_only_paths))
     cache = ResultCache(cache_dir, configuration_key(index.digests.shared, settings, codes)) if cache_dir is not None else None
     prefilter = _Prefilter(codes, cache.triggers if cache is not None else None)
     meter = _Progress(len(files), enabled=progress)

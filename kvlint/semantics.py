@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvlint.project import ATTENTION_ROOT, CONTAINER_CLASS, RESOLVER_NAME, SpecHierarchy
+from kvlint.roles import DEFAULT_SCHEDULER_ONLY_PATHS
 from kvlint.types import Severity
 
 DCP = 2
@@ -197,6 +198,8 @@ class Program:
     # The indexer layer of a DSA group, as the tree builds it (class and literal constructor arguments).
     indexer: Layer | None = None
     source: str = ""
+    # Module paths that only receive the scheduler's (flattened) config: `scheduler-only-paths`.
+    scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS
 
     def function(self, name: str, near: str | None = None) -> tuple[Module, ast.FunctionDef] | None:
         if near is not None and near in self.modules and name in self.modules[near].functions:
@@ -1183,10 +1186,10 @@ def _first_layer_picks(function: ast.FunctionDef) -> list[ast.Call]:
     return picks
 
 
-def _role(module: Module, qualname: str, classes: list[str]) -> str:
-    from kvlint.roles import DEFAULT_SCHEDULER_ONLY_PATHS, sees_only_scheduler_config
+def _role(module: Module, qualname: str, classes: list[str], scheduler_only_paths: tuple[str, ...]) -> str:
+    from kvlint.roles import sees_only_scheduler_config
 
-    if sees_only_scheduler_config(module.path, classes, DEFAULT_SCHEDULER_ONLY_PATHS):
+    if sees_only_scheduler_config(module.path, classes, scheduler_only_paths):
         return "scheduler"
     parts = module.path.split("/")
     if any("worker" in p or "model_runner" in p for p in parts) or any(c.endswith("Worker") for c in classes):
@@ -1305,7 +1308,7 @@ class _Analyser:
         reference = None
         for candidate in path_candidates:
             is_reference = candidate is reference_candidate
-            role = "reference" if is_reference else _role(candidate.module, candidate.qualname, candidate.classes)
+            role = "reference" if is_reference else _role(candidate.module, candidate.qualname, candidate.classes, self.program.scheduler_only_paths)
             views = []
             if role in ("worker", "both"):
                 views.append(("group", tuple(self.factor(candidate, k.spec, False) for k in self.kinds)))

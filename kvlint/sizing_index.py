@@ -8,11 +8,13 @@ spec. Only those are parsed, with stdlib `ast`. Nothing is imported.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import re
 from pathlib import Path
 
 from kvlint.project import INTERFACE_MODULE, SpecHierarchy
+from kvlint.roles import DEFAULT_SCHEDULER_ONLY_PATHS
 from kvlint.semantics import DCP_NAMES, Layer, Module, Program, SizingAnalysis, analyse_program
 
 _DCP_WORDS = ("dcp", "decode_context_parallel")
@@ -212,12 +214,18 @@ def _indexer_layer(text: str, hierarchy: SpecHierarchy) -> Layer | None:
     return None
 
 
-def build_sizing_analysis(root: Path | None, hierarchy: SpecHierarchy, only: frozenset[str] | None = None) -> SizingAnalysis | None:
+def build_sizing_analysis(
+    root: Path | None,
+    hierarchy: SpecHierarchy,
+    only: frozenset[str] | None = None,
+    scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS,
+) -> SizingAnalysis | None:
     """The cross-file analysis of a tree; None when there is no tree (rules then analyse each file alone)."""
     if root is None:
         return None
     try:
-        return analyse_program(read_program(Path(root), hierarchy, only))
+        program = read_program(Path(root), hierarchy, only)
+        return analyse_program(dataclasses.replace(program, scheduler_only_paths=tuple(scheduler_only_paths)))
     except Exception:  # noqa: BLE001 - the per-file rules must still run; they then report nothing cross-file
         return None
 

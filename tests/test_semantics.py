@@ -490,3 +490,20 @@ def test_loops_over_a_containers_layers_run_every_layer():
     assert answer("dcp_factor", "FullAttentionSpec", "MambaSpec") == 1  # the second layer decides too
     assert answer("dcp_factor", "FullAttentionSpec", "SlidingWindowSpec") == 2
     assert answer("opaque", "FullAttentionSpec") is UNKNOWN
+
+
+def test_scheduler_only_paths_from_the_configuration_reach_the_sizing_analysis(real_tree):
+    """`scheduler-only-paths` decides roles for KV103–KV105 as it does for KV101: code declared to see only
+    the scheduler's flattened config is compared on the scheduler's view alone."""
+    from kvlint.roles import DEFAULT_SCHEDULER_ONLY_PATHS
+
+    offloading = real_tree("0.29.0") / OFFLOADING_CONFIG
+    default = scan([offloading], Config(), ["KV103"], [], jobs=1, cache_dir=None)
+    assert [f.code for f in default.findings] == ["KV103"]
+    declared = Config(scheduler_only_paths=[*DEFAULT_SCHEDULER_ONLY_PATHS, "vllm/distributed/kv_transfer/kv_connector/v1/offloading/*"])
+    assert scan([offloading], declared, ["KV103"], [], jobs=1, cache_dir=None).findings == []
+    # `kvlint paths` reads the same setting: its offloading column then shows only the scheduler's view
+    worker_view = table(default.project.sizing, "build_offloading_config", "group")
+    assert worker_view["UniformTypeKVCacheSpecs{MLA, indexer}"] == "1"
+    declared_index = build_project_index([offloading], scheduler_only_paths=tuple(declared.scheduler_only_paths))
+    assert column(declared_index.sizing, "build_offloading_config").factors("group") is None
