@@ -275,12 +275,18 @@ def build(kv_cache_config, parallel_config):
             unavailable = f"no automatic fix for this shape: call `{RESOLVER_NAME}(spec, dcp)` by hand"
         self.report(
             node,
-            self.MESSAGE.format(expression=_short(self.code_of(node)), why=self._why(scaling)),
+            self.MESSAGE.format(expression=_short(self.code_of(node)), why=self._why(scaling, function)),
             fix=None if unavailable else (lambda: resolver_call_fix(self, scaling)),
             fix_unavailable=unavailable,
         )
 
-    def _why(self, scaling) -> str:
+    def _why(self, scaling, function: cst.FunctionDef | None) -> str:
+        if scaling.gate is None and _is_parameter(scaling.dcp, function):
+            # The caller may already pass a per-kind size (vLLM's coordinator does): say what is known.
+            return (
+                f"`{scaling.dcp.value}` comes from its caller, so whether this agrees with `{RESOLVER_NAME}` "
+                "(which leaves non-attention state unscaled) rests on every caller's choice of that size"
+            )
         if scaling.gate is None:
             return (
                 "it applies the DCP size whatever the spec kind, while "
@@ -298,6 +304,14 @@ def build(kv_cache_config, parallel_config):
                 f"which `{RESOLVER_NAME}` unwraps and scales"
             )
         return f"its gate may answer differently from `{RESOLVER_NAME}`"
+
+
+def _is_parameter(expression: cst.BaseExpression, function: cst.FunctionDef | None) -> bool:
+    if function is None or not isinstance(expression, cst.Name):
+        return False
+    params = function.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    return any(p.name.value == expression.value for p in every)
 
 
 def _short(code: str) -> str:

@@ -8,6 +8,7 @@ from kvlint.engine import LintRequest, lint_text
 from kvlint.fixes import apply_fixes
 from kvlint.project import ProjectIndex, SpecHierarchy, _DEFAULT_BASES
 from kvlint.registry import all_rules
+from kvlint.rule import Example
 
 SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
 
@@ -110,3 +111,32 @@ def test_triggers_are_necessary_for_could_match(vllm_release, version):
                 accepted += 1
                 assert any(t in text for t in rule.TRIGGERS), f"{rule.CODE}.could_match accepts {name} without any of {rule.TRIGGERS}"
     assert accepted > 100, "the real tree exercises the prefilters"
+
+
+def test_kv102_says_when_the_dcp_size_comes_from_the_caller():
+    """A size handed in may already be per kind (vLLM's coordinator passes one): the message must not claim
+    that Mamba state gets scaled; one read from the configuration does scale every kind."""
+    from kvlint.registry import rule_class
+
+    rule = rule_class("KV102")
+    handed = Example(
+        """
+        class Manager:
+            def __init__(self, kv_cache_spec, dcp_world_size):
+                self.block_size = kv_cache_spec.block_size
+                self.block_size *= dcp_world_size
+        """,
+        path="vllm/v1/core/foo_manager.py",
+    )
+    read = Example(
+        """
+        def span(kv_cache_spec, vllm_config):
+            dcp_world_size = vllm_config.parallel_config.decode_context_parallel_size
+            return kv_cache_spec.block_size * dcp_world_size
+        """,
+        path="vllm/v1/core/foo_manager.py",
+    )
+    [from_caller] = [f.message for f in lint_example(rule, handed).findings]
+    [from_config] = [f.message for f in lint_example(rule, read).findings]
+    assert "`dcp_world_size` comes from its caller" in from_caller and "whatever the spec kind" not in from_caller
+    assert "whatever the spec kind" in from_config
