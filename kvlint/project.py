@@ -229,21 +229,26 @@ def _build(root: Path, scheduler_only_paths: tuple[str, ...], could_matter_files
 
 # ------------------------------------------------------------------------------------ the index cache
 #
-# Building the index reads every file of the tree (the sizing analysis picks its modules by their text)
-# and costs seconds, more than a warm scan may take. It is kept next to the result cache together with a
+# Building the index reads the tree (the sizing analysis picks its modules by their text) and costs
+# most of a second, more than a warm scan may take. It is kept next to the result cache together with a
 # snapshot of the tree: per .py file under vllm/, its stat, content hash and whether it could matter.
-# A file "could matter" when its text holds one of _INDEX_WORDS — a deliberately broad superset of
-# what the hierarchy, the resolver search and the sizing analysis select modules by. The index is
-# rebuilt when a file that could matter (before or after) changed, appeared or vanished; a change
-# elsewhere cannot reach the index, so the old one is reused.
+# A file "could matter" when it is one the index reads whatever its text (the interface, the resolver's
+# home) or its text holds what the index's readers select files by: a DCP word (every module
+# `sizing_index.read_program` parses mentions one), the resolver's name (`_find_resolver`), or a DSA
+# indexer's `get_kv_cache_spec` (`read_program` reads the indexer layer from it). The index is rebuilt
+# when a file that could matter (before or after) changed, appeared or vanished; a change elsewhere
+# cannot reach the index, so the old one is reused. tests/test_semantics.py checks on real releases that
+# reading only these files gives the same analysis as reading them all.
 
-_INDEX_WORDS = (b"block_size", b"dcp", b"DCP", b"context_parallel", b"cp_world_size", b"Indexer", b"kv_cache", b"Spec", RESOLVER_NAME.encode())
-_INDEX_FORMAT = 3
+_INDEX_WORDS = (b"dcp", b"decode_context_parallel", RESOLVER_NAME.encode())
+_INDEX_FORMAT = 4
 
 
 def could_matter(relative: str, data: bytes) -> bool:
     """Whether a change to this file of the tree could change its ProjectIndex."""
-    return relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in _INDEX_WORDS)
+    if relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in _INDEX_WORDS):
+        return True
+    return b"Indexer" in data and b"get_kv_cache_spec" in data
 
 
 def _tree_files(root: Path, known_stats: dict) -> dict[str, tuple | None]:

@@ -452,11 +452,14 @@ def test_reading_only_files_that_could_matter_gives_the_same_analysis(real_tree,
     from kvlint.project import INTERFACE_MODULE, _read_hierarchy, could_matter
     from kvlint.sizing_index import build_sizing_analysis
 
+    from kvlint import project, sizing_index
+
+    assert {w.encode() for w in sizing_index._DCP_WORDS} <= set(project._INDEX_WORDS), "read_program selects by these"
     root = real_tree(version)
     hierarchy = _read_hierarchy(root / INTERFACE_MODULE)
     files = [p.relative_to(root).as_posix() for p in (root / "vllm").rglob("*.py")]
     only = frozenset(f for f in files if could_matter(f, (root / f).read_bytes()))
-    assert len(only) < len(files) / 2
+    assert len(only) < len(files) / 10
     everything = build_sizing_analysis(root, hierarchy)
     assert everything is not None and everything.paths
     assert stable_repr(build_sizing_analysis(root, hierarchy, only)) == stable_repr(everything)
