@@ -27,7 +27,7 @@ from kvlint import __version__
 from kvlint.types import FileResult
 
 # Bumped when the manifest layout changes: old manifests are then simply not found.
-FORMAT = 2
+FORMAT = 3
 # A file modified this close to (or after) the scan's start may change again within the same
 # timestamp tick without its stat changing ("racily clean" in git's words): its stat is not trusted.
 RACY_WINDOW_NS = 2_000_000_000
@@ -184,7 +184,7 @@ class ResultCache:
         self.started_ns = time.time_ns()
         self.entries: dict[str, Entry] = {}
         # Each rule's TRIGGERS, as the rules of this configuration (same kvlint sources) declared them.
-        self.triggers: dict[str, tuple[str, ...]] | None = None
+        self.triggers: dict[str, tuple[tuple[str, ...], ...]] | None = None
         self._load()
         self.changed = False
 
@@ -229,7 +229,7 @@ class ResultCache:
             self.entries[display] = entry
             self.changed = True
 
-    def remember_triggers(self, triggers: dict[str, tuple[str, ...]]) -> None:
+    def remember_triggers(self, triggers: dict[str, tuple[tuple[str, ...], ...]]) -> None:
         if self.triggers != triggers:
             self.triggers = triggers
             self.changed = True

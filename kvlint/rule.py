@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from kvlint.flow import SpecFlow
+from kvlint.prefilter import Triggers, triggers_match
 from kvlint.project import ProjectIndex
 from kvlint.types import Finding, Fix, Severity
 
@@ -82,15 +83,16 @@ class Rule(cst.BatchableCSTVisitor):
     FIX_TITLE: ClassVar[str | None] = None
     VALID: ClassVar[list[Example]] = []
     INVALID: ClassVar[list[Example]] = []
-    # Substrings of which a file must hold at least one to produce a finding. A scan answered from the
-    # cache checks a changed file against them without importing the rules; `could_match` may narrow
-    # them further but never widen them (tests/test_rules.py holds every rule to that on real vLLM).
-    TRIGGERS: ClassVar[tuple[str, ...]] = ()
+    # What a file's text must hold to produce a finding (kvlint.prefilter: clauses of substrings). A scan
+    # answered from the cache checks a changed file against them without importing the rules; a
+    # `could_match` override may narrow them but never widen them (tests/test_rules.py holds every rule
+    # to that on real vLLM).
+    TRIGGERS: ClassVar[Triggers] = ()
 
     @classmethod
     def could_match(cls, text: str) -> bool:
         """Cheap text test run before parsing; False means this file cannot produce a finding."""
-        return any(trigger in text for trigger in cls.TRIGGERS)
+        return triggers_match(cls.TRIGGERS, text)
 
     def __init__(self, context: RuleContext):
         super().__init__()

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from kvlint.cache import FileStat, ResultCache, configuration_key, content_digest
 from kvlint.config import Config
 from kvlint.files import SourceFile, collect_files, is_excluded
+from kvlint.prefilter import Triggers, triggers_match
 from kvlint.project import IndexHandle, ProjectIndex, open_project_index
 from kvlint.registry import matches, rules_for_codes, select_codes
 from kvlint.source import MAX_FILE_BYTES, UnreadableSource, decode_source
@@ -154,7 +155,7 @@ class _Prefilter:
     rules are imported and their own `could_match` decides.
     """
 
-    def __init__(self, codes: tuple[str, ...], triggers: dict[str, tuple[str, ...]] | None):
+    def __init__(self, codes: tuple[str, ...], triggers: dict[str, Triggers] | None):
         self.codes = codes
         self.triggers = triggers if triggers is not None and all(code in triggers for code in codes) else None
         self.rules: dict[str, type[Rule]] | None = None
@@ -173,12 +174,12 @@ class _Prefilter:
             text = decode_source(data).text
         except UnreadableSource:
             return None
-        if self.triggers is not None and not any(t in text for code in codes for t in self.triggers[code]):
+        if self.triggers is not None and not any(triggers_match(self.triggers[code], text) for code in codes):
             return False
         rules = self.load_rules()
         return any(not getattr(rules[code], "ENGINE_ONLY", False) and rules[code].could_match(text) for code in codes)
 
-    def triggers_to_remember(self) -> dict[str, tuple[str, ...]] | None:
+    def triggers_to_remember(self) -> dict[str, Triggers] | None:
         if self.rules is None:
             return None
         return {code: () if getattr(rule, "ENGINE_ONLY", False) else tuple(rule.TRIGGERS) for code, rule in self.rules.items()}

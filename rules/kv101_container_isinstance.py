@@ -61,16 +61,8 @@ class ContainerIsinstance(Rule):
         "it is {reason}, seen here unflattened"
     )
     FIX_TITLE = "Replace the gated scaling with `resolve_dcp_kv_block_size(spec, dcp)`"
-    TRIGGERS = ("Spec",)
-
-    @classmethod
-    def could_match(cls, text: str) -> bool:
-        # A group spec only arises from a group list or a KVCacheGroupSpec in the same module.
-        return (
-            ("kv_cache_groups" in text or "transfer_groups" in text or "KVCacheGroupSpec" in text)
-            and ("isinstance(" in text or "type(" in text)
-            and "Spec" in text
-        )
+    # A group spec only arises from a group list or a KVCacheGroupSpec in the same module.
+    TRIGGERS = (("kv_cache_groups", "transfer_groups", "KVCacheGroupSpec"), ("isinstance(", "type("), ("Spec",))
 
     VALID = [
         Example(

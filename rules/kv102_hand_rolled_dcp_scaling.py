@@ -57,12 +57,8 @@ class HandRolledDcpScaling(Rule):
     NAME = "hand-rolled-dcp-scaling"
     MESSAGE = "`{expression}` scales a block size by the DCP size by hand; {why}"
     FIX_TITLE = _FIX_TITLE
-    TRIGGERS = ("block_size",)
-
-    @classmethod
-    def could_match(cls, text: str) -> bool:
-        # Every DCP size (or alias of one) is named after dcp / decode_context_parallel somewhere in the file.
-        return "block_size" in text and ("dcp" in text or "decode_context_parallel" in text)
+    # Every DCP size (or alias of one) is named after dcp / decode_context_parallel somewhere in the file.
+    TRIGGERS = (("block_size",), ("dcp", "decode_context_parallel"))
 
     VALID = [
         Example(

@@ -54,11 +54,7 @@ class DivergentSizingPaths(SizingRuleMixin, Rule):
     NAME = "divergent-sizing-paths"
     MESSAGE = "`{path}` gives {tokens} tokens per block for {kind} at DCP={dcp} where the scheduler's `{scheduler}` gives {expected}"
 
-    TRIGGERS = ("block_size",)
-
-    @classmethod
-    def could_match(cls, text: str) -> bool:
-        return "block_size" in text and ("dcp" in text or "decode_context_parallel" in text or "cp_world_size" in text)
+    TRIGGERS = (("block_size",), ("dcp", "decode_context_parallel", "cp_world_size"))
 
     VALID = [
         Example(

@@ -48,11 +48,7 @@ class FirstLayerUnwrap(SizingRuleMixin, Rule):
     NAME = "first-layer-unwrap"
     MESSAGE = "`{function}` decides for the whole group from its first layer only: {first} gives {a} but {second} gives {b}"
 
-    TRIGGERS = ("kv_cache_specs",)
-
-    @classmethod
-    def could_match(cls, text: str) -> bool:
-        return "kv_cache_specs" in text and "next(" in text
+    TRIGGERS = (("kv_cache_specs",), ("next(",))
 
     VALID = [
         Example(

@@ -48,14 +48,12 @@ class DivergentDcpPredicate(SizingRuleMixin, Rule):
     NAME = "divergent-dcp-predicate"
     MESSAGE = "`{predicate}` decides DCP sharding differently from the resolver `{resolver}` for: {kinds}"
 
-    TRIGGERS = ("dcp", "decode_context_parallel")
+    TRIGGERS = (("dcp", "decode_context_parallel"),)
 
     @classmethod
     def could_match(cls, text: str) -> bool:
         # Predicates live next to block sizes: the resolver's module, connectors' sizing code.
-        if "dcp" not in text and "decode_context_parallel" not in text:
-            return False
-        return "block_size" in text or helper_signature(text)
+        return super().could_match(text) and ("block_size" in text or helper_signature(text))
 
     VALID = [
         Example(
