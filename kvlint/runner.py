@@ -1,9 +1,10 @@
 """Run the rules over many files: inline for a few, a process pool for many; one code path for both.
 
-The parent reads every file once: it answers unchanged files from the result cache, lints inline the
-files that no rule's text prefilter accepts (no parse: microseconds each), and hands the rest — the
-few files that must be parsed — to worker processes, largest first so that no worker is left with one
-big file at the end. Every file, wherever it runs, goes through `lint_job`.
+The parent reads every file once: it answers unchanged files from the result cache, settles the files
+no rule's text prefilter accepts (nothing to report, no parse), lints inline the few the engine must
+diagnose without parsing (too large, undecodable), and hands the rest — the few files that must be
+parsed — to worker processes, largest first so that no worker is left with one big file at the end.
+Every file that is linted, wherever it runs, goes through `lint_job`.
 """
 
 from __future__ import annotations
