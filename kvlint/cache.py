@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kvlint import __version__
+from kvlint.prefilter import Triggers
 from kvlint.types import FileResult
 
 # Bumped when the manifest layout changes: old manifests are then simply not found.
@@ -73,6 +74,10 @@ def _pack(result: FileResult) -> FileResult | None:
 
 def _unpack(packed: FileResult | None, display: str) -> FileResult:
     return FileResult(path=display, skipped_by_prefilter=True) if packed is None else packed
+
+
+def _is_triggers(value: object) -> bool:
+    return type(value) is tuple and all(type(c) is tuple and all(type(w) is str for w in c) for c in value)
 
 
 def content_digest(data: bytes) -> str:
@@ -184,7 +189,7 @@ class ResultCache:
         self.started_ns = time.time_ns()
         self.entries: dict[str, Entry] = {}
         # Each rule's TRIGGERS, as the rules of this configuration (same kvlint sources) declared them.
-        self.triggers: dict[str, tuple[tuple[str, ...], ...]] | None = None
+        self.triggers: dict[str, Triggers] | None = None
         self._load()
         self.changed = False
 
@@ -195,7 +200,7 @@ class ResultCache:
         entries, triggers = loaded.get("entries"), loaded.get("triggers")
         if isinstance(entries, dict):
             self.entries = entries
-        if isinstance(triggers, dict):
+        if isinstance(triggers, dict) and all(_is_triggers(t) for t in triggers.values()):
             self.triggers = triggers
 
     def _entry(self, display: str, scope: object, codes: tuple[str, ...]) -> Entry | None:
@@ -229,7 +234,7 @@ class ResultCache:
             self.entries[display] = entry
             self.changed = True
 
-    def remember_triggers(self, triggers: dict[str, tuple[tuple[str, ...], ...]]) -> None:
+    def remember_triggers(self, triggers: dict[str, Triggers]) -> None:
         if self.triggers != triggers:
             self.triggers = triggers
             self.changed = True

@@ -382,3 +382,15 @@ def test_editing_a_sizing_module_relints_only_that_module(vllm_copy, tmp_path):
     assert outcome(second) == outcome(scan(scanned, Config(), None, [], jobs=1, cache_dir=None))
     before = [(f.code, f.line + 1) for f in first.findings if f.path.endswith(OFFLOADING_CONFIG)]
     assert before and [(f.code, f.line) for f in second.findings if f.path.endswith(OFFLOADING_CONFIG)] == before
+
+
+def test_damaged_remembered_triggers_are_not_trusted(tree, tmp_path):
+    cache = tmp_path / "cache"
+    expected = outcome(run(tree, cache))
+    [manifest] = cache.glob("manifest-*")
+    stored = pickle.loads(manifest.read_bytes())
+    stored["triggers"] = {code: "block_size" for code in stored["triggers"]}  # flat strings: not clauses
+    manifest.write_bytes(pickle.dumps(stored))
+    (tree / "vllm" / "models" / "model.py").write_text(ISINSTANCE)
+    assert outcome(run(tree, cache)) == outcome(run(tree, None))
+    assert outcome(run(tree, cache)) != expected
