@@ -87,7 +87,3 @@ def select_codes(select: list[str] | None, ignore: list[str] | None) -> tuple[st
             raise RegistryError(f"unknown rule selector {selector!r} (known: {', '.join(known)})")
     chosen = [code for code in known if select is None or matches(code, select)]
     return tuple(code for code in chosen if not (ignore and matches(code, ignore)))
-
-
-def select_rules(select: list[str] | None, ignore: list[str] | None) -> tuple[type[Rule], ...]:
-    return rules_for_codes(select_codes(select, ignore))

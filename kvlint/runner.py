@@ -178,12 +178,12 @@ class _Prefilter:
         if self.triggers is not None and not any(triggers_match(self.triggers[code], text) for code in codes):
             return False
         rules = self.load_rules()
-        return any(not getattr(rules[code], "ENGINE_ONLY", False) and rules[code].could_match(text) for code in codes)
+        return any(rules[code].could_match(text) for code in codes)  # engine-only rules declare no triggers
 
     def triggers_to_remember(self) -> dict[str, Triggers] | None:
         if self.rules is None:
             return None
-        return {code: () if getattr(rule, "ENGINE_ONLY", False) else tuple(rule.TRIGGERS) for code, rule in self.rules.items()}
+        return {code: tuple(rule.TRIGGERS) for code, rule in self.rules.items()}
 
 
 def _cacheable(result: FileResult) -> bool:

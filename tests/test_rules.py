@@ -104,6 +104,7 @@ def test_triggers_are_necessary_for_could_match(vllm_release, version):
 
     rules = [r for r in all_rules() if not getattr(r, "ENGINE_ONLY", False)]
     assert all(r.TRIGGERS for r in rules), "every rule that reads source declares its triggers"
+    assert not any(r.TRIGGERS for r in all_rules() if getattr(r, "ENGINE_ONLY", False)), "the prefilter never selects engine-only rules"
     texts = [(str(path), text) for path, text in _sources(vllm_release(version))]
     texts += [(f"{r.CODE} example", e.source) for r in rules for e in (*r.VALID, *r.INVALID)]
     accepted = 0
