@@ -1,0 +1,56 @@
+"""Golden outputs on real vLLM releases: what `check --format json`, `paths` and `fix --diff` print.
+
+They pin kvlint's output so that a refactor can prove it changed nothing. A deliberate change of output
+regenerates them (`KVLINT_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py`) and says so in its commit.
+Each command runs in the release's folder with `.` as target, so paths are relative and machine-independent.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("KVLINT_UPDATE_GOLDEN") == "1"
+
+CASES = [
+    ("check-json", "0.27.1", ["check", "--no-cache", "--format", "json", "."]),
+    ("check-json", "0.29.0", ["check", "--no-cache", "--format", "json", "."]),
+    ("check-json", "0.30.0", ["check", "--no-cache", "--format", "json", "."]),
+    ("check-json", "0.33.0", ["check", "--no-cache", "--format", "json", "."]),
+    ("check-json", "0.34.0", ["check", "--no-cache", "--format", "json", "."]),
+    ("paths", "0.29.0", ["paths", "."]),
+    ("paths", "0.34.0", ["paths", "."]),
+    ("fix-diff", "0.29.0", ["fix", "--no-cache", "--diff", "."]),
+    ("fix-diff", "0.34.0", ["fix", "--no-cache", "--diff", "."]),
+]
+
+
+def _run_kvlint(arguments: list[str], cwd: Path) -> str:
+    completed = subprocess.run(
+        [sys.executable, "-m", "kvlint", *arguments],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode in (0, 1), completed.stderr
+    # The release folder's absolute location differs between machines; the output must not depend on it.
+    return completed.stdout.replace(str(cwd), "<release>")
+
+
+@pytest.mark.parametrize(("kind", "version", "arguments"), CASES, ids=[f"{k}-{v}" for k, v, _ in CASES])
+def test_output_matches_the_golden_file(kind, version, arguments, vllm_release):
+    output = _run_kvlint(arguments, vllm_release(version))
+    golden = GOLDEN / f"{kind}-{version}.txt"
+    if UPDATE:
+        GOLDEN.mkdir(exist_ok=True)
+        golden.write_text(output, encoding="utf-8")
+    assert golden.is_file(), f"{golden} is missing: run with KVLINT_UPDATE_GOLDEN=1 once"
+    assert output == golden.read_text(encoding="utf-8")
