@@ -208,7 +208,7 @@ def main() -> int:
     args = parser.parse_args()
     args.load_at_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
 
-    from kvlint.releases import cache_root, release_sources
+    from kvlint.scan.releases import cache_root, release_sources
 
     source = release_sources(args.version)
     bench_cache = cache_root() / "bench"

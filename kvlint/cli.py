@@ -9,12 +9,12 @@ from pathlib import Path
 import click
 
 from kvlint import __version__
-from kvlint.config import Config, ConfigError, find_pyproject, load_config
+from kvlint.scan.config import Config, ConfigError, find_pyproject, load_config
 from kvlint.errors import KvlintError
-from kvlint.registry import all_rules, rule_by_code
+from kvlint.engine.registry import all_rules, rule_by_code
 from kvlint.reporters import FORMATS, load_reporter
-from kvlint.runner import ScanResult, scan
-from kvlint.source import DecodedSource, UnreadableSource, decode_source
+from kvlint.scan.runner import ScanResult, scan
+from kvlint.engine.source import DecodedSource, UnreadableSource, decode_source
 from kvlint.types import Finding
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -22,9 +22,9 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 # Commands in their own packages, imported only when invoked: `kvlint check` starts without them.
 LAZY_COMMANDS = {
-    "paths": ("kvlint.paths_command", "paths"),
-    "review": ("kvlint.review.command", "review"),
-    "verify": ("kvlint.verify.command", "verify"),
+    "paths": ("kvlint.commands.paths", "paths"),
+    "review": ("kvlint.commands.review", "review"),
+    "verify": ("kvlint.commands.verify", "verify"),
 }
 
 
@@ -76,7 +76,7 @@ class Options:
 def _cache_folder(no_cache: bool, cache_dir: str | None) -> Path | None:
     if no_cache:
         return None
-    from kvlint.cache import cache_root
+    from kvlint.scan.result_cache import cache_root
 
     return (Path(cache_dir) if cache_dir else cache_root()) / "results"
 
@@ -98,7 +98,7 @@ def _resolve(paths: tuple[str, ...], release: str | None, config_path: str | Non
     if release and paths:
         raise click.UsageError("give either PATHs or --vllm-release, not both")
     if release:
-        from kvlint.releases import release_sources  # pip and zip handling: only when fetching
+        from kvlint.scan.releases import release_sources  # pip and zip handling: only when fetching
 
         root = release_sources(release, quiet=quiet)
         targets = [root / "vllm"]
@@ -106,7 +106,7 @@ def _resolve(paths: tuple[str, ...], release: str | None, config_path: str | Non
     elif paths:
         targets = [Path(p) for p in paths]
     else:
-        from kvlint.targets import default_target
+        from kvlint.scan.targets import default_target
 
         target, line = default_target(Path.cwd())
         click.echo(line, err=True)
@@ -190,7 +190,7 @@ def _summary(result: ScanResult) -> None:
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change behaviour beyond the intended one.")
 def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, cache_dir, show_diff, unsafe_fixes):
     """Apply safe fixes in place, atomically. Exit 0 when no finding is left, 1 when some remain."""
-    from kvlint.fixes import FixError, fixable  # libcst's codemod machinery: only `fix` needs it
+    from kvlint.fixing.apply import FixError, fixable  # libcst's codemod machinery: only `fix` needs it
     options = _resolve(paths, release, config_path, select, ignore, jobs, quiet=False)
     result = _scan(options, no_cache, cache_dir, progress=True)
     remaining: list[Finding] = []
@@ -234,8 +234,8 @@ def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, ca
 
 def _fix_file(path: Path, sample: Finding, result: ScanResult, options: Options, unsafe: bool, show_diff: bool):
     """Re-lint a fresh snapshot of the file, apply its fixes, verify, write atomically. Returns (applied, left, diff)."""
-    from kvlint.engine import lint_bytes
-    from kvlint.fixes import apply_fixes, check_compiles, encode_like, write_atomically
+    from kvlint.engine.lint import lint_bytes
+    from kvlint.fixing.apply import apply_fixes, check_compiles, encode_like, write_atomically
     original = path.read_bytes()
     decoded: DecodedSource = decode_source(original)
     request = _request_for(path, sample, result, options)
@@ -264,8 +264,8 @@ def _fix_file(path: Path, sample: Finding, result: ScanResult, options: Options,
 
 
 def _request_for(path: Path, sample: Finding, result: ScanResult, options: Options):
-    from kvlint.engine import LintRequest
-    from kvlint.runner import module_path_of, rules_for
+    from kvlint.engine.lint import LintRequest
+    from kvlint.scan.runner import module_path_of, rules_for
 
     rules = rules_for(sample.path, result.rules, options.config)
     return LintRequest(sample.path, module_path_of(path, result.project.root), result.project, rules, options.config.rule_settings())

@@ -41,11 +41,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kvlint.flow import Kind, dotted
-from kvlint.rewrite import resolver_call_fix
-from kvlint.roles import DEFAULT_SCHEDULER_ONLY_PATHS, sees_only_scheduler_config
-from kvlint.rule import Example, Rule
-from kvlint.scaling import class_names, dcp_aliases, match_scaling
+from kvlint.analysis.provenance import Kind, dotted
+from kvlint.rules._resolver_call import resolver_call_fix
+from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS, sees_only_scheduler_config
+from kvlint.engine.rule import Example, Rule
+from kvlint.analysis.scaling import class_names, dcp_aliases, match_scaling
 
 
 # Words in a nearby comment that show the author considered containers (e.g. "fail closed on wrappers").

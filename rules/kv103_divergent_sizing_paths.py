@@ -44,8 +44,8 @@ KV102 rewrites it to `resolve_dcp_kv_block_size(spec, dcp)`, after which both pa
 from __future__ import annotations
 
 
-from kvlint.rule import Example, Rule
-from kvlint.sizing_index import SizingRuleMixin
+from kvlint.engine.rule import Example, Rule
+from kvlint.analysis.sizing.reading import SizingRuleMixin
 
 
 class DivergentSizingPaths(SizingRuleMixin, Rule):

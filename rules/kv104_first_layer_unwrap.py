@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kvlint.rule import Example, Rule
-from kvlint.sizing_index import SizingRuleMixin
+from kvlint.engine.rule import Example, Rule
+from kvlint.analysis.sizing.reading import SizingRuleMixin
 
 
 class FirstLayerUnwrap(SizingRuleMixin, Rule):

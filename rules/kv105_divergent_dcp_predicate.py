@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kvlint.rule import Example, Rule
-from kvlint.sizing_index import SizingRuleMixin, helper_signature
+from kvlint.engine.rule import Example, Rule
+from kvlint.analysis.sizing.reading import SizingRuleMixin, helper_signature
 
 
 class DivergentDcpPredicate(SizingRuleMixin, Rule):

@@ -23,7 +23,7 @@ die() { echo "gpu_check: $*" >&2; exit 2; }
 
 prepare() {
     local bundle="$1" sources work venv_python files
-    sources="$("$PYTHON" -c "from kvlint.releases import release_sources; print(release_sources('$VLLM_VERSION', quiet=True))")" \
+    sources="$("$PYTHON" -c "from kvlint.scan.releases import release_sources; print(release_sources('$VLLM_VERSION', quiet=True))")" \
         || die "could not fetch vLLM $VLLM_VERSION's sources"
     work="$(mktemp -d)"
     trap 'rm -rf "$work"' RETURN

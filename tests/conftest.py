@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.releases import release_sources
+from kvlint.scan.releases import release_sources
 
 OFFLOADING_CONFIG = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.engine import LintRequest
-from kvlint.project import ProjectIndex, SpecHierarchy, _DEFAULT_BASES
-from kvlint.registry import all_rules
+from kvlint.engine.lint import LintRequest
+from kvlint.analysis.tree_index import ProjectIndex, SpecHierarchy, _DEFAULT_BASES
+from kvlint.engine.registry import all_rules
 from test_cli import BUGGY, make_tree
 
 SELECT = ("--select", "KV000,KV101,KV102")
@@ -94,8 +94,8 @@ def test_text_output_is_one_line_per_problem(bad_tree):
 
 def _scan_with_failing_read(tmp_path, monkeypatch, error: OSError) -> list:
     """Scan a folder whose `victim.py` fails to read the way `error` says (simulated where the read happens)."""
-    from kvlint.config import Config
-    from kvlint.runner import scan
+    from kvlint.scan.config import Config
+    from kvlint.scan.runner import scan
 
     (tmp_path / "victim.py").write_text(BUGGY)
     (tmp_path / "buggy.py").write_text(BUGGY)
@@ -126,8 +126,8 @@ def test_unreadable_file(tmp_path, monkeypatch):
 
 
 def test_internal_error_is_one_line_with_a_hint(monkeypatch):
-    from kvlint import flow
-    from kvlint.engine import lint_bytes
+    from kvlint.analysis import provenance as flow
+    from kvlint.engine.lint import lint_bytes
 
     def explode(self, node, depth=0):
         raise RuntimeError("boom")

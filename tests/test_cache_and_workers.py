@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from kvlint import project as project_module
-from kvlint import runner
-from kvlint.cache import FileStat, ResultCache, configuration_key, stable_repr
-from kvlint.config import Config
-from kvlint.project import ProjectIndex, SpecHierarchy, index_digests
-from kvlint.releases import release_sources
-from kvlint.runner import scan
+from kvlint.analysis import tree_index as project_module
+from kvlint.scan import runner
+from kvlint.scan.result_cache import FileStat, ResultCache, configuration_key, stable_repr
+from kvlint.scan.config import Config
+from kvlint.analysis.tree_index import ProjectIndex, SpecHierarchy, index_digests
+from kvlint.scan.releases import release_sources
+from kvlint.scan.runner import scan
 
 # The miniature vLLM tree (hierarchy, resolver) and fixture sources the CLI tests use.
 from test_cli import BUGGY, CLEAN, INTERFACE, RESOLVER  # noqa: E402
@@ -269,7 +269,7 @@ def test_pool_and_inline_agree_on_a_small_tree(tmp_path, monkeypatch):
 
 
 def test_results_come_in_file_order(tree, monkeypatch):
-    from kvlint.files import collect_files
+    from kvlint.scan.files import collect_files
 
     monkeypatch.setattr(runner, "POOL_MIN_BYTES", 0)
     result = run(tree, None, jobs=2)
@@ -283,8 +283,8 @@ def test_key_is_the_same_in_every_process(tmp_path):
     """Sets in the project index must not make the key depend on the string hash seed."""
     script = textwrap.dedent(
         """
-        from kvlint.cache import configuration_key
-        from kvlint.project import ProjectIndex, SpecHierarchy, index_digests
+        from kvlint.scan.result_cache import configuration_key
+        from kvlint.analysis.tree_index import ProjectIndex, SpecHierarchy, index_digests
         index = ProjectIndex(None, SpecHierarchy({"A": (), "B": ("A",)}), resolver_layer_classes=frozenset({"A", "B", "C", "D", "E"}))
         print(configuration_key(index_digests(index).shared, {"x": ("a", "b")}, ("KV101",)))
         """
@@ -347,10 +347,10 @@ def test_warm_scan_with_an_unrelated_edit_never_loads_the_parser(tree, tmp_path)
         f"""
         import sys
         from pathlib import Path
-        from kvlint.config import Config
-        from kvlint.runner import scan
+        from kvlint.scan.config import Config
+        from kvlint.scan.runner import scan
         result = scan([Path({str(tree / "vllm")!r})], Config(), None, [], jobs=1, cache_dir=Path({str(cache)!r}))
-        print(result.cache_hits, len(result.files), len(result.findings), "libcst" in sys.modules, "kvlint.engine" in sys.modules)
+        print(result.cache_hits, len(result.files), len(result.findings), "libcst" in sys.modules, "kvlint.engine.lint" in sys.modules)
         """
     )
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kvlint.engine import LintRequest, decode_source, line_offsets, lint_bytes
-from kvlint.project import ProjectIndex, SpecHierarchy, _DEFAULT_BASES
-from kvlint.registry import all_rules, rule_by_code
+from kvlint.engine.lint import LintRequest, decode_source, line_offsets, lint_bytes
+from kvlint.analysis.tree_index import ProjectIndex, SpecHierarchy, _DEFAULT_BASES
+from kvlint.engine.registry import all_rules, rule_by_code
 
 PROJECT = ProjectIndex(
     root=None,

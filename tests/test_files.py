@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.files import collect_files, is_excluded
+from kvlint.scan.files import collect_files, is_excluded
 
 
 def touch(path: Path, text: str = "x = 1\n") -> Path:

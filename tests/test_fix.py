@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from conftest import OFFLOADING_CONFIG
-from kvlint.fixes import FixError, write_atomically
+from kvlint.fixing.apply import FixError, write_atomically
 from test_cli import BUGGY, make_tree
 
 UPSTREAM_CALL = (

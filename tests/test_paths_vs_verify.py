@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 import vllm_runtime
-from kvlint.paths_command import paths
-from kvlint.verify.command import verify
+from kvlint.commands.paths import paths
+from kvlint.commands.verify import verify
 
 # verify's group kinds → paths' kind labels
 KINDS = {

@@ -7,10 +7,10 @@ import ast
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvlint.engine import LintRequest, lint_text
-from kvlint.fixes import apply_fixes
-from kvlint.project import ProjectIndex, SpecHierarchy, _DEFAULT_BASES
-from kvlint.registry import all_rules
+from kvlint.engine.lint import LintRequest, lint_text
+from kvlint.fixing.apply import apply_fixes
+from kvlint.analysis.tree_index import ProjectIndex, SpecHierarchy, _DEFAULT_BASES
+from kvlint.engine.registry import all_rules
 
 PROJECT = ProjectIndex(
     root=None,
@@ -120,7 +120,7 @@ def test_engine_never_crashes_on_mutated_source(data):
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=2000))
 def test_engine_never_crashes_on_random_bytes(blob):
-    from kvlint.engine import lint_bytes
+    from kvlint.engine.lint import lint_bytes
 
     result = lint_bytes(LintRequest(PATH, PATH, PROJECT, RULES), b"kv_cache_groups isinstance( Spec block_size dcp\n" + blob)
     assert not [f for f in result.findings if "internal error" in f.message]

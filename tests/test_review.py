@@ -480,8 +480,8 @@ def offloading_findings(vllm_release):
     """The real 0.29.0 connector's findings (scanned in its release tree) and its text."""
     from dataclasses import replace
 
-    from kvlint.config import Config
-    from kvlint.runner import scan
+    from kvlint.scan.config import Config
+    from kvlint.scan.runner import scan
 
     release = vllm_release("0.29.0")
     result = scan([release / OFFLOADING], Config(), None, [], jobs=1)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from kvlint.engine import LintRequest, lint_text
-from kvlint.fixes import apply_fixes
-from kvlint.project import ProjectIndex, SpecHierarchy, _DEFAULT_BASES
-from kvlint.registry import all_rules
-from kvlint.rule import Example
+from kvlint.engine.lint import LintRequest, lint_text
+from kvlint.fixing.apply import apply_fixes
+from kvlint.analysis.tree_index import ProjectIndex, SpecHierarchy, _DEFAULT_BASES
+from kvlint.engine.registry import all_rules
+from kvlint.engine.rule import Example
 
 SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
 
@@ -85,7 +85,7 @@ def test_codes_are_unique_and_named():
 
 
 def test_rule_modules_are_named_for_their_codes():
-    from kvlint.registry import rule_class, rule_codes
+    from kvlint.engine.registry import rule_class, rule_codes
 
     assert rule_codes() == tuple(sorted(r.CODE for r in all_rules()))
     for code in rule_codes():
@@ -100,7 +100,7 @@ def _sources(tree):
 @pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
 def test_triggers_are_necessary_for_could_match(vllm_release, version):
     """A scan answered from the cache settles a changed file by TRIGGERS alone: `could_match` may only narrow them."""
-    from kvlint.prefilter import triggers_match
+    from kvlint.engine.prefilter import triggers_match
 
     rules = [r for r in all_rules() if not getattr(r, "ENGINE_ONLY", False)]
     assert all(r.TRIGGERS for r in rules), "every rule that reads source declares its triggers"
@@ -119,7 +119,7 @@ def test_triggers_are_necessary_for_could_match(vllm_release, version):
 def test_kv102_says_when_the_dcp_size_comes_from_the_caller():
     """A size handed in may already be per kind (vLLM's coordinator passes one): the message must not claim
     that Mamba state gets scaled; one read from the configuration does scale every kind."""
-    from kvlint.registry import rule_class
+    from kvlint.engine.registry import rule_class
 
     rule = rule_class("KV102")
     handed = Example(

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.config import Config
-from kvlint.project import build_project_index
-from kvlint.runner import scan
-from kvlint.semantics import Container, Layer, SizingAnalysis
+from kvlint.scan.config import Config
+from kvlint.analysis.tree_index import build_project_index
+from kvlint.scan.runner import scan
+from kvlint.analysis.sizing.semantics import Container, Layer, SizingAnalysis
 from kvlint.types import Severity
 
 OFFLOADING_CONFIG = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py"
@@ -448,11 +448,12 @@ def test_real_trees_without_a_resolver(real_tree, version):
 @pytest.mark.parametrize("version", ["0.27.1", "0.29.0", "0.33.0"])
 def test_reading_only_files_that_could_matter_gives_the_same_analysis(real_tree, version):
     """A rebuild from the project cache reads only the files its snapshot marks as could-matter."""
-    from kvlint.cache import stable_repr
-    from kvlint.project import INTERFACE_MODULE, _read_hierarchy, could_matter
-    from kvlint.sizing_index import build_sizing_analysis
+    from kvlint.scan.result_cache import stable_repr
+    from kvlint.analysis.tree_index import INTERFACE_MODULE, _read_hierarchy, could_matter
+    from kvlint.analysis.sizing.reading import build_sizing_analysis
 
-    from kvlint import project, sizing_index
+    from kvlint.analysis import tree_index as project
+    from kvlint.analysis.sizing import reading as sizing_index
 
     assert {w.encode() for w in sizing_index._DCP_WORDS} <= set(project._INDEX_WORDS), "read_program selects by these"
     root = real_tree(version)
@@ -468,8 +469,8 @@ def test_reading_only_files_that_could_matter_gives_the_same_analysis(real_tree,
 def test_loops_over_a_containers_layers_run_every_layer():
     import ast
 
-    from kvlint.project import SpecHierarchy, _DEFAULT_BASES
-    from kvlint.semantics import UNKNOWN, Evaluator, Module, Program
+    from kvlint.analysis.tree_index import SpecHierarchy, _DEFAULT_BASES
+    from kvlint.analysis.sizing.semantics import UNKNOWN, Evaluator, Module, Program
 
     source = textwrap.dedent(
         """
@@ -498,7 +499,7 @@ def test_loops_over_a_containers_layers_run_every_layer():
 def test_scheduler_only_paths_from_the_configuration_reach_the_sizing_analysis(real_tree):
     """`scheduler-only-paths` decides roles for KV103–KV105 as it does for KV101: code declared to see only
     the scheduler's flattened config is compared on the scheduler's view alone."""
-    from kvlint.roles import DEFAULT_SCHEDULER_ONLY_PATHS
+    from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
 
     offloading = real_tree("0.29.0") / OFFLOADING_CONFIG
     default = scan([offloading], Config(), ["KV103"], [], jobs=1, cache_dir=None)

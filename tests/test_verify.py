@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from kvlint.verify import child
-from kvlint.verify.command import verify
+from kvlint.commands.verify import verify
 from kvlint.verify.matrix import parse_report, render_json, render_text, report_to_json
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, ClassVar
 from kvlint.types import Finding
 
 if TYPE_CHECKING:
-    from kvlint.rule import Rule
+    from kvlint.engine.rule import Rule
 
 
 class Reporter:

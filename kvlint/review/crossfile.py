@@ -14,10 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from kvlint.config import Config
-from kvlint.engine import LintRequest, UnreadableSource, lint_bytes
+from kvlint.scan.config import Config
+from kvlint.engine.lint import LintRequest, UnreadableSource, lint_bytes
 from kvlint.review.diff import ChangedFile
-from kvlint.rule import Rule
+from kvlint.engine.rule import Rule
 from kvlint.types import Finding
 
 # Which comparison target each cross-file rule measures against.
@@ -96,7 +96,7 @@ def findings_through_touched_targets(
     if not touched:
         return [], []
     before = base_issue_keys()
-    from kvlint.runner import module_path_of, rules_for  # the same per-file rule selection as a scan
+    from kvlint.scan.runner import module_path_of, rules_for  # the same per-file rule selection as a scan
 
     analysis = project.sizing
     selected = {rule.CODE: rule for rule in rules}

@@ -3,7 +3,7 @@
 A finding belongs to the review when a line it spans was added or changed by the pull request (a KV103
 finding spans the divergent sizing path's function, so it counts when that function was touched). Each
 comment sits on changed lines; a safe fix becomes a ```suggestion``` that replaces exactly the lines it
-is anchored to, computed by applying the fix to the file's text (kvlint.fixes.apply_fixes).
+is anchored to, computed by applying the fix to the file's text (kvlint.fixing.apply.apply_fixes).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from kvlint.fixes import FixError, apply_fixes
-from kvlint.registry import rule_by_code
+from kvlint.fixing.apply import FixError, apply_fixes
+from kvlint.engine.registry import rule_by_code
 from kvlint.review.diff import ChangedFile
 from kvlint.types import Applicability, Finding
 

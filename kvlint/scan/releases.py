@@ -11,7 +11,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from kvlint.cache import cache_root  # noqa: F401 (where releases are kept; also used by the benchmark)
+from kvlint.scan.result_cache import cache_root  # noqa: F401 (where releases are kept; also used by the benchmark)
 from kvlint.errors import KvlintError
 
 _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*([a-z0-9.+-]*)$")

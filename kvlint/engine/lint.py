@@ -9,11 +9,11 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from kvlint.flow import SpecFlow
-from kvlint.project import ProjectIndex
-from kvlint.rule import Rule, RuleContext
-from kvlint.source import MAX_FILE_BYTES, DecodedSource, UnreadableSource, decode_source  # noqa: F401 (re-exported)
-from kvlint.suppress import is_suppressed, suppressions
+from kvlint.analysis.provenance import SpecFlow
+from kvlint.analysis.tree_index import ProjectIndex
+from kvlint.engine.rule import Rule, RuleContext
+from kvlint.engine.source import MAX_FILE_BYTES, DecodedSource, UnreadableSource, decode_source  # noqa: F401 (re-exported)
+from kvlint.engine.suppress import is_suppressed, suppressions
 from kvlint.types import FileResult, Finding, unreadable  # noqa: F401 (re-exported)
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from kvlint.errors import KvlintError
 
 if TYPE_CHECKING:
-    from kvlint.rule import Rule
+    from kvlint.engine.rule import Rule
 
 _RULE_MODULE = re.compile(r"(kv\d{3})_\w+")
 
@@ -51,7 +51,7 @@ def rule_codes() -> tuple[str, ...]:
 @lru_cache(maxsize=None)
 def rule_class(code: str) -> type[Rule]:
     """Import the module of `code` and return its Rule subclass."""
-    from kvlint.rule import Rule
+    from kvlint.engine.rule import Rule
 
     module = importlib.import_module(rule_modules()[code])
     found = [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, Rule) and v is not Rule and v.__module__ == module.__name__]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from kvlint.flow import Kind, SpecFlow, call_name, dotted
+from kvlint.analysis.provenance import Kind, SpecFlow, call_name, dotted
 
 DCP_NAMES = frozenset({"dcp", "dcp_size", "dcp_world_size", "decode_context_parallel_size"})
 

@@ -17,17 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvlint.cache import FileStat, ResultCache, configuration_key, content_digest
-from kvlint.config import Config
-from kvlint.files import SourceFile, collect_files, is_excluded
-from kvlint.prefilter import Triggers, triggers_match
-from kvlint.project import IndexHandle, ProjectIndex, open_project_index
-from kvlint.registry import matches, rules_for_codes, select_codes
-from kvlint.source import MAX_FILE_BYTES, UnreadableSource, decode_source
+from kvlint.scan.result_cache import FileStat, ResultCache, configuration_key, content_digest
+from kvlint.scan.config import Config
+from kvlint.scan.files import SourceFile, collect_files, is_excluded
+from kvlint.engine.prefilter import Triggers, triggers_match
+from kvlint.analysis.tree_index import IndexHandle, ProjectIndex, open_project_index
+from kvlint.engine.registry import matches, rules_for_codes, select_codes
+from kvlint.engine.source import MAX_FILE_BYTES, UnreadableSource, decode_source
 from kvlint.types import FileResult, Finding, unreadable
 
 if TYPE_CHECKING:
-    from kvlint.rule import Rule
+    from kvlint.engine.rule import Rule
 
 # Below this much source to parse, starting worker processes costs more than it saves.
 POOL_MIN_BYTES = 256 * 1024
@@ -124,7 +124,7 @@ def _share(project: ProjectIndex, settings: dict) -> None:
 
 def lint_job(job: _Job) -> FileResult:
     """Lint one file's bytes. Never raises: every failure becomes a KV000 result."""
-    from kvlint.engine import LintRequest, lint_bytes  # libcst: only when some file must really be linted
+    from kvlint.engine.lint import LintRequest, lint_bytes  # libcst: only when some file must really be linted
 
     assert _shared is not None, "_share() runs before any job"
     project, settings = _shared

@@ -20,7 +20,7 @@ import click
 
 from kvlint.verify.matrix import ReportError, VerifyReport, parse_report, render_json, render_text
 
-CHILD_SCRIPT = Path(__file__).with_name("child.py")
+CHILD_SCRIPT = Path(__file__).parent.parent / "verify" / "child.py"
 DEFAULT_TIMEOUT_S = 600
 EXIT_ERROR = 2
 

@@ -15,9 +15,9 @@ from collections.abc import Callable
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from kvlint.flow import SpecFlow
-from kvlint.prefilter import Triggers, triggers_match
-from kvlint.project import ProjectIndex
+from kvlint.analysis.provenance import SpecFlow
+from kvlint.engine.prefilter import Triggers, triggers_match
+from kvlint.analysis.tree_index import ProjectIndex
 from kvlint.types import Finding, Fix, Severity
 
 
@@ -83,7 +83,7 @@ class Rule(cst.BatchableCSTVisitor):
     FIX_TITLE: ClassVar[str | None] = None
     VALID: ClassVar[list[Example]] = []
     INVALID: ClassVar[list[Example]] = []
-    # What a file's text must hold to produce a finding (kvlint.prefilter: clauses of substrings). A scan
+    # What a file's text must hold to produce a finding (kvlint.engine.prefilter: clauses of substrings). A scan
     # answered from the cache checks a changed file against them without importing the rules; a
     # `could_match` override may narrow them but never widen them (tests/test_rules.py holds every rule
     # to that on real vLLM).

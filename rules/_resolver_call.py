@@ -6,10 +6,10 @@ import re
 
 import libcst as cst
 
-from kvlint.flow import dotted
-from kvlint.project import RESOLVER_NAME, ProjectIndex
-from kvlint.rule import Rule
-from kvlint.scaling import Scaling
+from kvlint.analysis.provenance import dotted
+from kvlint.analysis.tree_index import RESOLVER_NAME, ProjectIndex
+from kvlint.engine.rule import Rule
+from kvlint.analysis.scaling import Scaling
 from kvlint.types import Applicability, Fix, ImportChange, TextEdit
 
 FIX_TITLE = f"Replace with `{RESOLVER_NAME}(spec, dcp)`"

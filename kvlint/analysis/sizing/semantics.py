@@ -17,8 +17,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvlint.project import ATTENTION_ROOT, CONTAINER_CLASS, RESOLVER_NAME, SpecHierarchy
-from kvlint.roles import DEFAULT_SCHEDULER_ONLY_PATHS
+from kvlint.analysis.tree_index import ATTENTION_ROOT, CONTAINER_CLASS, RESOLVER_NAME, SpecHierarchy
+from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
 from kvlint.types import Severity
 
 DCP = 2
@@ -816,7 +816,7 @@ class Evaluator:
         return value
 
     def _interface_module(self) -> Module | None:
-        from kvlint.project import INTERFACE_MODULE
+        from kvlint.analysis.tree_index import INTERFACE_MODULE
 
         return self.program.modules.get(INTERFACE_MODULE) or next(iter(self.program.modules.values()), None)
 
@@ -1187,7 +1187,7 @@ def _first_layer_picks(function: ast.FunctionDef) -> list[ast.Call]:
 
 
 def _role(module: Module, qualname: str, classes: list[str], scheduler_only_paths: tuple[str, ...]) -> str:
-    from kvlint.roles import sees_only_scheduler_config
+    from kvlint.analysis.vocabulary import sees_only_scheduler_config
 
     if sees_only_scheduler_config(module.path, classes, scheduler_only_paths):
         return "scheduler"

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kvlint.roles import DEFAULT_SCHEDULER_ONLY_PATHS
+from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
 
 INTERFACE_MODULE = "vllm/v1/kv_cache_interface.py"
 RESOLVER_NAME = "resolve_dcp_kv_block_size"
@@ -91,7 +91,7 @@ class ProjectIndex:
     resolver_layer_classes: frozenset[str] = frozenset()
     # 0.31+: the resolver reads `spec.dcp_sharded` instead of checking classes.
     resolver_reads_dcp_sharded: bool = False
-    # Cross-file sizing analysis (kvlint.semantics), computed once per scan; None when not built.
+    # Cross-file sizing analysis (kvlint.analysis.sizing.semantics), computed once per scan; None when not built.
     sizing: object | None = None
 
     @property
@@ -172,7 +172,7 @@ def index_digests(index: ProjectIndex) -> IndexDigests:
     import hashlib
     from dataclasses import replace
 
-    from kvlint.cache import stable_repr
+    from kvlint.scan.result_cache import stable_repr
 
     def digest(value: object) -> str:
         return hashlib.sha256(stable_repr(value).encode("utf-8", "backslashreplace")).hexdigest()
@@ -209,7 +209,7 @@ def open_project_index(
 def _build(root: Path, scheduler_only_paths: tuple[str, ...], could_matter_files: frozenset[str] | None = None) -> ProjectIndex:
     """`could_matter_files`: when known, the only files whose text the sizing analysis needs to read."""
     hierarchy = _read_hierarchy(root / INTERFACE_MODULE)
-    from kvlint.sizing_index import build_sizing_analysis  # imports this module
+    from kvlint.analysis.sizing.reading import build_sizing_analysis  # imports this module
 
     sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths)
     resolver_path = _find_resolver(root)
@@ -253,7 +253,7 @@ def could_matter(relative: str, data: bytes) -> bool:
 
 def _tree_files(root: Path, known_stats: dict) -> dict[str, tuple | None]:
     """Every .py file under root/vllm (relative, "/"-separated) with its stat as a tuple; None when stat fails."""
-    from kvlint.cache import FileStat
+    from kvlint.scan.result_cache import FileStat
 
     found: dict[str, tuple | None] = {}
     base = str(root)
@@ -290,7 +290,7 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_
     import hashlib
     import time
 
-    from kvlint.cache import FileStat, content_digest, load_pickle, own_source_digest, save_pickle, trusted_stat
+    from kvlint.scan.result_cache import FileStat, content_digest, load_pickle, own_source_digest, save_pickle, trusted_stat
 
     started_ns = time.time_ns()
     key = hashlib.sha256(repr((_INDEX_FORMAT, str(root), own_source_digest(), scheduler_only_paths)).encode("utf-8", "backslashreplace")).hexdigest()

@@ -6,7 +6,7 @@ import importlib.util
 from pathlib import Path
 
 from kvlint.errors import KvlintError
-from kvlint.project import find_tree_root
+from kvlint.analysis.tree_index import find_tree_root
 
 
 class TargetError(KvlintError):

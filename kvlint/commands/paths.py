@@ -13,9 +13,9 @@ from pathlib import Path
 
 import click
 
-from kvlint.config import find_pyproject, load_config
-from kvlint.project import build_project_index, find_tree_root
-from kvlint.semantics import SizingAnalysis, SizingPath
+from kvlint.scan.config import find_pyproject, load_config
+from kvlint.analysis.tree_index import build_project_index, find_tree_root
+from kvlint.analysis.sizing.semantics import SizingAnalysis, SizingPath
 
 EXIT_OK, EXIT_ERROR = 0, 2
 _VIEW_TAGS = {"group": "w", "scheduler": "s", "single-group": "1g"}
@@ -128,13 +128,13 @@ def paths(path, release, output_format):
     if path and release:
         raise click.UsageError("give either PATH or --vllm-release, not both")
     if release:
-        from kvlint.releases import release_sources
+        from kvlint.scan.releases import release_sources
 
         target = release_sources(release, quiet=output_format == "json")
     elif path:
         target = Path(path)
     else:
-        from kvlint.targets import default_target
+        from kvlint.scan.targets import default_target
 
         target, line = default_target(Path.cwd())
         click.echo(line, err=True)

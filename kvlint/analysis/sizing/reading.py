@@ -13,9 +13,9 @@ import os
 import re
 from pathlib import Path
 
-from kvlint.project import INTERFACE_MODULE, SpecHierarchy
-from kvlint.roles import DEFAULT_SCHEDULER_ONLY_PATHS
-from kvlint.semantics import DCP_NAMES, Layer, Module, Program, SizingAnalysis, analyse_program
+from kvlint.analysis.tree_index import INTERFACE_MODULE, SpecHierarchy
+from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
+from kvlint.analysis.sizing.semantics import DCP_NAMES, Layer, Module, Program, SizingAnalysis, analyse_program
 
 _DCP_WORDS = ("dcp", "decode_context_parallel")
 # `self.cp_world_size = dcp_world_size`: a module-level alias of the DCP size.

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import click
 
-from kvlint.config import ConfigError, load_config
-from kvlint.engine import UnreadableSource, decode_source
-from kvlint.files import is_excluded
-from kvlint.registry import RegistryError
+from kvlint.scan.config import ConfigError, load_config
+from kvlint.engine.lint import UnreadableSource, decode_source
+from kvlint.scan.files import is_excluded
+from kvlint.engine.registry import RegistryError
 from kvlint.review import github_api
-from kvlint.project import build_project_index
+from kvlint.analysis.tree_index import build_project_index
 from kvlint.review.crossfile import findings_through_touched_targets, issue_key
 from kvlint.review.diff import (
     ReviewError,
@@ -29,7 +29,7 @@ from kvlint.review.diff import (
 )
 from kvlint.review.render import github_review, markdown, rdjson
 from kvlint.review.review import Review, build_review
-from kvlint.runner import scan
+from kvlint.scan.runner import scan
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("github-review", "markdown", "rdjson")

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvlint.errors import KvlintError
-from kvlint.roles import DEFAULT_SCHEDULER_ONLY_PATHS
+from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
 
 KNOWN_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "scheduler-only-paths", "resolver-module"}
 

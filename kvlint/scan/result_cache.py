@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kvlint import __version__
-from kvlint.prefilter import Triggers
+from kvlint.engine.prefilter import Triggers
 from kvlint.types import FileResult
 
 # Bumped when the manifest layout changes: old manifests are then simply not found.
@@ -33,7 +33,7 @@ FORMAT = 3
 # timestamp tick without its stat changing ("racily clean" in git's words): its stat is not trusted.
 RACY_WINDOW_NS = 2_000_000_000
 # Parts of kvlint that never change a file's result: editing them keeps the cache.
-_NOT_IN_RESULTS = ("verify", "reporters", "cli.py", "__main__.py")
+_NOT_IN_RESULTS = ("verify", "reporters", "commands", "cli.py", "__main__.py")
 # Manifests of configurations not used for this long are deleted when another one is written.
 MAX_AGE_S = 30 * 24 * 3600
 
