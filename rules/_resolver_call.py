@@ -7,7 +7,8 @@ import re
 import libcst as cst
 
 from kvlint.analysis.provenance import dotted
-from kvlint.analysis.tree_index import RESOLVER_NAME, ProjectIndex
+from kvlint.analysis.tree_index import TreeIndex
+from kvlint.analysis.vocabulary import RESOLVER_NAME
 from kvlint.engine.rule import Rule
 from kvlint.analysis.scaling import Scaling
 from kvlint.types import Applicability, Fix, ImportChange, TextEdit
@@ -17,7 +18,7 @@ NO_RESOLVER = f"no fix: this tree defines no shared `{RESOLVER_NAME}` (added in 
 LINE_LIMIT = 88
 
 
-def gate_matches_resolver(classes: frozenset[str], project: ProjectIndex) -> bool:
+def gate_matches_resolver(classes: frozenset[str], project: TreeIndex) -> bool:
     """Does `isinstance(spec, classes)` scale exactly the spec classes the resolver scales?
 
     Containers aside (that difference is the bug being fixed), the rewrite then changes nothing.
@@ -33,7 +34,7 @@ def gate_matches_resolver(classes: frozenset[str], project: ProjectIndex) -> boo
     return True
 
 
-def applicability_of(scaling: Scaling, project: ProjectIndex) -> Applicability:
+def applicability_of(scaling: Scaling, project: TreeIndex) -> Applicability:
     if scaling.gate_reads_dcp_sharded:
         # The same rule the resolver applies: the call changes nothing, it only makes the agreement structural.
         return Applicability.SAFE if project.resolver_reads_dcp_sharded else Applicability.UNSAFE

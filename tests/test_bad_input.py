@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from kvlint.engine.lint import LintRequest
-from kvlint.analysis.tree_index import ProjectIndex, SpecHierarchy, _DEFAULT_BASES
+from kvlint.analysis.hierarchy import BUILTIN_BASES, SpecHierarchy
+from kvlint.analysis.tree_index import TreeIndex
 from kvlint.engine.registry import all_rules
 from test_cli import BUGGY, make_tree
 
@@ -133,7 +134,7 @@ def test_internal_error_is_one_line_with_a_hint(monkeypatch):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(flow.SpecFlow, "classify", explode)
-    project = ProjectIndex(root=None, hierarchy=SpecHierarchy(bases=dict(_DEFAULT_BASES)))
+    project = TreeIndex(root=None, hierarchy=SpecHierarchy(bases=dict(BUILTIN_BASES)))
     result = lint_bytes(LintRequest("buggy.py", "buggy.py", project, all_rules()), BUGGY.encode())
     (finding,) = [f for f in result.findings if f.code == "KV000"]
     assert "internal error" in finding.message and "--verbose" in finding.message and "\n" not in finding.message

@@ -16,11 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.analysis import tree_index as project_module
+from kvlint.scan import index_cache
 from kvlint.scan import runner
 from kvlint.scan.result_cache import FileStat, ResultCache, configuration_key, stable_repr
 from kvlint.scan.config import Config
-from kvlint.analysis.tree_index import ProjectIndex, SpecHierarchy, index_digests
+from kvlint.analysis.hierarchy import SpecHierarchy
+from kvlint.analysis.sizing.semantics import SizingAnalysis
+from kvlint.analysis.tree_index import TreeIndex
+from kvlint.scan.index_cache import index_digests
 from kvlint.scan.releases import release_sources
 from kvlint.scan.runner import scan
 
@@ -189,8 +192,8 @@ def test_project_index_change_invalidates_results(tree, tmp_path):
 def test_project_index_is_reused_unless_a_file_that_matters_changed(tree, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     built = []
-    real_build = project_module._build
-    monkeypatch.setattr(project_module, "_build", lambda root, *more: built.append(root) or real_build(root, *more))
+    real_build = index_cache.build_tree_index
+    monkeypatch.setattr(index_cache, "build_tree_index", lambda root, *more: built.append(root) or real_build(root, *more))
 
     run(tree, cache)
     assert len(built) == 1
@@ -284,8 +287,10 @@ def test_key_is_the_same_in_every_process(tmp_path):
     script = textwrap.dedent(
         """
         from kvlint.scan.result_cache import configuration_key
-        from kvlint.analysis.tree_index import ProjectIndex, SpecHierarchy, index_digests
-        index = ProjectIndex(None, SpecHierarchy({"A": (), "B": ("A",)}), resolver_layer_classes=frozenset({"A", "B", "C", "D", "E"}))
+        from kvlint.analysis.hierarchy import SpecHierarchy
+        from kvlint.analysis.tree_index import TreeIndex
+        from kvlint.scan.index_cache import index_digests
+        index = TreeIndex(None, SpecHierarchy({"A": (), "B": ("A",)}), resolver_layer_classes=frozenset({"A", "B", "C", "D", "E"}))
         print(configuration_key(index_digests(index).shared, {"x": ("a", "b")}, ("KV101",)))
         """
     )
@@ -300,12 +305,12 @@ def test_key_changes_with_each_input():
     def key(index, settings, codes):
         return configuration_key(index_digests(index).shared, settings, codes)
 
-    index = ProjectIndex(None, SpecHierarchy({"A": ()}))
+    index = TreeIndex(None, SpecHierarchy({"A": ()}))
     base = key(index, {}, ("KV101",))
     assert key(index, {}, ("KV102",)) != base
     assert key(index, {"scheduler-only-paths": ("x",)}, ("KV101",)) != base
-    assert key(ProjectIndex(None, SpecHierarchy({"A": ()}), sizing=("anything",)), {}, ("KV101",)) != base
-    assert key(ProjectIndex("/elsewhere", SpecHierarchy({"A": ()})), {}, ("KV101",)) != base
+    assert key(TreeIndex(None, SpecHierarchy({"A": ()}), sizing=SizingAnalysis((), (), (), None, None)), {}, ("KV101",)) != base
+    assert key(TreeIndex("/elsewhere", SpecHierarchy({"A": ()})), {}, ("KV101",)) != base
 
 
 def test_fresh_entry_requires_same_stat_rules_and_module(tmp_path):

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from kvlint.engine.lint import LintRequest, decode_source, line_offsets, lint_bytes
-from kvlint.analysis.tree_index import ProjectIndex, SpecHierarchy, _DEFAULT_BASES
+from kvlint.analysis.hierarchy import BUILTIN_BASES, SpecHierarchy
+from kvlint.analysis.tree_index import TreeIndex
 from kvlint.engine.registry import all_rules, rule_by_code
 
-PROJECT = ProjectIndex(
+PROJECT = TreeIndex(
     root=None,
-    hierarchy=SpecHierarchy(bases=dict(_DEFAULT_BASES)),
+    hierarchy=SpecHierarchy(bases=dict(BUILTIN_BASES)),
     resolver_module="vllm.v1.core.kv_cache_utils",
     resolver_layer_classes=frozenset({"AttentionSpec"}),
 )

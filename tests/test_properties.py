@@ -9,12 +9,13 @@ from hypothesis import strategies as st
 
 from kvlint.engine.lint import LintRequest, lint_text
 from kvlint.fixing.apply import apply_fixes
-from kvlint.analysis.tree_index import ProjectIndex, SpecHierarchy, _DEFAULT_BASES
+from kvlint.analysis.hierarchy import BUILTIN_BASES, SpecHierarchy
+from kvlint.analysis.tree_index import TreeIndex
 from kvlint.engine.registry import all_rules
 
-PROJECT = ProjectIndex(
+PROJECT = TreeIndex(
     root=None,
-    hierarchy=SpecHierarchy(bases=dict(_DEFAULT_BASES)),
+    hierarchy=SpecHierarchy(bases=dict(BUILTIN_BASES)),
     resolver_module="vllm.v1.core.kv_cache_utils",
     resolver_layer_classes=frozenset({"AttentionSpec"}),
 )

@@ -6,18 +6,19 @@ import pytest
 
 from kvlint.engine.lint import LintRequest, lint_text
 from kvlint.fixing.apply import apply_fixes
-from kvlint.analysis.tree_index import ProjectIndex, SpecHierarchy, _DEFAULT_BASES
+from kvlint.analysis.hierarchy import BUILTIN_BASES, SpecHierarchy
+from kvlint.analysis.tree_index import TreeIndex
 from kvlint.engine.registry import all_rules
 from kvlint.engine.rule import Example
 
 SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
 
 
-def project_for(example) -> ProjectIndex:
-    hierarchy = SpecHierarchy(bases=dict(_DEFAULT_BASES))
+def project_for(example) -> TreeIndex:
+    hierarchy = SpecHierarchy(bases=dict(BUILTIN_BASES))
     if not example.has_resolver:
-        return ProjectIndex(root=None, hierarchy=hierarchy)
-    return ProjectIndex(
+        return TreeIndex(root=None, hierarchy=hierarchy)
+    return TreeIndex(
         root=None,
         hierarchy=hierarchy,
         resolver_module="vllm.v1.core.kv_cache_utils",

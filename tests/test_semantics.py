@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kvlint.scan.config import Config
-from kvlint.analysis.tree_index import build_project_index
+from kvlint.scan.index_cache import build_project_index
 from kvlint.scan.runner import scan
 from kvlint.analysis.sizing.semantics import Container, Layer, SizingAnalysis
 from kvlint.types import Severity
@@ -449,15 +449,13 @@ def test_real_trees_without_a_resolver(real_tree, version):
 def test_reading_only_files_that_could_matter_gives_the_same_analysis(real_tree, version):
     """A rebuild from the project cache reads only the files its snapshot marks as could-matter."""
     from kvlint.scan.result_cache import stable_repr
-    from kvlint.analysis.tree_index import INTERFACE_MODULE, _read_hierarchy, could_matter
+    from kvlint.analysis.hierarchy import read_hierarchy
     from kvlint.analysis.sizing.reading import build_sizing_analysis
+    from kvlint.analysis.vocabulary import INTERFACE_MODULE
+    from kvlint.scan.index_cache import could_matter
 
-    from kvlint.analysis import tree_index as project
-    from kvlint.analysis.sizing import reading as sizing_index
-
-    assert {w.encode() for w in sizing_index._DCP_WORDS} <= set(project._INDEX_WORDS), "read_program selects by these"
     root = real_tree(version)
-    hierarchy = _read_hierarchy(root / INTERFACE_MODULE)
+    hierarchy = read_hierarchy(root / INTERFACE_MODULE)
     files = [p.relative_to(root).as_posix() for p in (root / "vllm").rglob("*.py")]
     only = frozenset(f for f in files if could_matter(f, (root / f).read_bytes()))
     assert len(only) < len(files) / 10
@@ -469,7 +467,7 @@ def test_reading_only_files_that_could_matter_gives_the_same_analysis(real_tree,
 def test_loops_over_a_containers_layers_run_every_layer():
     import ast
 
-    from kvlint.analysis.tree_index import SpecHierarchy, _DEFAULT_BASES
+    from kvlint.analysis.hierarchy import BUILTIN_BASES, SpecHierarchy
     from kvlint.analysis.sizing.semantics import UNKNOWN, Evaluator, Module, Program
 
     source = textwrap.dedent(
@@ -485,7 +483,7 @@ def test_loops_over_a_containers_layers_run_every_layer():
         """
     )
     module = Module("vllm/x.py", ast.parse(source), source)
-    evaluator = Evaluator(Program(SpecHierarchy(bases=dict(_DEFAULT_BASES)), {}, {"vllm/x.py": module}))
+    evaluator = Evaluator(Program(SpecHierarchy(bases=dict(BUILTIN_BASES)), {}, {"vllm/x.py": module}))
 
     def answer(name, *layers):
         value, _ = evaluator.call(module, module.functions[name], [Container(tuple(Layer(c) for c in layers)), 2])

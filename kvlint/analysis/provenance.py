@@ -12,12 +12,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider
 
-GROUP_LIST_ATTRIBUTES = frozenset({"kv_cache_groups", "transfer_groups"})
-CONTAINER_CLASS = "UniformTypeKVCacheSpecs"
-# Calls that hand back per-layer specs: their results are never containers.
-LAYER_ITERATORS = frozenset({"iter_layer_specs"})
+from kvlint.analysis.vocabulary import CONTAINER_CLASS, GROUP_LIST_ATTRIBUTES, LAYER_ITERATORS
+
 _PASS_THROUGH = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set"})
 _MAX_DEPTH = 6
 

@@ -5,14 +5,12 @@ Shared by KV101 (whose checks may sit in such a gate) and KV102 (which reports a
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import libcst as cst
 
 from kvlint.analysis.provenance import Kind, SpecFlow, call_name, dotted
-
-DCP_NAMES = frozenset({"dcp", "dcp_size", "dcp_world_size", "decode_context_parallel_size"})
+from kvlint.analysis.vocabulary import is_dcp_name
 
 
 def identifier(node: cst.CSTNode) -> str | None:
@@ -23,41 +21,8 @@ def identifier(node: cst.CSTNode) -> str | None:
     return None
 
 
-def _names_dcp(name: str | None) -> bool:
-    return name is not None and (name in DCP_NAMES or name.startswith("dcp_") and name.endswith(("size", "world_size")))
-
-
-# `name = <…dcp…>`, `name: int = <…dcp…>`, and keyword arguments `name=<…dcp…>` (the parameter of a callee).
-_ALIAS = re.compile(
-    r"(?:self\.)?(?P<name>[A-Za-z_]\w*)\s*(?::\s*[\w\[\]., ]+)?=(?!=)\s*(?P<value>[A-Za-z_][\w.]*)\s*(?=[,)\n#]|$)",
-    re.MULTILINE,
-)
-
-
-def dcp_aliases(source: str) -> frozenset[str]:
-    """Identifiers a module assigns from a DCP size (`self.cp_world_size = dcp_world_size`).
-
-    Read from the text: it runs for every candidate file, and a tree walk costs a hundred times more.
-    Only lines naming a DCP size (or an alias found so far) are matched, so the regex never scans the
-    whole file; two passes catch aliases of aliases.
-    """
-    names: set[str] = set()
-    lines = [line for line in source.splitlines() if "=" in line]
-    for _ in range(2):
-        needles = ("dcp", "decode_context_parallel", *names)
-        for line in lines:
-            if not any(needle in line for needle in needles):
-                continue
-            for match in _ALIAS.finditer(line):
-                value = match.group("value").rsplit(".", 1)[-1]
-                if _names_dcp(value) or value in names:
-                    names.add(match.group("name"))
-    return frozenset(names)
-
-
 def is_dcp_size(node: cst.CSTNode, aliases: set[str] | frozenset[str]) -> bool:
-    name = identifier(node)
-    return _names_dcp(name) or (name is not None and name in aliases)
+    return is_dcp_name(identifier(node), aliases)
 
 
 def _is_one(node: cst.CSTNode) -> bool:

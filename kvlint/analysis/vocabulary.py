@@ -1,13 +1,77 @@
-"""Which KV cache config a piece of code sees: the scheduler's (flattened) or a worker's (keeps containers).
+"""The vLLM names kvlint reads a tree by: where things live, what the KV cache classes are called, which
+names hold a DCP size, and which code only ever sees the scheduler's config.
 
-DESIGN.md §1: the engine core flattens every UniformTypeKVCacheSpecs container before the scheduler, the
-KV cache managers, their coordinator and scheduler-side connector code see the config. Code there never
-meets a container, so container checks on group specs are correct there and must not be reported.
+Every analysis (libcst per file, stdlib `ast` across files) takes these from here, so that they agree.
 """
 
 from __future__ import annotations
 
+import re
 from fnmatch import fnmatchcase
+
+# -- where things live and what they are called -----------------------------------------------------
+
+INTERFACE_MODULE = "vllm/v1/kv_cache_interface.py"  # the spec class hierarchy; marks a tree's root
+RESOLVER_NAME = "resolve_dcp_kv_block_size"  # the shared resolver (vLLM 0.29.0+)
+RESOLVER_HOME = "vllm/v1/core/kv_cache_utils.py"  # where upstream defines it; searched first, then the tree
+SCHEDULER_REFERENCE = "resolve_kv_cache_block_sizes"  # the scheduler's own sizing path
+SPEC_ROOT = "KVCacheSpec"
+ATTENTION_ROOT = "AttentionSpec"
+CONTAINER_CLASS = "UniformTypeKVCacheSpecs"
+# Attributes holding a config's list of KV cache groups.
+GROUP_LIST_ATTRIBUTES = frozenset({"kv_cache_groups", "transfer_groups"})
+# Calls that hand back per-layer specs: their results are never containers.
+LAYER_ITERATORS = frozenset({"iter_layer_specs"})
+
+# -- DCP sizes -------------------------------------------------------------------------------------
+
+DCP_NAMES = frozenset({"dcp", "dcp_size", "dcp_world_size", "decode_context_parallel_size"})
+# Every text that names a DCP size holds one of these (what the tree readers select files by).
+DCP_WORDS = ("dcp", "decode_context_parallel")
+
+
+def is_dcp_name(name: str | None, aliases: frozenset[str] | set[str] = frozenset()) -> bool:
+    """Whether an identifier holds the DCP size: a known name, `dcp_…size`, or one of a module's aliases."""
+    if name is None:
+        return False
+    return name in DCP_NAMES or (name.startswith("dcp_") and name.endswith("size")) or name in aliases
+
+
+# `name = <…dcp…>`, `name: int | None = <…dcp…>`, and keyword arguments `name=<…dcp…>` (the parameter of a
+# callee), anywhere on a line.
+_ALIAS = re.compile(
+    r"(?:self\.)?(?P<name>[A-Za-z_]\w*)\s*(?::\s*[\w\[\]., |]+)?=(?!=)\s*(?P<value>[A-Za-z_][\w.]*)\s*(?=[,)\n#]|$)",
+    re.MULTILINE,
+)
+
+
+def dcp_aliases(source: str) -> frozenset[str]:
+    """Identifiers a module assigns from a DCP size (`self.cp_world_size = dcp_world_size`), aliases of
+    aliases too.
+
+    Read from the text: it runs for every candidate file, and a tree walk costs a hundred times more.
+    Only lines naming a DCP size (or an alias found so far) are matched, so the regex never scans the
+    whole file; two passes catch aliases of aliases.
+    """
+    names: set[str] = set()
+    lines = [line for line in source.splitlines() if "=" in line]
+    for _ in range(2):
+        needles = (*DCP_WORDS, *names)
+        for line in lines:
+            if not any(needle in line for needle in needles):
+                continue
+            for match in _ALIAS.finditer(line):
+                value = match.group("value").rsplit(".", 1)[-1]
+                if is_dcp_name(value, names):
+                    names.add(match.group("name"))
+    return frozenset(names)
+
+
+# -- roles: which KV cache config a piece of code sees ---------------------------------------------
+#
+# DESIGN.md §1: the engine core flattens every UniformTypeKVCacheSpecs container before the scheduler, the
+# KV cache managers, their coordinator and scheduler-side connector code see the config. Code there never
+# meets a container, so container checks on group specs are correct there and must not be reported.
 
 # Module paths (relative to the tree root) that only ever receive the scheduler's config.
 # Overridable with `scheduler-only-paths` in [tool.kvlint].

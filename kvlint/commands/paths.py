@@ -14,7 +14,8 @@ from pathlib import Path
 import click
 
 from kvlint.scan.config import find_pyproject, load_config
-from kvlint.analysis.tree_index import build_project_index, find_tree_root
+from kvlint.analysis.tree_index import find_tree_root
+from kvlint.scan.index_cache import build_project_index
 from kvlint.analysis.sizing.semantics import SizingAnalysis, SizingPath
 
 EXIT_OK, EXIT_ERROR = 0, 2

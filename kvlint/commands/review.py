@@ -16,7 +16,7 @@ from kvlint.engine.lint import UnreadableSource, decode_source
 from kvlint.scan.files import is_excluded
 from kvlint.engine.registry import RegistryError
 from kvlint.review import github_api
-from kvlint.analysis.tree_index import build_project_index
+from kvlint.scan.index_cache import build_project_index
 from kvlint.review.crossfile import findings_through_touched_targets, issue_key
 from kvlint.review.diff import (
     ReviewError,

@@ -10,7 +10,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from kvlint.analysis.provenance import SpecFlow
-from kvlint.analysis.tree_index import ProjectIndex
+from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.engine.rule import Rule, RuleContext
 from kvlint.engine.source import MAX_FILE_BYTES, DecodedSource, UnreadableSource, decode_source  # noqa: F401 (re-exported)
 from kvlint.engine.suppress import is_suppressed, suppressions

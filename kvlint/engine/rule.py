@@ -17,7 +17,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from kvlint.analysis.provenance import SpecFlow
 from kvlint.engine.prefilter import Triggers, triggers_match
-from kvlint.analysis.tree_index import ProjectIndex
+from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.types import Finding, Fix, Severity
 
 

@@ -21,7 +21,8 @@ from kvlint.scan.result_cache import FileStat, ResultCache, configuration_key, c
 from kvlint.scan.config import Config
 from kvlint.scan.files import SourceFile, collect_files, is_excluded
 from kvlint.engine.prefilter import Triggers, triggers_match
-from kvlint.analysis.tree_index import IndexHandle, ProjectIndex, open_project_index
+from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
+from kvlint.scan.index_cache import IndexHandle, open_project_index
 from kvlint.engine.registry import matches, rules_for_codes, select_codes
 from kvlint.engine.source import MAX_FILE_BYTES, UnreadableSource, decode_source
 from kvlint.types import FileResult, Finding, unreadable

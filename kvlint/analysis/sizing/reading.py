@@ -13,13 +13,10 @@ import os
 import re
 from pathlib import Path
 
-from kvlint.analysis.tree_index import INTERFACE_MODULE, SpecHierarchy
-from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
-from kvlint.analysis.sizing.semantics import DCP_NAMES, Layer, Module, Program, SizingAnalysis, analyse_program
+from kvlint.analysis.hierarchy import SpecHierarchy
+from kvlint.analysis.sizing.semantics import Layer, Module, Program, SizingAnalysis, analyse_program
+from kvlint.analysis.vocabulary import DCP_WORDS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE, dcp_aliases
 
-_DCP_WORDS = ("dcp", "decode_context_parallel")
-# `self.cp_world_size = dcp_world_size`: a module-level alias of the DCP size.
-_ALIAS = re.compile(r"(?:self\.)?([A-Za-z_]\w*)\s*(?::\s*[\w\[\]., |]+)?=(?!=)\s*([A-Za-z_][\w.]*)\s*(?:[,)#]|$)")
 # A function taking a spec and a DCP size: a helper that may decide the DCP factor itself.
 _HELPER_SIGNATURE = re.compile(r"def \w+\([^)]*spec\b[^)]*\bdcp\w*", re.IGNORECASE)
 _DCP_LINE = re.compile(r"dcp|decode_context_parallel|cp_world_size")
@@ -50,24 +47,6 @@ def resolve_kv_cache_block_sizes(kv_cache_config, vllm_config):
     group_block_sizes = [resolve_dcp_kv_block_size(g.kv_cache_spec, dcp) for g in groups]
     return group_block_sizes
 '''
-
-
-def dcp_aliases(text: str) -> frozenset[str]:
-    """Names a module assigns a DCP size to (`self.cp_world_size = dcp_world_size`), aliases of aliases too."""
-    lines = [line for line in text.splitlines() if "=" in line]
-    names: set[str] = set()
-    for _ in range(2):
-        words = ("dcp", "decode_context_parallel", *names)
-        for line in lines:
-            if not any(word in line for word in words):
-                continue
-            match = _ALIAS.match(line.strip())
-            if match is None:
-                continue
-            value = match.group(2).rsplit(".", 1)[-1]
-            if value in DCP_NAMES or value in names or (value.startswith("dcp_") and value.endswith("size")):
-                names.add(match.group(1))
-    return frozenset(names)
 
 
 def _module(path: str, text: str, partial: bool = False) -> Module | None:
@@ -121,7 +100,7 @@ def helper_signature(text: str) -> bool:
 
 
 def _mentions_dcp(text: str) -> bool:
-    return any(word in text for word in _DCP_WORDS)
+    return any(word in text for word in DCP_WORDS)
 
 
 def _sizes_near_dcp(text: str) -> bool:

@@ -17,14 +17,23 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvlint.analysis.tree_index import ATTENTION_ROOT, CONTAINER_CLASS, RESOLVER_NAME, SpecHierarchy
-from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
+from kvlint.analysis.ast_helpers import dotted as _dotted
+from kvlint.analysis.ast_helpers import field_default as _field_default
+from kvlint.analysis.hierarchy import SpecHierarchy
+from kvlint.analysis.vocabulary import (
+    ATTENTION_ROOT,
+    CONTAINER_CLASS,
+    DEFAULT_SCHEDULER_ONLY_PATHS,
+    INTERFACE_MODULE,
+    RESOLVER_NAME,
+    SCHEDULER_REFERENCE,
+    is_dcp_name,
+    sees_only_scheduler_config,
+)
 from kvlint.types import Severity
 
 DCP = 2
 BLOCK_SIZE = 16
-SCHEDULER_REFERENCE = "resolve_kv_cache_block_sizes"
-DCP_NAMES = frozenset({"dcp", "dcp_size", "dcp_world_size", "decode_context_parallel_size"})
 MAX_DEPTH = 12
 
 
@@ -308,11 +317,7 @@ class Evaluator:
         return _Opaque(name)
 
     def is_dcp_name(self, name: str, module: Module | None) -> bool:
-        return (
-            name in DCP_NAMES
-            or (name.startswith("dcp_") and name.endswith("size"))
-            or (module is not None and name in module.dcp_aliases)
-        )
+        return is_dcp_name(name, module.dcp_aliases if module is not None else frozenset())
 
     # -- statements -----------------------------------------------------------------------------
 
@@ -816,8 +821,6 @@ class Evaluator:
         return value
 
     def _interface_module(self) -> Module | None:
-        from kvlint.analysis.tree_index import INTERFACE_MODULE
-
         return self.program.modules.get(INTERFACE_MODULE) or next(iter(self.program.modules.values()), None)
 
 
@@ -873,23 +876,6 @@ def _merge(a: dict | None, b: dict | None) -> dict | None:
         if key not in a or key not in b or not _same(a[key], b[key]):
             merged[key] = UNKNOWN
     return merged
-
-
-def _dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else None
-    return None
-
-
-def _field_default(value: ast.expr) -> ast.expr:
-    if isinstance(value, ast.Call) and _dotted(value.func) in ("field", "dataclasses.field"):
-        for keyword in value.keywords:
-            if keyword.arg == "default":
-                return keyword.value
-    return value
 
 
 # ---------------------------------------------------------------------------------------------- kinds
@@ -1187,8 +1173,6 @@ def _first_layer_picks(function: ast.FunctionDef) -> list[ast.Call]:
 
 
 def _role(module: Module, qualname: str, classes: list[str], scheduler_only_paths: tuple[str, ...]) -> str:
-    from kvlint.analysis.vocabulary import sees_only_scheduler_config
-
     if sees_only_scheduler_config(module.path, classes, scheduler_only_paths):
         return "scheduler"
     parts = module.path.split("/")

@@ -1,0 +1,54 @@
+"""Small questions about stdlib `ast` nodes that the tree readers and the sizing evaluator share."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+
+def dotted(node: ast.AST) -> str | None:
+    """`a.b.c` for a name or a chain of attributes on a name; None for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else None
+    return None
+
+
+def base_name(node: ast.expr) -> str | None:
+    """The last name of a class reference: `Spec`, `module.Spec` and `Generic[T]` give `Spec`/`Generic`."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Subscript):  # Generic[...] and the like
+        return base_name(node.value)
+    return None
+
+
+def field_default(value: ast.expr) -> ast.expr:
+    """The default a dataclass field declares: X for `field(default=X, …)`, else the value itself."""
+    if isinstance(value, ast.Call) and base_name(value.func) == "field":
+        for keyword in value.keywords:
+            if keyword.arg == "default":
+                return keyword.value
+    return value
+
+
+def class_names(node: ast.expr) -> set[str]:
+    """The classes an isinstance() second argument names: `C`, `(C1, C2)`, `C1 | C2`."""
+    if isinstance(node, ast.Tuple):
+        return set().union(*(class_names(e) for e in node.elts)) if node.elts else set()
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return class_names(node.left) | class_names(node.right)
+    name = base_name(node)
+    return {name} if name else set()
+
+
+def parse_file(path: Path) -> ast.Module | None:
+    """The module's tree; None when it cannot be read or parsed."""
+    try:
+        return ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None

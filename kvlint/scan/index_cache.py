@@ -1,0 +1,207 @@
+"""The tree index of a scan, kept between scans next to the result cache, and what a file's result may
+depend on in it (its digests).
+
+Building the index reads the tree (the sizing analysis picks its modules by their text) and costs most of
+a second, more than a warm scan may take. It is kept together with a snapshot of the tree: per .py file
+under vllm/, its stat, content hash and whether it could matter. A file "could matter" when it is one the
+index reads whatever its text (the interface, the resolver's home) or its text holds what the index's
+readers select files by: a DCP word (every module `read_program` parses mentions one), the resolver's
+name (`find_resolver`), or a DSA indexer's `get_kv_cache_spec` (`read_program` reads the indexer layer
+from it). The index is rebuilt when a file that could matter (before or after) changed, appeared or
+vanished; a change elsewhere cannot reach the index, so the old one is reused. tests/test_semantics.py
+checks on real releases that reading only these files gives the same analysis as reading them all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from kvlint.analysis.hierarchy import builtin_hierarchy
+from kvlint.analysis.tree_index import TreeIndex, build_tree_index, find_tree_root
+from kvlint.analysis.vocabulary import DCP_WORDS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE, RESOLVER_HOME, RESOLVER_NAME
+from kvlint.scan.result_cache import FileStat, content_digest, load_pickle, own_source_digest, save_pickle, stable_repr, trusted_stat
+
+INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode())
+_INDEX_FORMAT = 5
+
+
+class IndexHandle:
+    """A tree index known by its digests, built or loaded only when something needs its content.
+
+    A scan answered from the result cache needs only the digests (they are part of the cache keys), so
+    the index itself — the sizing analysis can be large — is never unpickled then.
+    """
+
+    def __init__(self, root: str | None, load, digests: IndexDigests | None = None, index: TreeIndex | None = None):
+        self.root = root  # what TreeIndex.root will be
+        self._load = load
+        self._digests = digests
+        self._index = index
+
+    @property
+    def index(self) -> TreeIndex:
+        if self._index is None:
+            self._index = self._load()
+        return self._index
+
+    @property
+    def digests(self) -> IndexDigests:
+        if self._digests is None:
+            self._digests = index_digests(self.index)
+        return self._digests
+
+
+@dataclass(frozen=True)
+class IndexDigests:
+    """What a file's result may depend on in the index, hashed in two parts.
+
+    Rules read the sizing analysis only through `divergences_in(module_path)`, so a module's result
+    depends on the divergences placed in that module, not on the whole analysis: editing one sizing
+    module re-lints the modules whose divergences changed, not every file that mentions a block size.
+    """
+
+    shared: str  # everything but the analysis' divergences (hierarchy, resolver, root, whether there is an analysis)
+    modules: dict[str, str]  # module path → digest of the divergences placed there (absent: none)
+
+    def of_module(self, module_path: str) -> str:
+        return self.modules.get(module_path, "")
+
+
+def _digest(value: object) -> str:
+    return hashlib.sha256(stable_repr(value).encode("utf-8", "backslashreplace")).hexdigest()
+
+
+def index_digests(index: TreeIndex) -> IndexDigests:
+    sizing = index.sizing
+    by_module: dict[str, list] = {}
+    for issue in sizing.issues if sizing is not None else ():
+        by_module.setdefault(issue.module_path, []).append(issue)
+    shared = _digest((replace(index, sizing=None), sizing is not None))
+    return IndexDigests(shared, {module: _digest(found) for module, found in by_module.items()})
+
+
+def build_project_index(
+    paths: list[Path], cache_dir: Path | None = None, scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS
+) -> TreeIndex:
+    """The index of the tree `paths` belong to; with `cache_dir`, reused while the tree's relevant files are unchanged."""
+    return open_project_index(paths, cache_dir, scheduler_only_paths=scheduler_only_paths).index
+
+
+def open_project_index(
+    paths: list[Path],
+    cache_dir: Path | None = None,
+    known_stats: dict | None = None,
+    scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS,
+) -> IndexHandle:
+    """The index of the tree `paths` belong to, as a handle. `known_stats` (absolute path → FileStat)
+    spares a second stat of the files the scan itself has just looked at; `scheduler_only_paths` is the
+    configuration's, which the sizing analysis' roles follow as KV101 does."""
+    root = next((r for r in (find_tree_root(p) for p in paths) if r is not None), None)
+    if root is None:
+        return IndexHandle(None, None, index=TreeIndex(root=None, hierarchy=builtin_hierarchy()))
+    roles = tuple(scheduler_only_paths)
+    if cache_dir is None:
+        return IndexHandle(str(root), lambda: build_tree_index(root, roles))
+    return _open_cached(root, cache_dir, known_stats or {}, roles)
+
+
+def could_matter(relative: str, data: bytes) -> bool:
+    """Whether a change to this file of the tree could change its TreeIndex."""
+    if relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in INDEX_WORDS):
+        return True
+    return b"Indexer" in data and b"get_kv_cache_spec" in data
+
+
+def _tree_files(root: Path, known_stats: dict) -> dict[str, tuple | None]:
+    """Every .py file under root/vllm (relative, "/"-separated) with its stat as a tuple; None when stat fails."""
+    found: dict[str, tuple | None] = {}
+    base = str(root)
+    prefix = len(base) + 1
+    stack = [os.path.join(base, "vllm")]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                    continue
+            except OSError:
+                continue
+            if entry.name.endswith(".py"):
+                relative = entry.path[prefix:].replace(os.sep, "/")
+                stat = known_stats.get(entry.path)
+                if stat is None:
+                    try:
+                        stat = FileStat.of(os.stat(entry.path))
+                    except OSError:
+                        pass
+                found[relative] = None if stat is None else tuple(stat)
+    return found
+
+
+def _snapshot(root: Path, old: dict[str, tuple], current: dict[str, tuple | None], started_ns: int) -> tuple[dict[str, tuple], bool]:
+    """(the new snapshot, whether the index is stale): files whose stat is unchanged keep their record;
+    the others are read, hashed and judged again."""
+    snapshots: dict[str, tuple] = {}
+    stale = False
+    for relative, stat in current.items():
+        before = old.get(relative)
+        if before is not None and stat is not None and before[0] == stat:
+            snapshots[relative] = before
+            continue
+        try:
+            data = (root / relative).read_bytes()
+        except OSError:
+            stale = True
+            continue
+        digest = content_digest(data)
+        trusted = trusted_stat(FileStat(*stat), started_ns) if stat is not None else None
+        record = None if trusted is None else tuple(trusted)
+        if before is not None and before[1] == digest:
+            snapshots[relative] = (record, digest, before[2])
+            continue
+        matters = could_matter(relative, data)
+        snapshots[relative] = (record, digest, matters)
+        stale = stale or matters or (before is not None and before[2])
+    stale = stale or any(snapshot[2] for relative, snapshot in old.items() if relative not in current)
+    return snapshots, stale
+
+
+def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_paths: tuple[str, ...]) -> IndexHandle:
+    """The snapshot file maps each .py file under vllm/ to (stat or None, content digest, could matter)."""
+    started_ns = time.time_ns()
+    key = hashlib.sha256(repr((_INDEX_FORMAT, str(root), own_source_digest(), scheduler_only_paths)).encode("utf-8", "backslashreplace")).hexdigest()
+    snapshot_path = cache_dir / f"project-{key}.pickle"
+    index_path = cache_dir / f"project-{key}-index.pickle"
+    stored = load_pickle(snapshot_path)
+    valid = isinstance(stored, dict) and isinstance(stored.get("digests"), IndexDigests) and isinstance(stored.get("files"), dict)
+    old: dict[str, tuple] = {k: v for k, v in stored["files"].items() if type(v) is tuple and len(v) == 3} if valid else {}
+    snapshots, stale = _snapshot(root, old, _tree_files(root, known_stats), started_ns)
+
+    if valid and not stale:
+        digests = stored["digests"]
+
+        def load() -> TreeIndex:
+            kept = load_pickle(index_path)
+            if isinstance(kept, dict) and kept.get("digests") == digests and isinstance(kept.get("index"), TreeIndex):
+                return kept["index"]
+            return build_tree_index(root, scheduler_only_paths)  # the index file is gone or damaged: the unchanged tree rebuilds the same index
+
+        if snapshots != old:
+            save_pickle(snapshot_path, {"digests": digests, "files": snapshots})
+        return IndexHandle(str(root), load, digests=digests)
+    index = build_tree_index(root, scheduler_only_paths, frozenset(relative for relative, snapshot in snapshots.items() if snapshot[2]))
+    digests = index_digests(index)
+    # The index first: a snapshot never names an index that is not on disk.
+    if save_pickle(index_path, {"digests": digests, "index": index}):
+        save_pickle(snapshot_path, {"digests": digests, "files": snapshots})
+    return IndexHandle(str(root), lambda: index, digests=digests, index=index)
