@@ -43,16 +43,23 @@ KV102 rewrites it to `resolve_dcp_kv_block_size(spec, dcp)`, after which both pa
 
 from __future__ import annotations
 
-
+from kvlint.analysis.sizing.divergences import PathDivergence
 from kvlint.engine.rule import Example, Rule
-from kvlint.analysis.sizing.reading import SizingRuleMixin
+from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing
+from kvlint.types import Severity
+
+_VIEWS = {"group": " (worker view: the container as given)", "scheduler": " (scheduler view: flattened to its first layer)"}
 
 
-class DivergentSizingPaths(SizingRuleMixin, Rule):
+class DivergentSizingPaths(SizingReport, Rule):
     __doc__ = __doc__
     CODE = "KV103"
     NAME = "divergent-sizing-paths"
-    MESSAGE = "`{path}` gives {tokens} tokens per block for {kind} at DCP={dcp} where the scheduler's `{scheduler}` gives {expected}"
+    MESSAGE = "`{path}` gives {tokens} tokens per block for {kind} at DCP={dcp}{view} where the scheduler's `{scheduler}` gives {expected}{also}"
+    REPORTS = PathDivergence
+    COMPARED_WITH = ("reference", "resolver")
+    # A finding covers the divergent path's whole def: a review points at the changed line it sits on.
+    REPORTS_WHOLE_FUNCTION = True
 
     TRIGGERS = (("block_size",), ("dcp", "decode_context_parallel", "cp_world_size"))
 
@@ -106,3 +113,22 @@ class DivergentSizingPaths(SizingRuleMixin, Rule):
         ),
     ]
 
+    @classmethod
+    def describe(cls, divergence: PathDivergence) -> str:
+        message = cls.MESSAGE.format(
+            path=divergence.path,
+            tokens=divergence.tokens,
+            kind=divergence.kind,
+            dcp=divergence.dcp,
+            view=_VIEWS.get(divergence.view or "", ""),
+            scheduler=divergence.scheduler,
+            expected=divergence.expected_tokens,
+            also=f"; also differs for {listing(divergence.also)}" if divergence.also else "",
+        )
+        if divergence.rejected_under_dcp is not None:
+            message += ONLY_REJECTED.format(reasons=divergence.rejected_under_dcp)
+        return message
+
+    @classmethod
+    def severity_of(cls, divergence: PathDivergence) -> Severity:
+        return Severity.ERROR if divergence.rejected_under_dcp is None else Severity.WARNING

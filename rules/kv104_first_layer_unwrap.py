@@ -38,15 +38,20 @@ from __future__ import annotations
 
 import libcst as cst
 
+from kvlint.analysis.sizing.divergences import FirstLayerPick
+from kvlint.analysis.vocabulary import CONTAINER_CLASS
 from kvlint.engine.rule import Example, Rule
-from kvlint.analysis.sizing.reading import SizingRuleMixin
+from kvlint.rules._sizing_report import SizingReport
+from kvlint.types import Severity
 
 
-class FirstLayerUnwrap(SizingRuleMixin, Rule):
+class FirstLayerUnwrap(SizingReport, Rule):
     __doc__ = __doc__
     CODE = "KV104"
     NAME = "first-layer-unwrap"
     MESSAGE = "`{function}` decides for the whole group from its first layer only: {first} gives {a} but {second} gives {b}"
+    ONLY_APART = " — only when a container mixes spec families that vLLM groups apart"
+    REPORTS = FirstLayerPick
 
     TRIGGERS = (("kv_cache_specs",), ("next(",))
 
@@ -79,6 +84,21 @@ class FirstLayerUnwrap(SizingRuleMixin, Rule):
             """
         ),
     ]
+
+    @classmethod
+    def describe(cls, divergence: FirstLayerPick) -> str:
+        message = cls.MESSAGE.format(
+            function=divergence.function,
+            first=f"{CONTAINER_CLASS}{{{divergence.first}, {divergence.second}}}",
+            a=divergence.answer,
+            second=f"{{{divergence.second}, {divergence.first}}}",
+            b=divergence.reversed_answer,
+        )
+        return message if divergence.plausible else message + cls.ONLY_APART
+
+    @classmethod
+    def severity_of(cls, divergence: FirstLayerPick) -> Severity:
+        return Severity.ERROR if divergence.plausible else Severity.WARNING
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value == "next":

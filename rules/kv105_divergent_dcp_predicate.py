@@ -38,15 +38,20 @@ from __future__ import annotations
 
 import libcst as cst
 
+from kvlint.analysis.sizing.divergences import PredicateDivergence
+from kvlint.analysis.sizing.reading import helper_signature
 from kvlint.engine.rule import Example, Rule
-from kvlint.analysis.sizing.reading import SizingRuleMixin, helper_signature
+from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing
+from kvlint.types import Severity
 
 
-class DivergentDcpPredicate(SizingRuleMixin, Rule):
+class DivergentDcpPredicate(SizingReport, Rule):
     __doc__ = __doc__
     CODE = "KV105"
     NAME = "divergent-dcp-predicate"
-    MESSAGE = "`{predicate}` decides DCP sharding differently from the resolver `{resolver}` for: {kinds}"
+    MESSAGE = "{predicate} decides DCP sharding differently from the resolver `{resolver}` for: {kinds}"
+    REPORTS = PredicateDivergence
+    COMPARED_WITH = ("resolver",)
 
     TRIGGERS = (("dcp", "decode_context_parallel"),)
 
@@ -88,6 +93,20 @@ class DivergentDcpPredicate(SizingRuleMixin, Rule):
         ),
     ]
 
+    @classmethod
+    def describe(cls, divergence: PredicateDivergence) -> str:
+        predicate = f"`{divergence.predicate}`"
+        if divergence.gate is not None:
+            predicate = f"`{divergence.gate}` in {predicate}"
+        rows = [f"{kind} ({mine}, resolver {theirs})" for kind, mine, theirs in divergence.kinds]
+        message = cls.MESSAGE.format(predicate=predicate, resolver=divergence.resolver, kinds=listing(rows, 8))
+        if divergence.rejected_under_dcp:
+            message += ONLY_REJECTED.format(reasons="; ".join(divergence.rejected_under_dcp))
+        return message
+
+    @classmethod
+    def severity_of(cls, divergence: PredicateDivergence) -> Severity:
+        return Severity.WARNING if divergence.rejected_under_dcp else Severity.ERROR
 
     # An inline gate is reported on its test: whatever expression that is.
     def visit_Call(self, node: cst.Call) -> None:

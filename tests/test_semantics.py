@@ -11,7 +11,9 @@ import pytest
 from kvlint.scan.config import Config
 from kvlint.scan.index_cache import build_project_index
 from kvlint.scan.runner import scan
+from kvlint.analysis.sizing.divergences import FirstLayerPick, PathDivergence, PredicateDivergence
 from kvlint.analysis.sizing.semantics import Container, Layer, SizingAnalysis
+from kvlint.rules._sizing_report import sizing_findings
 from kvlint.types import Severity
 
 OFFLOADING_CONFIG = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py"
@@ -279,9 +281,21 @@ def test_scheduler_reference_has_a_single_group_view(tree_029):
     assert table(analysis, "resolve_kv_cache_block_sizes", "single-group")["MambaSpec"] == "dcp"
 
 
-def test_findings_on_the_fixture_tree(tree_029):
+def test_divergences_on_the_fixture_tree(tree_029):
     analysis = analyse(tree_029)
-    by_code = {(i.code, i.qualname): i for i in analysis.issues}
+    by_type = {(type(d), d.qualname): d for d in analysis.divergences}
+    path = by_type[(PathDivergence, "build_offloading_config")]
+    assert (path.kind, path.view, path.tokens, path.expected_tokens) == ("UniformTypeKVCacheSpecs{MLA, indexer}", "group", "16", "32")
+    assert path.scheduler.endswith(":resolve_kv_cache_block_sizes") and path.rejected_under_dcp is None
+    predicate = by_type[(PredicateDivergence, "dcp_world_size_for_kv_cache_spec")]
+    assert ("SlidingWindowSpec", "1", "dcp") in predicate.kinds and predicate.gate is None and predicate.column is None
+    assert predicate.rejected_under_dcp  # every differing kind is rejected under DCP by the tree
+    pick = by_type[(FirstLayerPick, "dcp_world_size_for_kv_cache_spec")]
+    assert pick.column is not None and pick.answer != pick.reversed_answer
+
+
+def test_rules_word_the_divergences_of_the_fixture_tree(tree_029):
+    by_code = {(f.code, f.qualname): f for f in sizing_findings(analyse(tree_029))}
     kv103 = by_code[("KV103", "build_offloading_config")]
     assert kv103.severity is Severity.ERROR
     assert "UniformTypeKVCacheSpecs{MLA, indexer} at DCP=2" in kv103.message
@@ -305,7 +319,7 @@ def test_the_after_tree_agrees(tmp_path):
         },
     )
     analysis = analyse(root)
-    assert [i for i in analysis.issues] == []
+    assert analysis.divergences == ()
     worker = table(analysis, "build_offloading_config", "group")
     assert worker["UniformTypeKVCacheSpecs{MLA, indexer}"] == "dcp"
 
@@ -322,7 +336,7 @@ def test_dcp_sharded_attribute_defaults_and_post_init(tmp_path):
     assert resolver["UniformTypeKVCacheSpecs{MLA, indexer}"] == "dcp"  # __post_init__ copies the first layer's
     single = table(analysis, "resolve_kv_cache_block_sizes", "single-group")
     assert single["MambaSpec"] == "1" and single["MLAAttentionSpec"] == "dcp"
-    assert analysis.issues == ()
+    assert analysis.divergences == ()
 
 
 def test_what_cannot_be_evaluated_is_unknown(tmp_path):
@@ -341,7 +355,7 @@ def test_what_cannot_be_evaluated_is_unknown(tmp_path):
     )
     analysis = analyse(root)
     assert set(table(analysis, "resolve_dcp_kv_block_size").values()) == {"?"}
-    assert analysis.issues == ()  # never a finding from a guess
+    assert analysis.divergences == ()  # never a finding from a guess
 
 
 def test_type_is_comparison(tmp_path):
@@ -413,16 +427,16 @@ def test_real_029_analysis(real_analysis):
     assert analysis.resolver == "vllm.v1.core.kv_cache_utils:resolve_dcp_kv_block_size"
     dsa = next(k for k in analysis.kinds if k.label == "UniformTypeKVCacheSpecs{MLA, indexer}")
     assert dsa.spec.layers[1].cls == "MLAAttentionSpec"  # DeepseekV32IndexerCache's spec
-    codes = {(i.code, i.qualname) for i in analysis.issues}
-    assert ("KV103", "build_offloading_config") in codes
-    assert ("KV105", "dcp_world_size_for_kv_cache_spec") in codes
+    found = {(type(d), d.qualname) for d in analysis.divergences}
+    assert (PathDivergence, "build_offloading_config") in found
+    assert (PredicateDivergence, "dcp_world_size_for_kv_cache_spec") in found
 
 
 def test_real_030_offloading_connector_agrees(real_tree, real_analysis):
     root = real_tree("0.30.0")
     assert [f for f in _sizing_findings(root, OFFLOADING_CONFIG) if f.code == "KV103"] == []
     analysis = real_analysis("0.30.0")
-    assert not [i for i in analysis.issues if i.module_path == OFFLOADING_CONFIG]
+    assert not analysis.divergences_in(OFFLOADING_CONFIG)
     worker = table(analysis, "build_offloading_config", "group")
     assert worker["UniformTypeKVCacheSpecs{MLA, indexer}"] == "dcp"
 
@@ -433,7 +447,7 @@ def test_real_033_reads_dcp_sharded(real_analysis):
     assert resolver["MambaSpec"] == "1"
     assert resolver["MLAAttentionSpec"] == "dcp"
     assert resolver["UniformTypeKVCacheSpecs{MLA, indexer}"] == "dcp"
-    assert not [i for i in analysis.issues if i.module_path == OFFLOADING_CONFIG]
+    assert not analysis.divergences_in(OFFLOADING_CONFIG)
 
 
 @pytest.mark.parametrize("version", ["0.27.1", "0.28.0"])
@@ -441,8 +455,8 @@ def test_real_trees_without_a_resolver(real_tree, version):
     sizing = build_project_index([real_tree(version) / "vllm"]).sizing
     assert isinstance(sizing, SizingAnalysis)
     assert sizing.resolver is None
-    kv103 = [i for i in sizing.issues if i.code == "KV103" and i.module_path == OFFLOADING_CONFIG]
-    assert kv103 and "UniformTypeKVCacheSpecs{MLA, indexer}" in kv103[0].message
+    paths = [d for d in sizing.divergences_in(OFFLOADING_CONFIG) if isinstance(d, PathDivergence)]
+    assert paths and paths[0].kind == "UniformTypeKVCacheSpecs{MLA, indexer}"
 
 
 @pytest.mark.parametrize("version", ["0.27.1", "0.29.0", "0.33.0"])

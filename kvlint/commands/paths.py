@@ -17,6 +17,7 @@ from kvlint.scan.config import find_pyproject, load_config
 from kvlint.analysis.tree_index import find_tree_root
 from kvlint.scan.index_cache import build_project_index
 from kvlint.analysis.sizing.semantics import SizingAnalysis, SizingPath
+from kvlint.rules._sizing_report import sizing_findings
 
 EXIT_OK, EXIT_ERROR = 0, 2
 _VIEW_TAGS = {"group": "w", "scheduler": "s", "single-group": "1g"}
@@ -64,9 +65,9 @@ def render_text(analysis: SizingAnalysis, root: str) -> str:
     reasons = sorted({k.rejected_under_dcp for k in analysis.kinds if k.rejected_under_dcp})
     for reason in reasons:
         lines.append(f"† rejected under DCP: {reason}")
-    if analysis.issues:
+    if analysis.divergences:
         lines.append("")
-        for issue in sorted(analysis.issues, key=lambda i: (i.module_path, i.line, i.code)):
+        for issue in sorted(sizing_findings(analysis), key=lambda i: (i.module_path, i.line, i.code)):
             lines.append(f"{issue.module_path}:{issue.line}: {issue.code} [{issue.severity.value}] {issue.message}")
     return "\n".join(lines) + "\n"
 
@@ -105,7 +106,7 @@ def render_json(analysis: SizingAnalysis, root: str) -> str:
                 "severity": i.severity.value,
                 "message": i.message,
             }
-            for i in analysis.issues
+            for i in sizing_findings(analysis)
         ],
     }
     return json.dumps(document, indent=2) + "\n"

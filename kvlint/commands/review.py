@@ -100,7 +100,7 @@ def make_review(repo: Path, base: str, head: str | None, config_path: str | None
                 materialise_python_tree(repo, base_commit, base_tree)
                 inside = [base_tree / p for p in python if (base_tree / p).is_file()] or [base_tree]
                 sizing = build_project_index(inside, scheduler_only_paths=tuple(config.scheduler_only_paths)).sizing
-                return {issue_key(issue) for issue in (sizing.issues if sizing is not None else ())}
+                return {issue_key(issue) for issue in (sizing.divergences if sizing is not None else ())}
 
             anchored, replaced = findings_through_touched_targets(
                 result.project, tree, change.files, texts, findings, result.rules, config, base_issue_keys

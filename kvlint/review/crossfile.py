@@ -1,14 +1,16 @@
 """Cross-file findings a pull request causes without touching the file they are reported in.
 
-KV103 compares every sizing path with the scheduler's (the tree's reference path, which goes through
-the resolver); KV105 compares every DCP predicate with the resolver. A pull request that changes the
-reference or the resolver can make an untouched connector diverge: that finding names a path the pull
-request touched, so it belongs to the review, anchored on the changed lines of the touched function.
+Some rules compare every sizing path with the scheduler's (the tree's reference path, which goes through
+the resolver) or every DCP predicate with the resolver; each says so in `COMPARED_WITH`. A pull request
+that changes the reference or the resolver can make an untouched connector diverge: that finding names a
+path the pull request touched, so it belongs to the review, anchored on the changed lines of the touched
+function.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -20,12 +22,17 @@ from kvlint.review.diff import ChangedFile
 from kvlint.engine.rule import Rule
 from kvlint.types import Finding
 
-# Which comparison target each cross-file rule measures against.
-_COMPARED_WITH = {"KV103": ("reference", "resolver"), "KV105": ("resolver",)}
+
+def issue_key(divergence) -> tuple:
+    """What a divergence of the sizing analysis says, wherever it sits: the same kind of record about the
+    same function with the same paths and counterexamples, at any line, is the same divergence."""
+    said = tuple((f.name, getattr(divergence, f.name)) for f in dataclasses.fields(divergence) if f.name not in ("line", "column"))
+    return (type(divergence).__name__, *said)
 
 
-def issue_key(issue) -> tuple[str, str, str, str]:
-    return (issue.code, issue.module_path, issue.qualname, " ".join(issue.message.split()))
+def _reporting_rule(divergence, rules: tuple[type[Rule], ...]) -> type[Rule] | None:
+    """The selected rule that reports this kind of divergence (a rule declares it in `REPORTS`)."""
+    return next((rule for rule in rules if isinstance(divergence, getattr(rule, "REPORTS", ()))), None)
 
 
 def function_spans(text: str) -> dict[str, tuple[int, int]]:
@@ -58,7 +65,7 @@ def _repository_path(root: str, module_path: str, tree: Path) -> str | None:
 
 def touched_targets(project, tree: Path, changes: dict[str, ChangedFile], texts: dict[str, str]) -> dict[str, tuple[str, str, int]]:
     """role ("reference" | "resolver") -> (path name, repository path, first changed line in it)."""
-    analysis = getattr(project, "sizing", None)
+    analysis = project.sizing
     if analysis is None or project.root is None:
         return {}
     touched: dict[str, tuple[str, str, int]] = {}
@@ -85,12 +92,12 @@ def findings_through_touched_targets(
     scanned: list[Finding],
     rules: tuple[type[Rule], ...],
     config: Config,
-    base_issue_keys: Callable[[], set[tuple[str, str, str, str]]],
+    base_issue_keys: Callable[[], set[tuple]],
 ) -> tuple[list[Finding], list[Finding]]:
     """(findings re-anchored on the touched reference/resolver, the scanned findings they replace).
 
-    Only divergences the change creates count: an issue the base revision already had, word for word
-    (same rule, path and counterexamples), is not the pull request's doing, even if it edits the target.
+    Only divergences the change creates count: one the base revision already had (same record, path and
+    counterexamples) is not the pull request's doing, even if it edits the target.
     """
     touched = touched_targets(project, tree, changes, texts)
     if not touched:
@@ -99,15 +106,15 @@ def findings_through_touched_targets(
     from kvlint.scan.runner import module_path_of, rules_for  # the same per-file rule selection as a scan
 
     analysis = project.sizing
-    selected = {rule.CODE: rule for rule in rules}
     anchored: list[Finding] = []
     replaced: list[Finding] = []
     linted: dict[str, list[Finding]] = {}
-    for issue in analysis.issues:
-        roles = [role for role in _COMPARED_WITH.get(issue.code, ()) if role in touched]
-        if not roles or issue.code not in selected or issue_key(issue) in before:
+    for divergence in analysis.divergences:
+        rule = _reporting_rule(divergence, rules)
+        roles = [role for role in getattr(rule, "COMPARED_WITH", ()) if role in touched]
+        if rule is None or not roles or issue_key(divergence) in before:
             continue
-        repository_path = _repository_path(project.root, issue.module_path, tree)
+        repository_path = _repository_path(project.root, divergence.module_path, tree)
         if repository_path is None or repository_path.startswith("../"):
             continue
         if repository_path in changes:
@@ -117,7 +124,7 @@ def findings_through_touched_targets(
                 linted[repository_path] = _lint_one(tree, repository_path, project, rules, config, module_path_of, rules_for)
             candidates = linted[repository_path]
         # Through the engine, so that suppression comments and per-file-ignores still hold.
-        finding = next((f for f in candidates if f.code == issue.code and f.line == issue.line), None)
+        finding = next((f for f in candidates if f.code == rule.CODE and f.line == divergence.line), None)
         if finding is None or changes.get(repository_path, ChangedFile("")).touches(finding.line, max(finding.end_line, finding.line)):
             continue
         name, target_path, anchor = touched[roles[0]]

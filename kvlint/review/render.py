@@ -11,6 +11,7 @@ import html
 import re
 from collections import Counter
 
+from kvlint.engine.registry import rule_class
 from kvlint.review.review import Review, ReviewComment, why_sentence
 from kvlint.types import Applicability, Finding
 
@@ -160,7 +161,7 @@ def rdjson(review: Review, texts: dict[str, str]) -> dict:
                 text = lines[line - 1] if 0 < line <= len(lines) else ""
                 return {"line": line, "column": _utf8_column(text, column)}
 
-            if finding.code == "KV103" or finding.end_line - finding.line > 20:
+            if getattr(rule_class(finding.code), "REPORTS_WHOLE_FUNCTION", False) or finding.end_line - finding.line > 20:
                 # A whole function: point at the changed line the comment sits on.
                 location_range = {"start": {"line": comment.line}}
             else:

@@ -1,7 +1,7 @@
 """Which findings a pull request is answerable for, and the review comments that say so.
 
-A finding belongs to the review when a line it spans was added or changed by the pull request (a KV103
-finding spans the divergent sizing path's function, so it counts when that function was touched). Each
+A finding belongs to the review when a line it spans was added or changed by the pull request (a finding
+on a divergent sizing path spans that path's function, so it counts when the function was touched). Each
 comment sits on changed lines; a safe fix becomes a ```suggestion``` that replaces exactly the lines it
 is anchored to, computed by applying the fix to the file's text (kvlint.fixing.apply.apply_fixes).
 """

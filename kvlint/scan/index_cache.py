@@ -78,8 +78,8 @@ def _digest(value: object) -> str:
 def index_digests(index: TreeIndex) -> IndexDigests:
     sizing = index.sizing
     by_module: dict[str, list] = {}
-    for issue in sizing.issues if sizing is not None else ():
-        by_module.setdefault(issue.module_path, []).append(issue)
+    for divergence in sizing.divergences if sizing is not None else ():
+        by_module.setdefault(divergence.module_path, []).append(divergence)
     shared = _digest((replace(index, sizing=None), sizing is not None))
     return IndexDigests(shared, {module: _digest(found) for module, found in by_module.items()})
 

@@ -20,6 +20,7 @@ from typing import Any
 from kvlint.analysis.ast_helpers import dotted as _dotted
 from kvlint.analysis.ast_helpers import field_default as _field_default
 from kvlint.analysis.hierarchy import SpecHierarchy
+from kvlint.analysis.sizing.divergences import Divergence, FirstLayerPick, PathDivergence, PredicateDivergence
 from kvlint.analysis.vocabulary import (
     ATTENTION_ROOT,
     CONTAINER_CLASS,
@@ -30,7 +31,6 @@ from kvlint.analysis.vocabulary import (
     is_dcp_name,
     sees_only_scheduler_config,
 )
-from kvlint.types import Severity
 
 DCP = 2
 BLOCK_SIZE = 16
@@ -976,31 +976,21 @@ class SizingPath:
 
 
 @dataclass(frozen=True)
-class SizingIssue:
-    code: str
-    module_path: str
-    qualname: str
-    line: int
-    column: int | None  # None: reported on the def; else the 1-based character column of the expression
-    message: str
-    severity: Severity
-
-
-@dataclass(frozen=True)
 class SizingAnalysis:
     """Plain, picklable results of the cross-file analysis (ProjectIndex.sizing)."""
 
     kinds: tuple[SpecKind, ...]
     paths: tuple[SizingPath, ...]
-    issues: tuple[SizingIssue, ...]
+    divergences: tuple[Divergence, ...]
     reference: str | None  # the scheduler's path name
     resolver: str | None
     source: str = ""
     dcp: int = DCP
     block_size: int = BLOCK_SIZE
 
-    def issues_for(self, module_path: str, code: str) -> tuple[SizingIssue, ...]:
-        return tuple(i for i in self.issues if i.module_path == module_path and i.code == code)
+    def divergences_in(self, module_path: str) -> tuple[Divergence, ...]:
+        """The divergences placed in one module: all a rule linting that module reads of the analysis."""
+        return tuple(d for d in self.divergences if d.module_path == module_path)
 
     def differs(self, path: SizingPath, index: int) -> bool:
         """Whether this cell disagrees with what the path is compared against."""
@@ -1273,7 +1263,7 @@ class _Analyser:
     def analyse(self) -> SizingAnalysis:
         _, path_candidates = self.candidates()
         columns: list[SizingPath] = []
-        issues: list[SizingIssue] = []
+        issues: list[Divergence] = []
         resolver_column = None
         for helper, factors in self.predicates:
             is_resolver = helper.function.name == RESOLVER_NAME and not helper.classes
@@ -1344,7 +1334,7 @@ class _Analyser:
         return SizingAnalysis(
             kinds=self.kinds,
             paths=tuple(columns),
-            issues=tuple(issues),
+            divergences=tuple(issues),
             reference=scheduler.name if scheduler is not None else None,
             resolver=resolver_column.name if resolver_column is not None else None,
             source=self.program.source,
@@ -1359,7 +1349,7 @@ class _Analyser:
         pool = sorted(pool, key=lambda i: (not self.kinds[i].is_container, i))
         return pool[0], bool(reachable)
 
-    def divergent_path(self, candidate: _Candidate, column: SizingPath, scheduler: SizingPath) -> SizingIssue | None:
+    def divergent_path(self, candidate: _Candidate, column: SizingPath, scheduler: SizingPath) -> PathDivergence | None:
         reference = scheduler.factors("scheduler")
         differing: dict[int, tuple[str, str]] = {}
         for view, factors in column.views:
@@ -1371,38 +1361,36 @@ class _Analyser:
         index, reachable = self._pick(list(differing))
         view, mine = differing[index]
         kind = self.kinds[index]
-        seen = ""
-        if kind.is_container:
-            seen = " (worker view: the container as given)" if view == "group" else " (scheduler view: flattened to its first layer)"
-        others = [self.kinds[i].label for i in differing if i != index]
-        more = f"; also differs for {_listing(others)}" if others else ""
-        message = (
-            f"`{column.name}` gives {_tokens(mine)} tokens per block for {kind.label} at DCP={DCP}{seen} "
-            f"where the scheduler's `{scheduler.name}` gives {_tokens(reference[index])}{more}"
+        return PathDivergence(
+            candidate.module.path, candidate.qualname, candidate.function.lineno,
+            path=column.name,
+            scheduler=scheduler.name,
+            kind=kind.label,
+            view=view if kind.is_container else None,
+            tokens=_tokens(mine),
+            expected_tokens=_tokens(reference[index]),
+            dcp=DCP,
+            also=tuple(self.kinds[i].label for i in differing if i != index),
+            rejected_under_dcp=None if reachable else kind.rejected_under_dcp,
         )
-        if not reachable:
-            message += f" — only for kinds vLLM rejects under DCP ({kind.rejected_under_dcp})"
-        return SizingIssue("KV103", candidate.module.path, candidate.qualname, candidate.function.lineno, None,
-                           message, Severity.ERROR if reachable else Severity.WARNING)
 
     def divergent_predicate(self, candidate: _Candidate, anchor: ast.AST, factors, truth_table, resolver: SizingPath,
-                            gate: ast.IfExp | None) -> SizingIssue | None:
+                            gate: ast.IfExp | None) -> PredicateDivergence | None:
         differing = [i for i, (a, b) in enumerate(zip(factors, truth_table)) if "?" not in (a, b) and a != b]
         if not differing:
             return None
         _, reachable = self._pick(differing)
-        rows = [f"{self.kinds[i].label} ({factors[i]}, resolver {truth_table[i]})" for i in differing]
-        subject = f"`{' '.join(ast.unparse(gate).split())}` in `{candidate.name}`" if gate is not None else f"`{candidate.name}`"
-        message = f"{subject} decides DCP sharding differently from the resolver `{resolver.name}` for: {_listing(rows, 8)}"
-        if not reachable:
-            reasons = sorted({self.kinds[i].rejected_under_dcp for i in differing})
-            message += f" — only for kinds vLLM rejects under DCP ({'; '.join(reasons)})"
-        column = candidate.module.column(anchor) if gate is not None else None
-        line = anchor.lineno
-        return SizingIssue("KV105", candidate.module.path, candidate.qualname, line, column, message,
-                           Severity.ERROR if reachable else Severity.WARNING)
+        return PredicateDivergence(
+            candidate.module.path, candidate.qualname, anchor.lineno,
+            column=candidate.module.column(anchor) if gate is not None else None,
+            predicate=candidate.name,
+            gate=" ".join(ast.unparse(gate).split()) if gate is not None else None,
+            resolver=resolver.name,
+            kinds=tuple((self.kinds[i].label, factors[i], truth_table[i]) for i in differing),
+            rejected_under_dcp=() if reachable else tuple(sorted({self.kinds[i].rejected_under_dcp for i in differing})),
+        )
 
-    def first_layer_unwraps(self, candidate: _Candidate, as_helper: bool) -> list[SizingIssue]:
+    def first_layer_unwraps(self, candidate: _Candidate, as_helper: bool) -> list[FirstLayerPick]:
         picks = _first_layer_picks(candidate.function)
         if not picks:
             return []
@@ -1428,15 +1416,10 @@ class _Analyser:
         attention = self.program.hierarchy.attention_family()
         found.sort(key=lambda f: (not f[0], not (f[1].cls in attention and f[2].cls in attention)))
         plausible, first, second, a, b = found[0]
-        message = (
-            f"`{candidate.name}` decides for the whole group from its first layer only: "
-            f"{CONTAINER_CLASS}{{{first.cls}, {second.cls}}} gives {a} but {{{second.cls}, {first.cls}}} gives {b}"
-        )
-        if not plausible:
-            message += " — only when a container mixes spec families that vLLM groups apart"
-        severity = Severity.ERROR if plausible else Severity.WARNING
         return [
-            SizingIssue("KV104", candidate.module.path, candidate.qualname, pick.lineno, candidate.module.column(pick), message, severity)
+            FirstLayerPick(candidate.module.path, candidate.qualname, pick.lineno, candidate.module.column(pick),
+                           function=candidate.name, first=first.cls, second=second.cls, answer=a, reversed_answer=b,
+                           plausible=plausible)
             for pick in picks
         ]
 
@@ -1458,11 +1441,6 @@ def _differs(mine: str, scheduler: SizingPath, index: int) -> bool:
 
 def _tokens(factor: str) -> str:
     return {"dcp": str(BLOCK_SIZE * DCP), "1": str(BLOCK_SIZE)}.get(factor, "?")
-
-
-def _listing(items: list[str], limit: int = 3) -> str:
-    shown = ", ".join(items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def analyse_program(program: Program) -> SizingAnalysis:

@@ -1,0 +1,125 @@
+"""Report the sizing analysis' divergences of one kind at their def (or expression) in the linted module.
+
+KV103–KV105 find nothing themselves: the cross-file analysis (kvlint.analysis.sizing) has already found
+every divergence of the tree as a plain record. Each of these rules says which record type it reports
+(`REPORTS`) and words it (`describe`, `severity_of`); this mixin places the records of the linted module
+on its nodes. Kept out of the rule modules' names (`_…`) so that the registry sees only real rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from kvlint.analysis.sizing.reading import analyse_single_file
+from kvlint.analysis.sizing.semantics import SizingAnalysis
+from kvlint.engine.registry import all_rules
+from kvlint.types import Severity
+
+# The suffix of a KV103/KV105 message when every differing kind is one the tree rejects under DCP.
+ONLY_REJECTED = " — only for kinds vLLM rejects under DCP ({reasons})"
+
+
+def listing(items: list[str] | tuple[str, ...], limit: int = 3) -> str:
+    """`a, b, c and 2 more`."""
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def analysis_for(context) -> SizingAnalysis | None:
+    """The tree's analysis; for a scan without a tree, this file analysed alone."""
+    project = context.project
+    if project.sizing is not None:
+        return project.sizing
+    if project.root is None:
+        return analyse_single_file(context.module_path, context.source, project.hierarchy)
+    return None
+
+
+class SizingReport:
+    """Mixed into a Rule (before it): reports this rule's divergences of the linted module."""
+
+    REPORTS: ClassVar[type]  # the divergence record type this rule words
+    # What this rule's findings compare a path with ("reference": the scheduler's path, "resolver"): a
+    # review re-anchors them on a change to that target (kvlint.review.crossfile).
+    COMPARED_WITH: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def describe(cls, divergence) -> str:
+        raise NotImplementedError
+
+    @classmethod
+    def severity_of(cls, divergence) -> Severity:
+        raise NotImplementedError
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        analysis = analysis_for(self.context)
+        found = analysis.divergences_in(self.context.module_path) if analysis is not None else ()
+        self._divergences = [d for d in found if isinstance(d, self.REPORTS)]
+        self._scopes: list[str] = []
+
+    # Scope tracking: a divergence without a column is reported at the def whose qualified name it carries.
+    def visit_ClassDef(self, node) -> None:
+        self._scopes.append(node.name.value)
+
+    def leave_ClassDef(self, original_node) -> None:
+        self._scopes.pop()
+
+    def visit_FunctionDef(self, node) -> None:
+        self._scopes.append(node.name.value)
+        self._report_def(node)
+
+    def leave_FunctionDef(self, original_node) -> None:
+        self._scopes.pop()
+
+    def _report(self, node, divergence) -> None:
+        self._divergences.remove(divergence)
+        self.report(node, self.describe(divergence), severity=self.severity_of(divergence))
+
+    def _report_def(self, node) -> None:
+        qualname = ".".join(self._scopes)
+        for divergence in [d for d in self._divergences if d.column is None and d.qualname == qualname]:
+            self._report(node, divergence)
+
+    def _report_expression(self, node) -> None:
+        if not any(d.column is not None for d in self._divergences):
+            return
+        position = self.context.position(node)
+        for divergence in self._divergences:
+            if divergence.column is not None and divergence.line == position.start.line and divergence.column == position.start.column + 1:
+                self._report(node, divergence)
+                return
+
+
+@dataclass(frozen=True)
+class SizingFinding:
+    """A divergence as its rule reports it, placed in its module (for `kvlint paths`)."""
+
+    code: str
+    module_path: str
+    qualname: str
+    line: int
+    column: int | None
+    severity: Severity
+    message: str
+
+
+def sizing_findings(analysis: SizingAnalysis) -> tuple[SizingFinding, ...]:
+    """Every divergence of the analysis worded by the rule that reports it, in the analysis' order."""
+    reporters = [rule for rule in all_rules() if issubclass(rule, SizingReport)]
+    found: list[SizingFinding] = []
+    for divergence in analysis.divergences:
+        rule = next(r for r in reporters if isinstance(divergence, r.REPORTS))
+        found.append(
+            SizingFinding(
+                rule.CODE,
+                divergence.module_path,
+                divergence.qualname,
+                divergence.line,
+                divergence.column,
+                rule.severity_of(divergence),
+                rule.describe(divergence),
+            )
+        )
+    return tuple(found)
