@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from kvlint.analysis.sizing.reading import analyse_single_file
-from kvlint.analysis.sizing.semantics import SizingAnalysis
+from kvlint.analysis.sizing.matrix import SizingAnalysis
+from kvlint.analysis.sizing.single_file import analyse_single_file
 from kvlint.engine.registry import all_rules
 from kvlint.types import Severity
 

@@ -21,7 +21,7 @@ from kvlint.scan import runner
 from kvlint.scan.result_cache import FileStat, ResultCache, configuration_key, stable_repr
 from kvlint.scan.config import Config
 from kvlint.analysis.hierarchy import SpecHierarchy
-from kvlint.analysis.sizing.semantics import SizingAnalysis
+from kvlint.analysis.sizing.matrix import SizingAnalysis
 from kvlint.analysis.tree_index import TreeIndex
 from kvlint.scan.index_cache import index_digests
 from kvlint.scan.releases import release_sources

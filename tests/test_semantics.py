@@ -12,7 +12,8 @@ from kvlint.scan.config import Config
 from kvlint.scan.index_cache import build_project_index
 from kvlint.scan.runner import scan
 from kvlint.analysis.sizing.divergences import FirstLayerPick, PathDivergence, PredicateDivergence
-from kvlint.analysis.sizing.semantics import Container, Layer, SizingAnalysis
+from kvlint.analysis.sizing.matrix import SizingAnalysis
+from kvlint.analysis.sizing.values import Container, Layer
 from kvlint.rules._sizing_report import sizing_findings
 from kvlint.types import Severity
 
@@ -464,7 +465,7 @@ def test_reading_only_files_that_could_matter_gives_the_same_analysis(real_tree,
     """A rebuild from the project cache reads only the files its snapshot marks as could-matter."""
     from kvlint.scan.result_cache import stable_repr
     from kvlint.analysis.hierarchy import read_hierarchy
-    from kvlint.analysis.sizing.reading import build_sizing_analysis
+    from kvlint.analysis.sizing.matrix import build_sizing_analysis
     from kvlint.analysis.vocabulary import INTERFACE_MODULE
     from kvlint.scan.index_cache import could_matter
 
@@ -482,7 +483,9 @@ def test_loops_over_a_containers_layers_run_every_layer():
     import ast
 
     from kvlint.analysis.hierarchy import BUILTIN_BASES, SpecHierarchy
-    from kvlint.analysis.sizing.semantics import UNKNOWN, Evaluator, Module, Program
+    from kvlint.analysis.sizing.evaluator import Evaluator
+    from kvlint.analysis.sizing.program import Module, Program
+    from kvlint.analysis.sizing.values import UNKNOWN
 
     source = textwrap.dedent(
         """

@@ -1,6 +1,7 @@
 """Recognise hand-written DCP scaling of a block size: `spec.block_size * (dcp if <gate> else 1)` and kin.
 
-Shared by KV101 (whose checks may sit in such a gate) and KV102 (which reports and rewrites the product).
+Shared by the per-file rules: a container check may sit in such a gate; the product itself is reported
+and rewritten to a resolver call.
 """
 
 from __future__ import annotations

@@ -12,8 +12,7 @@ from pathlib import Path
 
 from kvlint.analysis.hierarchy import SpecHierarchy, read_hierarchy
 from kvlint.analysis.resolver import find_resolver, read_resolver_rule
-from kvlint.analysis.sizing.reading import build_sizing_analysis
-from kvlint.analysis.sizing.semantics import SizingAnalysis
+from kvlint.analysis.sizing.matrix import SizingAnalysis, build_sizing_analysis
 from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE
 
 

@@ -16,7 +16,7 @@ import click
 from kvlint.scan.config import find_pyproject, load_config
 from kvlint.analysis.tree_index import find_tree_root
 from kvlint.scan.index_cache import build_project_index
-from kvlint.analysis.sizing.semantics import SizingAnalysis, SizingPath
+from kvlint.analysis.sizing.matrix import SizingAnalysis, SizingPath
 from kvlint.rules._sizing_report import sizing_findings
 
 EXIT_OK, EXIT_ERROR = 0, 2

@@ -99,7 +99,7 @@ def open_project_index(
 ) -> IndexHandle:
     """The index of the tree `paths` belong to, as a handle. `known_stats` (absolute path → FileStat)
     spares a second stat of the files the scan itself has just looked at; `scheduler_only_paths` is the
-    configuration's, which the sizing analysis' roles follow as KV101 does."""
+    configuration's, which the sizing analysis' roles follow as the per-file container rule does."""
     root = next((r for r in (find_tree_root(p) for p in paths) if r is not None), None)
     if root is None:
         return IndexHandle(None, None, index=TreeIndex(root=None, hierarchy=builtin_hierarchy()))

@@ -1,7 +1,7 @@
 """What the sizing analysis finds, as plain records: where it is and what disagrees with what.
 
-No wording and no severity: a rule turns a record into a finding (rules/kv103…kv105). Every record
-names its place the same way: the module, the function's qualified name, a line, and a column (None: the
+No wording and no severity: a rule turns a record into a finding (the sizing rules declare which
+record type they report). Every record names its place the same way: the module, the function's qualified name, a line, and a column (None: the
 function's def; else the 1-based character column of the expression).
 """
 

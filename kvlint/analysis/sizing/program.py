@@ -1,20 +1,21 @@
-"""Read the parts of a vLLM tree that size KV cache blocks, cheaply, into a `semantics.Program`.
+"""The code the sizing evaluator reads: the modules of interest of a tree, parsed with stdlib `ast`.
 
-One pass over the tree's text (a substring test per file) picks the candidate modules: those that talk
-about a block size and a DCP size, plus the spec interface and the module that builds the DSA indexer's
-spec. Only those are parsed, with stdlib `ast`. Nothing is imported.
+`read_program` picks them cheaply. One pass over the tree's text (a substring test per file) selects the
+candidates: modules that size a block near a DCP size or define a (spec, dcp) helper, then modules calling
+one of those helpers, plus the spec interface and the module that builds the DSA indexer's spec. Only those
+are parsed, most of them partially (the top-level blocks that may size blocks). Nothing is imported.
 """
 
 from __future__ import annotations
 
 import ast
-import dataclasses
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvlint.analysis.hierarchy import SpecHierarchy
-from kvlint.analysis.sizing.semantics import Layer, Module, Program, SizingAnalysis, analyse_program
+from kvlint.analysis.sizing.values import Layer
 from kvlint.analysis.vocabulary import DCP_WORDS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE, dcp_aliases
 
 # A function taking a spec and a DCP size: a helper that may decide the DCP factor itself.
@@ -24,32 +25,78 @@ _SPEC = re.compile(r"spec", re.IGNORECASE)
 _WINDOW = 8  # lines: a block size and a DCP size this close may be multiplied together
 _INDEXER_CLASS = re.compile(r"^class (\w*Indexer\w*)\b", re.MULTILINE)
 
-# Definitions a lone file is analysed against when no tree is scanned (vLLM 0.29.0's, like
-# project._DEFAULT_BASES); a file's own definitions take precedence.
-BUILTIN_MODULE = "vllm/v1/core/kv_cache_utils.py"
-BUILTIN_SOURCE = '''
-def iter_layer_specs(kv_cache_spec):
-    if isinstance(kv_cache_spec, UniformTypeKVCacheSpecs):
-        return kv_cache_spec.kv_cache_specs.values()
-    return (kv_cache_spec,)
+
+@dataclass
+class Module:
+    """One parsed module (maybe only its relevant top-level blocks) and the DCP aliases its text assigns."""
+
+    path: str  # relative to the tree root, "/"-separated
+    tree: ast.Module
+    text: str
+    dcp_aliases: frozenset[str] = frozenset()
+    functions: dict[str, ast.FunctionDef] = field(default_factory=dict)  # module level, by name
+    _lines: list[str] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        for node in self.tree.body:
+            if isinstance(node, ast.FunctionDef):
+                self.functions[node.name] = node
+
+    def segment(self, node: ast.AST) -> str:
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        return "\n".join(self._lines[node.lineno - 1 : node.end_lineno])
+
+    @property
+    def dotted(self) -> str:
+        name = self.path[:-3] if self.path.endswith(".py") else self.path
+        return name.replace("/", ".").removesuffix(".__init__")
+
+    def column(self, node: ast.AST) -> int:
+        """1-based character column of `node` (ast gives UTF-8 byte offsets)."""
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        line = self._lines[node.lineno - 1] if node.lineno - 1 < len(self._lines) else ""
+        return len(line.encode("utf-8")[: node.col_offset].decode("utf-8", "replace")) + 1
 
 
-def resolve_dcp_kv_block_size(spec, dcp_world_size):
-    layer_specs = iter_layer_specs(spec)
-    if len(layer_specs) > 0 and all(isinstance(layer_spec, AttentionSpec) for layer_spec in layer_specs):
-        return spec.block_size * dcp_world_size
-    return spec.block_size
+@dataclass
+class Program:
+    """What the evaluator may read: the spec hierarchy, spec class bodies, and the modules of interest."""
+
+    hierarchy: SpecHierarchy
+    classes: dict[str, ast.ClassDef]
+    modules: dict[str, Module]
+    # The indexer layer of a DSA group, as the tree builds it (class and literal constructor arguments).
+    indexer: Layer | None = None
+    source: str = ""
+    # Module paths that only receive the scheduler's (flattened) config: `scheduler-only-paths`.
+    scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS
+
+    def function(self, name: str, near: str | None = None) -> tuple[Module, ast.FunctionDef] | None:
+        if near is not None and near in self.modules and name in self.modules[near].functions:
+            return self.modules[near], self.modules[near].functions[name]
+        found = [(m, m.functions[name]) for m in self.modules.values() if name in m.functions]
+        if len(found) == 1:
+            return found[0]
+        preferred = [f for f in found if f[0].path.startswith("vllm/v1/")]
+        return preferred[0] if len(preferred) == 1 else None
+
+    def mro(self, name: str) -> list[str]:
+        order: list[str] = []
+
+        def visit(current: str) -> None:
+            if current in order:
+                return
+            order.append(current)
+            for base in self.hierarchy.bases.get(current, ()):
+                visit(base)
+
+        visit(name)
+        return order
 
 
-def resolve_kv_cache_block_sizes(kv_cache_config, vllm_config):
-    dcp = vllm_config.parallel_config.decode_context_parallel_size
-    groups = kv_cache_config.kv_cache_groups
-    group_block_sizes = [resolve_dcp_kv_block_size(g.kv_cache_spec, dcp) for g in groups]
-    return group_block_sizes
-'''
-
-
-def _module(path: str, text: str, partial: bool = False) -> Module | None:
+def parse_module(path: str, text: str, partial: bool = False) -> Module | None:
     """Parse a module; `partial` parses only its top-level blocks that may size blocks (much cheaper)."""
     tree = _parse_relevant(text, path) if partial else None
     if tree is None:
@@ -144,7 +191,7 @@ def read_program(root: Path, hierarchy: SpecHierarchy, only: frozenset[str] | No
                     selected[relative] = text
                 else:
                     maybe_callers[relative] = text
-    modules = {r: m for r, m in ((r, _module(r, t, partial=r != INTERFACE_MODULE)) for r, t in selected.items()) if m is not None}
+    modules = {r: m for r, m in ((r, parse_module(r, t, partial=r != INTERFACE_MODULE)) for r, t in selected.items()) if m is not None}
     helper_names = {
         name
         for module in modules.values()
@@ -154,16 +201,17 @@ def read_program(root: Path, hierarchy: SpecHierarchy, only: frozenset[str] | No
     }
     for relative, text in maybe_callers.items():
         if any(f"{name}(" in text for name in helper_names):
-            module = _module(relative, text, partial=True)
+            module = parse_module(relative, text, partial=True)
             if module is not None:
                 modules[relative] = module
     interface = modules.get(INTERFACE_MODULE)
-    classes = _spec_classes(interface, hierarchy) if interface is not None else {}
+    classes = spec_classes(interface, hierarchy) if interface is not None else {}
     indexer = next((layer for layer in map(lambda t: _indexer_layer(t, hierarchy), indexer_texts) if layer), None)
     return Program(hierarchy, classes, dict(sorted(modules.items())), indexer, source=str(root))
 
 
-def _spec_classes(module: Module, hierarchy: SpecHierarchy) -> dict[str, ast.ClassDef]:
+def spec_classes(module: Module, hierarchy: SpecHierarchy) -> dict[str, ast.ClassDef]:
+    """The bodies of the spec classes a module defines, by name."""
     return {n.name: n for n in module.tree.body if isinstance(n, ast.ClassDef) and n.name in hierarchy.bases}
 
 
@@ -180,62 +228,19 @@ def _indexer_layer(text: str, hierarchy: SpecHierarchy) -> Layer | None:
             continue
         for item in node.body:
             if isinstance(item, ast.FunctionDef) and item.name == "get_kv_cache_spec":
-                for statement in ast.walk(item):
-                    if isinstance(statement, ast.Return) and isinstance(statement.value, ast.Call):
-                        call = statement.value
-                        name = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", None)
-                        if name in hierarchy.bases:
-                            overrides = []
-                            for keyword in call.keywords:
-                                if keyword.arg and isinstance(keyword.value, ast.Constant):
-                                    overrides.append((keyword.arg, keyword.value.value))
-                            return Layer(name, tuple(overrides))
+                layer = _returned_spec(item, hierarchy)
+                if layer is not None:
+                    return layer
     return None
 
 
-def build_sizing_analysis(
-    root: Path | None,
-    hierarchy: SpecHierarchy,
-    only: frozenset[str] | None = None,
-    scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS,
-) -> SizingAnalysis | None:
-    """The cross-file analysis of a tree; None when there is no tree (rules then analyse each file alone)."""
-    if root is None:
-        return None
-    try:
-        program = read_program(Path(root), hierarchy, only)
-        return analyse_program(dataclasses.replace(program, scheduler_only_paths=tuple(scheduler_only_paths)))
-    except Exception:  # noqa: BLE001 - the per-file rules must still run; they then report nothing cross-file
-        return None
-
-
-_SINGLE_FILE_CACHE: dict[tuple[str, int], SizingAnalysis | None] = {}
-
-
-def analyse_single_file(module_path: str, text: str, hierarchy: SpecHierarchy) -> SizingAnalysis | None:
-    """A lone file against the built-in definitions (its own take precedence): for scans without a tree."""
-    key = (module_path, hash(text))
-    if key in _SINGLE_FILE_CACHE:
-        return _SINGLE_FILE_CACHE[key]
-    module = _module(module_path, text)
-    result = None
-    if module is not None:
-        modules = {module_path: module}
-        builtin = _module(BUILTIN_MODULE, BUILTIN_SOURCE)
-        if builtin is not None:
-            own = set(module.functions)
-            builtin.functions = {n: f for n, f in builtin.functions.items() if n not in own}
-            builtin.tree.body = [n for n in builtin.tree.body if not (isinstance(n, ast.FunctionDef) and n.name in own)]
-            if module_path != BUILTIN_MODULE:
-                modules[BUILTIN_MODULE] = builtin
-            else:
-                module.functions = {**builtin.functions, **module.functions}
-        classes = {n.name: n for n in module.tree.body if isinstance(n, ast.ClassDef) and n.name in hierarchy.bases}
-        try:
-            result = analyse_program(Program(hierarchy, classes, modules, None, source=f"{module_path} (alone)"))
-        except RecursionError:
-            result = None
-    if len(_SINGLE_FILE_CACHE) > 256:
-        _SINGLE_FILE_CACHE.clear()
-    _SINGLE_FILE_CACHE[key] = result
-    return result
+def _returned_spec(function: ast.FunctionDef, hierarchy: SpecHierarchy) -> Layer | None:
+    """The first `return XSpec(…)` of a spec class, with its literal keyword arguments."""
+    for statement in ast.walk(function):
+        if isinstance(statement, ast.Return) and isinstance(statement.value, ast.Call):
+            call = statement.value
+            name = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", None)
+            if name in hierarchy.bases:
+                overrides = [(k.arg, k.value.value) for k in call.keywords if k.arg and isinstance(k.value, ast.Constant)]
+                return Layer(name, tuple(overrides))
+    return None

@@ -1,0 +1,389 @@
+"""The sizing matrix of a tree — spec kinds × every sizing path or predicate — and its divergences.
+
+`analyse_program` finds the candidates (helpers that decide a spec's DCP factor, paths that size the
+groups of a config), evaluates each for every kind in the views it sees (a worker's config keeps
+containers, the scheduler's is flattened), and compares: every path with the scheduler's reference path,
+every predicate and inline gate with the resolver, every first-layer pick over both orders of a
+container's layers. The result is the plain, picklable `SizingAnalysis` that `kvlint paths` shows and
+the sizing rules report from.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from kvlint.analysis.hierarchy import SpecHierarchy
+from kvlint.analysis.sizing import sites
+from kvlint.analysis.sizing.divergences import Divergence, FirstLayerPick, PathDivergence, PredicateDivergence
+from kvlint.analysis.sizing.evaluator import Evaluator
+from kvlint.analysis.sizing.kinds import SpecKind, spec_kinds
+from kvlint.analysis.sizing.program import Program, read_program
+from kvlint.analysis.sizing.sites import Candidate
+from kvlint.analysis.sizing.values import BLOCK_SIZE, DCP, Container, Layer, join, known_number
+from kvlint.analysis.vocabulary import ATTENTION_ROOT, DEFAULT_SCHEDULER_ONLY_PATHS, RESOLVER_NAME, SCHEDULER_REFERENCE
+
+_CORE = "vllm/v1/core/"  # where upstream's own reference path and resolver live: preferred over copies
+
+
+@dataclass(frozen=True)
+class SizingPath:
+    """A column: one sizing path or predicate and the DCP factor it applies to each kind."""
+
+    name: str  # module:function, module dotted
+    module_path: str
+    qualname: str
+    line: int
+    role: str  # reference | resolver | predicate | scheduler | worker | both
+    # Per view ("group" = container as given, "scheduler" = flattened, "single-group"): one factor per kind.
+    views: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def factors(self, view: str) -> tuple[str, ...] | None:
+        return next((f for v, f in self.views if v == view), None)
+
+    def as_reference(self) -> SizingPath:
+        """The resolver standing in for the scheduler's path (a tree without `resolve_kv_cache_block_sizes`)."""
+        return SizingPath(self.name, self.module_path, self.qualname, self.line, "reference", (("scheduler", self.factors("scheduler") or ()),))
+
+
+@dataclass(frozen=True)
+class SizingAnalysis:
+    """Plain, picklable results of the cross-file analysis (TreeIndex.sizing)."""
+
+    kinds: tuple[SpecKind, ...]
+    paths: tuple[SizingPath, ...]
+    divergences: tuple[Divergence, ...]
+    reference: str | None  # the scheduler's path name
+    resolver: str | None
+    source: str = ""
+    dcp: int = DCP
+    block_size: int = BLOCK_SIZE
+
+    def divergences_in(self, module_path: str) -> tuple[Divergence, ...]:
+        """The divergences placed in one module: all a rule linting that module reads of the analysis."""
+        return tuple(d for d in self.divergences if d.module_path == module_path)
+
+    def differs(self, path: SizingPath, index: int) -> bool:
+        """Whether this cell disagrees with what the path is compared against."""
+        against = self._against(path)
+        if against is None:
+            return False
+        if path.role == "predicate":
+            target = against.factors("group")
+            return target is not None and any(f[index] != target[index] and "?" not in (f[index], target[index]) for _, f in path.views)
+        return any(_differs(f[index], against, index) for _, f in path.views)
+
+    def _against(self, path: SizingPath) -> SizingPath | None:
+        if path.role in ("reference", "resolver"):
+            return None
+        if path.role == "predicate":
+            return next((p for p in self.paths if p.name == self.resolver), None)
+        found = next((p for p in self.paths if p.name == self.reference and p.role == "reference"), None)
+        if found is None and self.reference == self.resolver:
+            found = next((p for p in self.paths if p.name == self.resolver), None)
+            return found.as_reference() if found is not None else None
+        return found
+
+
+def _differs(mine: str, scheduler: SizingPath, index: int) -> bool:
+    """Whether `mine` matches none of the scheduler's known answers for this kind (one per layout)."""
+    theirs = {factors[index] for _, factors in scheduler.views} - {"?"}
+    return mine != "?" and bool(theirs) and mine not in theirs
+
+
+# -- from values to factors ---------------------------------------------------------------------------
+
+
+def _factor(value, measure: str) -> str:
+    """"dcp", "1" or "?": what a span (block size × factor) or a bare factor says about DCP scaling."""
+    if not known_number(value):
+        return "?"
+    if measure == "span":
+        return {BLOCK_SIZE * DCP: "dcp", BLOCK_SIZE: "1"}.get(value, "?")
+    return {DCP: "dcp", 1: "1"}.get(value, "?")
+
+
+def _measure(value) -> str | None:
+    if value in (BLOCK_SIZE, BLOCK_SIZE * DCP):
+        return "span"
+    if value in (1, DCP):
+        return "factor"
+    return None
+
+
+def _combine(values: list) -> str:
+    factors = {_factor(v, _measure(v) or "span") for v in values}
+    return factors.pop() if len(factors) == 1 else "?"
+
+
+def _tokens(factor: str) -> str:
+    return {"dcp": str(BLOCK_SIZE * DCP), "1": str(BLOCK_SIZE)}.get(factor, "?")
+
+
+# -- the analysis ---------------------------------------------------------------------------------------
+
+
+class _Analyser:
+    def __init__(self, program: Program):
+        self.program = program
+        self.evaluator = Evaluator(program)
+        self.kinds = spec_kinds(program, self.evaluator)
+        self.predicates: list[tuple[Candidate, tuple[str, ...]]] = []
+
+    def run(self, candidate: Candidate, spec, as_helper: bool, at: dict[int, ast.AST] | None = None):
+        keywords = {p: spec for p in candidate.spec_params} if as_helper else {}
+        return self.evaluator.call(
+            candidate.module, candidate.function, [], keywords,
+            receiver=candidate.receiver, group_spec=spec, sites=at if at is not None else candidate.sites,
+        )
+
+    def factor(self, candidate: Candidate, spec, as_helper: bool) -> str:
+        value, frame = self.run(candidate, spec, as_helper)
+        if as_helper and known_number(value):
+            return _factor(value, _measure(value) or "span")
+        if as_helper and any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(candidate.function)):
+            return "?"  # what it returns is its answer; a size computed on one branch is not
+        recorded = [join(frame.recorded[k]) for k in candidate.sites if k in frame.recorded]
+        return _combine(recorded) if recorded else "?"
+
+    def single_group_factor(self, candidate: Candidate, spec) -> str:
+        """The scheduler's span when the config has one group: what the function returns first."""
+        value, _ = self.evaluator.call(candidate.module, candidate.function, [], {}, receiver=candidate.receiver,
+                                       group_spec=spec, sites={}, layout=1)
+        if isinstance(value, tuple) and value:
+            value = value[0]
+        return _factor(value, "span") if known_number(value) else "?"
+
+    # -- candidates ---------------------------------------------------------------------------------
+
+    def candidates(self) -> tuple[list[Candidate], list[Candidate]]:
+        """(helpers: take a spec and decide its DCP factor themselves, paths: size groups of a config).
+
+        Sets `predicates`: the helpers whose factors differ between kinds (and the resolver), with them."""
+        helpers = [c for c in self._functions({RESOLVER_NAME}) if self._is_helper(c)]
+        self.predicates = []
+        for helper in helpers:
+            delegates = helper.sites and all(
+                isinstance(s, ast.Call) and isinstance(s.func, ast.Name) and s.func.id == RESOLVER_NAME for s in helper.sites.values()
+            )
+            if delegates and helper.function.name != RESOLVER_NAME:
+                continue  # a wrapper of the resolver agrees with it by construction
+            factors = tuple(self.factor(helper, kind.spec, as_helper=True) for kind in self.kinds)
+            known = {f for f in factors if f != "?"}
+            if helper.function.name == RESOLVER_NAME or len(known) > 1:
+                self.predicates.append((helper, factors))
+        names = {h.function.name for h, _ in self.predicates if not h.classes} | {RESOLVER_NAME}
+        helper_ids = {id(h.function) for h in helpers}
+        paths = [c for c in self._functions(names) if id(c.function) not in helper_ids and c.sites]
+        return helpers, paths
+
+    def _functions(self, helper_names: set[str]) -> list[Candidate]:
+        """Every function of the program with its sizing sites (calls of `helper_names` among them)."""
+        found = []
+        for module in self.program.modules.values():
+            for qualname, function, classes in sites.functions(module):
+                at = sites.widen(sites.sizing_sites(function, module, helper_names), function)
+                found.append(Candidate(module, qualname, function, classes, sites.spec_roots(function), at))
+        return found
+
+    def _is_helper(self, candidate: Candidate) -> bool:
+        if not candidate.spec_params:
+            return False
+        from_params = any(sites.site_spec_from_parameter(s, candidate.spec_params) for s in candidate.sites.values())
+        return from_params or sites.has_dcp_param(candidate.function, candidate.module) or candidate.function.name == RESOLVER_NAME
+
+    # -- columns ------------------------------------------------------------------------------------
+
+    def _predicate_columns(self) -> tuple[list[SizingPath], SizingPath | None]:
+        """(a column per predicate, the resolver's column: upstream's when the tree has copies)."""
+        columns: list[SizingPath] = []
+        resolver = None
+        for helper, factors in self.predicates:
+            is_resolver = _is_resolver(helper)
+            views = [("group", factors)]
+            if is_resolver:
+                views.append(("scheduler", tuple(self.factor(helper, k.flattened(), True) for k in self.kinds)))
+            column = SizingPath(helper.name, helper.module.path, helper.qualname, helper.function.lineno,
+                                "resolver" if is_resolver else "predicate", tuple(views))
+            if is_resolver and (resolver is None or helper.module.path.startswith(_CORE)):
+                resolver = column
+            columns.append(column)
+        return columns, resolver
+
+    def _path_column(self, candidate: Candidate, is_reference: bool) -> SizingPath:
+        role = "reference" if is_reference else sites.role(candidate.module, candidate.qualname, candidate.classes, self.program.scheduler_only_paths)
+        views = []
+        if role in ("worker", "both"):
+            views.append(("group", tuple(self.factor(candidate, k.spec, False) for k in self.kinds)))
+        if role in ("reference", "scheduler", "both"):
+            views.append(("scheduler", tuple(self.factor(candidate, k.flattened(), False) for k in self.kinds)))
+        if role == "reference":
+            single = tuple(self.single_group_factor(candidate, k.flattened()) for k in self.kinds)
+            if set(single) != {"?"}:  # the function may not special-case one group at all
+                views.append(("single-group", single))
+        return SizingPath(candidate.name, candidate.module.path, candidate.qualname, candidate.function.lineno, role, tuple(views))
+
+    def _gate_tables(self, candidate: Candidate) -> list[tuple[Candidate, ast.IfExp, tuple[str, ...]]]:
+        """Each inline DCP gate of a path with the factor it picks per kind."""
+        tables = []
+        for gate in sites.gates(candidate.function, candidate.module).values():
+            values = []
+            for kind in self.kinds:
+                _, frame = self.run(candidate, kind.spec, False, {id(gate): gate})
+                values.append(_combine([join(frame.recorded[id(gate)])]) if id(gate) in frame.recorded else "?")
+            tables.append((candidate, gate, tuple(values)))
+        return tables
+
+    def analyse(self) -> SizingAnalysis:
+        _, path_candidates = self.candidates()
+        predicate_columns, resolver = self._predicate_columns()
+        named = [c for c in path_candidates if c.function.name == SCHEDULER_REFERENCE and not c.classes]
+        reference_candidate = next((c for c in named if c.module.path.startswith(_CORE)), named[0] if named else None)
+        path_columns = [(c, self._path_column(c, c is reference_candidate)) for c in path_candidates]
+        reference = next((column for c, column in path_columns if c is reference_candidate), None)
+        gates = [table for c in path_candidates for table in self._gate_tables(c)]
+
+        ordered = sorted((c for _, c in path_columns), key=lambda c: (c is not reference, c.module_path, c.line))
+        columns = ([resolver] if resolver else []) + [c for c in predicate_columns if c is not resolver]
+        columns = ordered[:1] + columns + ordered[1:] if reference is not None else columns + ordered
+        scheduler = reference or (resolver.as_reference() if resolver is not None else None)
+
+        divergences: list[Divergence] = []
+        if scheduler is not None:
+            found = (self.divergent_path(c, column, scheduler) for c, column in path_columns if column is not reference)
+            divergences.extend(d for d in found if d is not None)
+        if resolver is not None:
+            truth_table = resolver.factors("group")
+            helpers = [(h, h.function, factors, None) for h, factors in self.predicates if not _is_resolver(h)]
+            inline = [(c, gate.test, factors, gate) for c, gate, factors in gates]
+            found = (self.divergent_predicate(c, anchor, factors, truth_table, resolver, gate) for c, anchor, factors, gate in [*helpers, *inline])
+            divergences.extend(d for d in found if d is not None)
+        for candidate, as_helper in [*((h, True) for h, _ in self.predicates), *((c, False) for c, _ in path_columns)]:
+            divergences.extend(self.first_layer_unwraps(candidate, as_helper))
+        return SizingAnalysis(
+            kinds=self.kinds,
+            paths=tuple(columns),
+            divergences=tuple(divergences),
+            reference=scheduler.name if scheduler is not None else None,
+            resolver=resolver.name if resolver is not None else None,
+            source=self.program.source,
+        )
+
+    # -- divergences --------------------------------------------------------------------------------
+
+    def _pick(self, differing: list[int]) -> tuple[int, bool]:
+        """The counterexample to show (a reachable container first) and whether any is reachable."""
+        reachable = [i for i in differing if self.kinds[i].rejected_under_dcp is None]
+        pool = reachable or differing
+        pool = sorted(pool, key=lambda i: (not self.kinds[i].is_container, i))
+        return pool[0], bool(reachable)
+
+    def divergent_path(self, candidate: Candidate, column: SizingPath, scheduler: SizingPath) -> PathDivergence | None:
+        reference = scheduler.factors("scheduler")
+        differing: dict[int, tuple[str, str]] = {}
+        for view, factors in column.views:
+            for index, mine in enumerate(factors):
+                if index not in differing and _differs(mine, scheduler, index):
+                    differing[index] = (view, mine)
+        if not differing:
+            return None
+        index, reachable = self._pick(list(differing))
+        view, mine = differing[index]
+        kind = self.kinds[index]
+        return PathDivergence(
+            candidate.module.path, candidate.qualname, candidate.function.lineno,
+            path=column.name,
+            scheduler=scheduler.name,
+            kind=kind.label,
+            view=view if kind.is_container else None,
+            tokens=_tokens(mine),
+            expected_tokens=_tokens(reference[index]),
+            dcp=DCP,
+            also=tuple(self.kinds[i].label for i in differing if i != index),
+            rejected_under_dcp=None if reachable else kind.rejected_under_dcp,
+        )
+
+    def divergent_predicate(self, candidate: Candidate, anchor: ast.AST, factors, truth_table, resolver: SizingPath,
+                            gate: ast.IfExp | None) -> PredicateDivergence | None:
+        differing = [i for i, (a, b) in enumerate(zip(factors, truth_table)) if "?" not in (a, b) and a != b]
+        if not differing:
+            return None
+        _, reachable = self._pick(differing)
+        return PredicateDivergence(
+            candidate.module.path, candidate.qualname, anchor.lineno,
+            column=candidate.module.column(anchor) if gate is not None else None,
+            predicate=candidate.name,
+            gate=" ".join(ast.unparse(gate).split()) if gate is not None else None,
+            resolver=resolver.name,
+            kinds=tuple((self.kinds[i].label, factors[i], truth_table[i]) for i in differing),
+            rejected_under_dcp=() if reachable else tuple(sorted({self.kinds[i].rejected_under_dcp for i in differing})),
+        )
+
+    def first_layer_unwraps(self, candidate: Candidate, as_helper: bool) -> list[FirstLayerPick]:
+        """A record per first-layer pick of a function whose answer changes with the order of two layers."""
+        picks = sites.first_layer_picks(candidate.function)
+        if not picks:
+            return []
+        layers = [k.spec for k in self.kinds if not k.is_container]
+        rejected = {k.spec.cls: k.rejected_under_dcp for k in self.kinds if not k.is_container}
+        found: list[tuple[bool, Layer, Layer, str, str]] = []
+        cache: dict[tuple, str] = {}
+
+        def answer(spec) -> str:
+            if spec not in cache:
+                cache[spec] = self.factor(candidate, spec, as_helper)
+            return cache[spec]
+
+        for i, first in enumerate(layers):
+            for second in layers[i + 1:]:
+                a, b = answer(Container((first, second))), answer(Container((second, first)))
+                if "?" in (a, b) or a == b:
+                    continue
+                plausible = self._family(first.cls) == self._family(second.cls) and not (rejected[first.cls] or rejected[second.cls])
+                found.append((plausible, first, second, a, b))
+        if not found:
+            return []
+        attention = self.program.hierarchy.attention_family()
+        found.sort(key=lambda f: (not f[0], not (f[1].cls in attention and f[2].cls in attention)))
+        plausible, first, second, a, b = found[0]
+        return [
+            FirstLayerPick(candidate.module.path, candidate.qualname, pick.lineno, candidate.module.column(pick),
+                           function=candidate.name, first=first.cls, second=second.cls, answer=a, reversed_answer=b,
+                           plausible=plausible)
+            for pick in picks
+        ]
+
+    def _family(self, cls: str) -> str:
+        """The class right below the root (or right below AttentionSpec) that `cls` descends from."""
+        bases = self.program.hierarchy.bases
+        roots = {name for name, own in bases.items() if not any(b in bases for b in own)}
+        for name in self.program.mro(cls):
+            if any(b == ATTENTION_ROOT or b in roots for b in bases.get(name, ())):
+                return name
+        return cls
+
+
+def _is_resolver(candidate: Candidate) -> bool:
+    return candidate.function.name == RESOLVER_NAME and not candidate.classes
+
+
+def analyse_program(program: Program) -> SizingAnalysis:
+    return _Analyser(program).analyse()
+
+
+def build_sizing_analysis(
+    root: Path | None,
+    hierarchy: SpecHierarchy,
+    only: frozenset[str] | None = None,
+    scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS,
+) -> SizingAnalysis | None:
+    """The cross-file analysis of a tree; None when there is no tree (rules then analyse each file alone)."""
+    if root is None:
+        return None
+    try:
+        program = read_program(Path(root), hierarchy, only)
+        return analyse_program(dataclasses.replace(program, scheduler_only_paths=tuple(scheduler_only_paths)))
+    except Exception:  # noqa: BLE001 - the per-file rules must still run; they then report nothing cross-file
+        return None
