@@ -6,11 +6,10 @@ import re
 
 import libcst as cst
 
+from kvlint import Applicability, Fix, ImportChange, Rule, TextEdit
 from kvlint.analysis.provenance import dotted
-from kvlint.analysis.tree_index import RESOLVER_NAME, ProjectIndex
-from kvlint.engine.rule import Rule
 from kvlint.analysis.scaling import Scaling
-from kvlint.types import Applicability, Fix, ImportChange, TextEdit
+from kvlint.analysis.tree_index import RESOLVER_NAME, ProjectIndex
 
 FIX_TITLE = f"Replace with `{RESOLVER_NAME}(spec, dcp)`"
 NO_RESOLVER = f"no fix: this tree defines no shared `{RESOLVER_NAME}` (added in vLLM 0.29.0), so nothing can call it"

@@ -44,7 +44,7 @@ import libcst as cst
 from kvlint.analysis.provenance import Kind, dotted
 from kvlint.rules._resolver_call import resolver_call_fix
 from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS, sees_only_scheduler_config
-from kvlint.engine.rule import Example, Rule
+from kvlint import Example, Rule
 from kvlint.analysis.scaling import class_names, dcp_aliases, match_scaling
 
 

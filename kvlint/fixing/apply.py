@@ -15,6 +15,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
+from kvlint.errors import FixError
 from kvlint.types import Applicability, Finding, TextEdit
 
 LINE_LIMIT = 88
@@ -22,10 +23,6 @@ TEMP_SUFFIX = ".kvlint-tmp"
 # A live run holds its temp file for the time of one write, fsync and rename; one this old was left by a
 # killed run. Age, not a pid, decides: a run in another container or on another NFS client has pids we can't see.
 STALE_TEMP_AGE_S = 600
-
-
-class FixError(Exception):
-    """A one-line reason a file was left untouched."""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from kvlint.fixing.apply import FixError, apply_fixes
+from kvlint.errors import FixError
+from kvlint.fixing.apply import apply_fixes
 from kvlint.engine.registry import rule_by_code
 from kvlint.review.diff import ChangedFile
 from kvlint.types import Applicability, Finding

@@ -5,14 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kvlint.errors import KvlintError
+from kvlint.errors import ConfigError
 from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
 
 KNOWN_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "scheduler-only-paths", "resolver-module"}
-
-
-class ConfigError(KvlintError):
-    pass
 
 
 @dataclass
