@@ -11,10 +11,11 @@ from pathlib import Path
 
 import click
 
-from kvlint.scan.config import ConfigError, load_config
-from kvlint.engine.lint import UnreadableSource, decode_source
+from kvlint.engine.source import decode_source
+from kvlint.engine.summary import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from kvlint.errors import ConfigError, RegistryError, UnreadableSource
+from kvlint.scan.config import load_config
 from kvlint.scan.files import is_excluded
-from kvlint.engine.registry import RegistryError
 from kvlint.review import github_api
 from kvlint.analysis.tree_index import build_project_index
 from kvlint.review.crossfile import findings_through_touched_targets, issue_key
@@ -31,7 +32,6 @@ from kvlint.review.render import github_review, markdown, rdjson
 from kvlint.review.review import Review, build_review
 from kvlint.scan.runner import scan
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("github-review", "markdown", "rdjson")
 
 

@@ -146,3 +146,12 @@ class Rule(cst.BatchableCSTVisitor):
     @classmethod
     def documentation(cls) -> str:
         return textwrap.dedent(cls.__doc__ or "").strip()
+
+    @classmethod
+    def doc_section(cls, name: str) -> str:
+        """The text of the documentation's `## name` section on one line (whitespace collapsed); "" if none."""
+        for block in cls.documentation().split("## ")[1:]:
+            title, _, body = block.partition("\n")
+            if title.strip() == name:
+                return " ".join(body.split())
+        return ""
