@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -33,17 +31,6 @@ from kvlint.review.review import Review, build_review
 from kvlint.scan.runner import scan
 
 FORMATS = ("github-review", "markdown", "rdjson")
-
-
-@contextmanager
-def _inside(folder: Path):
-    """Scan with paths relative to the tree, so findings, excludes and per-file-ignores see repository paths."""
-    previous = os.getcwd()
-    os.chdir(folder)
-    try:
-        yield
-    finally:
-        os.chdir(previous)
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
@@ -84,13 +71,13 @@ def make_review(repo: Path, base: str, head: str | None, config_path: str | None
         )
         findings, texts, files_checked = [], {}, 0
         if python:
-            with _inside(tree):
-                result = scan([Path(p) for p in python], config, _split(select) or None, _split(ignore), jobs, cache_dir=None)
-                for path in python:
-                    try:
-                        texts[path] = decode_source((tree / path).read_bytes()).text
-                    except (UnreadableSource, OSError):
-                        continue
+            # Paths relative to the tree: findings, excludes and per-file-ignores see repository paths.
+            result = scan([Path(p) for p in python], config, _split(select) or None, _split(ignore), jobs, cache_dir=None, display_root=tree)
+            for path in python:
+                try:
+                    texts[path] = decode_source((tree / path).read_bytes()).text
+                except (UnreadableSource, OSError):
+                    continue
             findings = [f for f in result.findings if f.path in change.files]
             files_checked = len(result.files)
 
