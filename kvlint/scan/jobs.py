@@ -31,7 +31,7 @@ POOL_MIN_BYTES = 256 * 1024
 class Job:
     """One file to lint, with the exact bytes whose hash keys its cache entry."""
 
-    index: int  # position in the scan's file list
+    index: int  # position in the scan's file list (0 for a file linted on its own)
     display: str  # the path as shown to the user
     module_path: str  # relative to the tree root, "/"-separated
     codes: tuple[str, ...]  # the rules that run on this file, after its per-file-ignores
