@@ -22,7 +22,7 @@ _FACADE = {
     "Severity": "kvlint.types",
 }
 
-__all__ = ["__version__", *_FACADE]
+__all__ = ["Applicability", "Example", "Finding", "Fix", "ImportChange", "Rule", "Severity", "TextEdit", "__version__"]
 
 if TYPE_CHECKING:
     from kvlint.engine.rule import Example, Rule

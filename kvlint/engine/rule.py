@@ -7,17 +7,16 @@ docstring, in ruff's sections) and VALID/INVALID examples that are both its test
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
-
-from collections.abc import Callable
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from kvlint.analysis.provenance import SpecFlow
-from kvlint.engine.prefilter import Triggers, triggers_match
 from kvlint.analysis.tree_index import ProjectIndex
+from kvlint.engine.prefilter import Triggers, triggers_match
 from kvlint.types import Finding, Fix, Severity
 
 

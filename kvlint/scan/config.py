@@ -6,8 +6,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kvlint.errors import ConfigError
 from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
+from kvlint.errors import ConfigError
 
 KNOWN_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "scheduler-only-paths"}
 

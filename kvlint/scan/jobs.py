@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from kvlint.analysis.tree_index import ProjectIndex

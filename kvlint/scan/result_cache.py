@@ -20,12 +20,17 @@ from pathlib import Path
 
 from kvlint import __version__
 from kvlint.engine.prefilter import Triggers
-from kvlint.scan.storage import FileStat, load_pickle, own_source_digest, save_pickle, stable_repr, trusted_stat
+from kvlint.scan.storage import (
+    FileStat,
+    cache_root,  # noqa: F401 - re-exported: scan/releases.py imports it from here
+    content_digest,  # noqa: F401 - re-exported: analysis/tree_index.py imports it from here
+    load_pickle,
+    own_source_digest,
+    save_pickle,
+    stable_repr,
+    trusted_stat,
+)
 from kvlint.types import FileResult
-
-# Still imported from here by analysis/tree_index.py (until its cache half becomes scan/index_cache.py)
-# and by scan/releases.py; new code imports them from kvlint.scan.storage.
-from kvlint.scan.storage import cache_root, content_digest  # noqa: F401
 
 # Bumped when the manifest layout changes: old manifests are then simply not found.
 FORMAT = 3
