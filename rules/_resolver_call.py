@@ -6,12 +6,11 @@ import re
 
 import libcst as cst
 
+from kvlint import Applicability, Fix, ImportChange, Rule, TextEdit
 from kvlint.analysis.provenance import dotted
 from kvlint.analysis.tree_index import TreeIndex
 from kvlint.analysis.vocabulary import RESOLVER_NAME
-from kvlint.engine.rule import Rule
 from kvlint.analysis.scaling import Scaling
-from kvlint.types import Applicability, Fix, ImportChange, TextEdit
 
 FIX_TITLE = f"Replace with `{RESOLVER_NAME}(spec, dcp)`"
 NO_RESOLVER = f"no fix: this tree defines no shared `{RESOLVER_NAME}` (added in vLLM 0.29.0), so nothing can call it"

@@ -22,7 +22,7 @@ No fix.
 
 from __future__ import annotations
 
-from kvlint.engine.rule import Example, Rule
+from kvlint import Example, Rule
 
 
 class UnreadableFile(Rule):

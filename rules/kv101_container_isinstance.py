@@ -43,8 +43,8 @@ import libcst as cst
 
 from kvlint.analysis.provenance import Kind, dotted
 from kvlint.rules._resolver_call import resolver_call_fix
+from kvlint import Example, Rule
 from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS, dcp_aliases, sees_only_scheduler_config
-from kvlint.engine.rule import Example, Rule
 from kvlint.analysis.scaling import class_names, match_scaling
 
 

@@ -42,7 +42,7 @@ from kvlint.analysis.provenance import dotted
 from kvlint.analysis.vocabulary import RESOLVER_NAME, dcp_aliases
 from kvlint.rules._resolver_call import FIX_TITLE as _FIX_TITLE
 from kvlint.rules._resolver_call import NO_RESOLVER, resolver_call_fix
-from kvlint.engine.rule import Example, Rule
+from kvlint import Example, Rule
 from kvlint.analysis.scaling import match_scaling
 
 _IMPORTS = """\

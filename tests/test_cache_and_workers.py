@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 
 from kvlint.scan import index_cache
+from kvlint.scan import jobs as scan_jobs
+from kvlint.scan import progress as progress_line
 from kvlint.scan import runner
-from kvlint.scan.result_cache import FileStat, ResultCache, configuration_key, stable_repr
+from kvlint.scan.result_cache import ResultCache, configuration_key
+from kvlint.scan.storage import FileStat, stable_repr
 from kvlint.scan.config import Config
 from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.sizing.matrix import SizingAnalysis
@@ -119,10 +122,18 @@ def test_warm_scan_reads_no_source_file(tree, tmp_path, monkeypatch):
     def no_reading(path, display):
         raise AssertionError(f"{display} was read on a warm scan")  # pragma: no cover
 
-    monkeypatch.setattr(runner, "_read", no_reading)
+    monkeypatch.setattr(runner, "read_source", no_reading)
     warm = run(tree, cache)
     assert warm.cache_hits == len(warm.files) == len(cold.files)
     assert outcome(warm) == outcome(cold) == outcome(uncached)
+
+
+def test_display_root_scans_as_from_inside_the_tree(tree, monkeypatch):
+    rooted = scan([Path("vllm")], Config(), None, [], jobs=1, display_root=tree)
+    monkeypatch.chdir(tree)
+    inside = scan([Path("vllm")], Config(), None, [], jobs=1)
+    assert rooted.findings and all(f.path.startswith("vllm/") for f in rooted.findings)
+    assert outcome(rooted) == outcome(inside)
 
 
 def test_touch_without_change_is_answered_by_content_hash(tree, tmp_path):
@@ -266,7 +277,7 @@ def test_unreadable_and_broken_files_are_reported_every_time(tree, tmp_path):
 
 def test_pool_and_inline_agree_on_a_small_tree(tmp_path, monkeypatch):
     tree = make_tree(tmp_path / "tree", buggy_copies=6)
-    monkeypatch.setattr(runner, "POOL_MIN_BYTES", 0)  # a pool even for a few small files
+    monkeypatch.setattr(scan_jobs, "POOL_MIN_BYTES", 0)  # a pool even for a few small files
     pooled = run(tree, tmp_path / "cache", jobs=2)
     assert outcome(pooled) == outcome(run(tree, None, jobs=1))
 
@@ -274,7 +285,7 @@ def test_pool_and_inline_agree_on_a_small_tree(tmp_path, monkeypatch):
 def test_results_come_in_file_order(tree, monkeypatch):
     from kvlint.scan.files import collect_files
 
-    monkeypatch.setattr(runner, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(scan_jobs, "POOL_MIN_BYTES", 0)
     result = run(tree, None, jobs=2)
     assert [r.path for r in result.files] == [f.display for f in collect_files([tree / "vllm"], [])[0]]
 
@@ -328,8 +339,8 @@ def test_fresh_entry_requires_same_stat_rules_and_module(tmp_path):
 
 
 def test_progress_only_when_asked(tree, monkeypatch, capsys):
-    monkeypatch.setattr(runner, "PROGRESS_DELAY_S", 0.0)
-    monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 0.0)
+    monkeypatch.setattr(progress_line, "PROGRESS_DELAY_S", 0.0)
+    monkeypatch.setattr(progress_line, "PROGRESS_INTERVAL_S", 0.0)
     run(tree, None, progress=False)
     assert capsys.readouterr().err == ""
     run(tree, None, progress=True)

@@ -38,6 +38,15 @@ def test_relative_paths_stay_relative(tmp_path, monkeypatch):
     assert [(str(f.path), f.display) for f in files] == [("pkg/m.py", "pkg/m.py")]
 
 
+def test_display_root_reads_under_it_and_shows_paths_as_given(tmp_path):
+    touch(tmp_path / "pkg" / "m.py")
+    touch(tmp_path / "pkg" / "generated" / "g.py")
+    (tmp_path / "pkg" / "gone.py").symlink_to(tmp_path / "nowhere.py")
+    files, problems = collect_files([Path("pkg"), Path("absent.py")], ["pkg/generated"], display_root=tmp_path)
+    assert [(f.path, f.display) for f in files] == [(f"{tmp_path}/pkg/m.py", "pkg/m.py")]
+    assert [(p.display, p.cause) for p in problems] == [("pkg/gone.py", "dangling symbolic link"), ("absent.py", "no such file or directory")]
+
+
 def test_skipped_and_excluded_folders(tmp_path):
     for name in (".git/h.py", "__pycache__/c.py", ".venv/v.py", "build/b.py", "tests/t.py", "pkg/gen_x.py", "pkg/keep.py"):
         touch(tmp_path / name)

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from conftest import OFFLOADING_CONFIG
-from kvlint.fixing.apply import FixError, write_atomically
+from kvlint.errors import FixError
+from kvlint.fixing.write import write_atomically
 from test_cli import BUGGY, make_tree
 
 UPSTREAM_CALL = (

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
-from kvlint.scan.config import ConfigError, load_config
-from kvlint.engine.lint import UnreadableSource, decode_source
+from kvlint.engine.source import decode_source
+from kvlint.engine.summary import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from kvlint.errors import ConfigError, RegistryError, UnreadableSource
+from kvlint.scan.config import load_config
 from kvlint.scan.files import is_excluded
-from kvlint.engine.registry import RegistryError
 from kvlint.review import github_api
 from kvlint.scan.index_cache import build_project_index
 from kvlint.review.crossfile import findings_through_touched_targets, issue_key
@@ -31,19 +30,7 @@ from kvlint.review.render import github_review, markdown, rdjson
 from kvlint.review.review import Review, build_review
 from kvlint.scan.runner import scan
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("github-review", "markdown", "rdjson")
-
-
-@contextmanager
-def _inside(folder: Path):
-    """Scan with paths relative to the tree, so findings, excludes and per-file-ignores see repository paths."""
-    previous = os.getcwd()
-    os.chdir(folder)
-    try:
-        yield
-    finally:
-        os.chdir(previous)
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
@@ -84,13 +71,13 @@ def make_review(repo: Path, base: str, head: str | None, config_path: str | None
         )
         findings, texts, files_checked = [], {}, 0
         if python:
-            with _inside(tree):
-                result = scan([Path(p) for p in python], config, _split(select) or None, _split(ignore), jobs, cache_dir=None)
-                for path in python:
-                    try:
-                        texts[path] = decode_source((tree / path).read_bytes()).text
-                    except (UnreadableSource, OSError):
-                        continue
+            # Paths relative to the tree: findings, excludes and per-file-ignores see repository paths.
+            result = scan([Path(p) for p in python], config, _split(select) or None, _split(ignore), jobs, cache_dir=None, display_root=tree)
+            for path in python:
+                try:
+                    texts[path] = decode_source((tree / path).read_bytes()).text
+                except (UnreadableSource, OSError):
+                    continue
             findings = [f for f in result.findings if f.path in change.files]
             files_checked = len(result.files)
 

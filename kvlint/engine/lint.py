@@ -12,9 +12,10 @@ from libcst.metadata import MetadataWrapper
 from kvlint.analysis.provenance import SpecFlow
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.engine.rule import Rule, RuleContext
-from kvlint.engine.source import MAX_FILE_BYTES, DecodedSource, UnreadableSource, decode_source  # noqa: F401 (re-exported)
+from kvlint.engine.source import MAX_FILE_BYTES, decode_source
 from kvlint.engine.suppress import is_suppressed, suppressions
-from kvlint.types import FileResult, Finding, unreadable  # noqa: F401 (re-exported)
+from kvlint.errors import UnreadableSource
+from kvlint.types import FileResult, Finding, unreadable
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 

@@ -12,16 +12,12 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from kvlint.errors import KvlintError
+from kvlint.errors import RegistryError
 
 if TYPE_CHECKING:
     from kvlint.engine.rule import Rule
 
 _RULE_MODULE = re.compile(r"(kv\d{3})_\w+")
-
-
-class RegistryError(KvlintError):
-    pass
 
 
 @lru_cache(maxsize=1)

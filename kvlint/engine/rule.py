@@ -7,17 +7,16 @@ docstring, in ruff's sections) and VALID/INVALID examples that are both its test
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
-
-from collections.abc import Callable
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from kvlint.analysis.provenance import SpecFlow
-from kvlint.engine.prefilter import Triggers, triggers_match
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
+from kvlint.engine.prefilter import Triggers, triggers_match
 from kvlint.types import Finding, Fix, Severity
 
 
@@ -146,3 +145,12 @@ class Rule(cst.BatchableCSTVisitor):
     @classmethod
     def documentation(cls) -> str:
         return textwrap.dedent(cls.__doc__ or "").strip()
+
+    @classmethod
+    def doc_section(cls, name: str) -> str:
+        """The text of the documentation's `## name` section on one line (whitespace collapsed); "" if none."""
+        for block in cls.documentation().split("## ")[1:]:
+            title, _, body = block.partition("\n")
+            if title.strip() == name:
+                return " ".join(body.split())
+        return ""

@@ -10,6 +10,8 @@ import tokenize
 from dataclasses import dataclass
 from io import BytesIO
 
+from kvlint.errors import UnreadableSource
+
 MAX_FILE_BYTES = 10 * 1024 * 1024
 
 
@@ -17,10 +19,6 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 class DecodedSource:
     text: str
     encoding: str  # as tokenize names it; "utf-8-sig" when the file starts with a BOM
-
-
-class UnreadableSource(Exception):
-    """A one-line cause, e.g. 'contains NUL bytes'."""
 
 
 def decode_source(data: bytes) -> DecodedSource:

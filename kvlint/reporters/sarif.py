@@ -12,15 +12,6 @@ SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sar
 INFORMATION_URI = "https://pypi.org/project/kvlint/"
 
 
-def _summary(rule) -> str:
-    doc = rule.documentation()
-    for block in doc.split("## ")[1:]:
-        title, _, body = block.partition("\n")
-        if title.strip() == "What it does":
-            return " ".join(body.split())
-    return rule.NAME
-
-
 class SarifReporter(Reporter):
     NAME = "sarif"
     USES_RULE_DOCS = True
@@ -39,7 +30,7 @@ class SarifReporter(Reporter):
                     "id": code,
                     "name": rule.NAME if rule else code,
                     "shortDescription": {"text": rule.NAME.replace("-", " ") if rule else code},
-                    "fullDescription": {"text": _summary(rule) if rule else code},
+                    "fullDescription": {"text": (rule.doc_section("What it does") or rule.NAME) if rule else code},
                     "help": {"text": rule.documentation() if rule else code, "markdown": rule.documentation() if rule else code},
                     "helpUri": f"{INFORMATION_URI}#{code.lower()}",
                     "defaultConfiguration": {"level": "error"},

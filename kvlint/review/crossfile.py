@@ -16,10 +16,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from kvlint.scan.config import Config
-from kvlint.engine.lint import LintRequest, UnreadableSource, lint_bytes
-from kvlint.review.diff import ChangedFile
+from kvlint.engine.lint import lint_bytes
 from kvlint.engine.rule import Rule
+from kvlint.review.diff import ChangedFile
+from kvlint.scan.config import Config
+from kvlint.scan.jobs import WorkerState, job_for_file, request_for
 from kvlint.types import Finding
 
 
@@ -103,8 +104,6 @@ def findings_through_touched_targets(
     if not touched:
         return [], []
     before = base_issue_keys()
-    from kvlint.scan.runner import module_path_of, rules_for  # the same per-file rule selection as a scan
-
     analysis = project.sizing
     anchored: list[Finding] = []
     replaced: list[Finding] = []
@@ -121,7 +120,7 @@ def findings_through_touched_targets(
             candidates = [f for f in scanned if f.path == repository_path]
         else:
             if repository_path not in linted:
-                linted[repository_path] = _lint_one(tree, repository_path, project, rules, config, module_path_of, rules_for)
+                linted[repository_path] = _lint_one(tree, repository_path, project, rules, config)
             candidates = linted[repository_path]
         # Through the engine, so that suppression comments and per-file-ignores still hold.
         finding = next((f for f in candidates if f.code == rule.CODE and f.line == divergence.line), None)
@@ -146,7 +145,8 @@ def findings_through_touched_targets(
     return anchored, replaced
 
 
-def _lint_one(tree: Path, repository_path: str, project, rules, config: Config, module_path_of, rules_for) -> list[Finding]:
+def _lint_one(tree: Path, repository_path: str, project, rules: tuple[type[Rule], ...], config: Config) -> list[Finding]:
+    """The findings of one file the pull request does not touch, linted as a scan would lint it."""
     path = tree / repository_path
     if path.is_symlink():
         return []
@@ -154,9 +154,5 @@ def _lint_one(tree: Path, repository_path: str, project, rules, config: Config, 
         data = path.read_bytes()
     except OSError:
         return []
-    file_rules = rules_for(repository_path, rules, config)
-    try:
-        result = lint_bytes(LintRequest(repository_path, module_path_of(path, project.root), project, file_rules, config.rule_settings()), data)
-    except UnreadableSource:
-        return []
-    return list(result.findings)
+    job = job_for_file(path, repository_path, tuple(rule.CODE for rule in rules), config, project, data)
+    return list(lint_bytes(request_for(job, WorkerState(project, config.rule_settings())), data).findings)

@@ -14,14 +14,12 @@ from pathlib import Path, PurePosixPath
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
+from kvlint.errors import ReviewError
+
 # GitHub shows three lines of context around each change; a review comment may sit on any of them.
 CONTEXT_LINES = 3
 _GIT_TIMEOUT_S = 300
 _SYMLINK_MODE = "120000"
-
-
-class ReviewError(Exception):
-    """A one-line reason the review cannot be made (bad ref, not a git checkout, …)."""
 
 
 @dataclass

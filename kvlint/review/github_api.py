@@ -18,6 +18,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
+from kvlint.errors import GitHubError
 from kvlint.review.review import MARKER_PREFIX, markers_in
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -25,10 +26,6 @@ _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _PAGE_SIZE = 100
 _MAX_PAGES = 50
 _TIMEOUT_S = 30
-
-
-class GitHubError(Exception):
-    """One line saying what went wrong talking to GitHub; never holds the token."""
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

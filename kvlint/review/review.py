@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from kvlint.fixing.apply import FixError, apply_fixes
+from kvlint.errors import FixError
+from kvlint.fixing.apply import apply_fixes
 from kvlint.engine.registry import rule_by_code
 from kvlint.review.diff import ChangedFile
 from kvlint.types import Applicability, Finding
@@ -198,12 +199,6 @@ def _region(op, old: list[str], new: list[str]) -> Region:
 def why_sentence(code: str) -> str:
     """The first sentence of the rule's "Why is this bad?" section."""
     rule = rule_by_code(code)
-    if rule is None:
-        return ""
-    for block in rule.documentation().split("## ")[1:]:
-        title, _, body = block.partition("\n")
-        if title.strip().lower().startswith("why"):
-            flat = " ".join(body.split())
-            match = re.match(r"(.+?[.!?])(\s|$)", flat)
-            return match.group(1) if match else flat
-    return ""
+    flat = rule.doc_section("Why is this bad?") if rule is not None else ""
+    match = re.match(r"(.+?[.!?])(\s|$)", flat)
+    return match.group(1) if match else flat

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kvlint.errors import KvlintError
 from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
+from kvlint.errors import ConfigError
 
-KNOWN_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "scheduler-only-paths", "resolver-module"}
-
-
-class ConfigError(KvlintError):
-    pass
+KNOWN_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "scheduler-only-paths"}
 
 
 @dataclass
@@ -22,7 +19,6 @@ class Config:
     exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     scheduler_only_paths: list[str] = field(default_factory=lambda: list(DEFAULT_SCHEDULER_ONLY_PATHS))
-    resolver_module: str | None = None
     source: str | None = None  # the pyproject.toml it came from
 
     def rule_settings(self) -> dict:
@@ -49,7 +45,10 @@ def _string_list(value, key: str, path: Path) -> list[str]:
 def load_config(path: Path | None) -> Config:
     if path is None:
         return Config()
-    import tomllib  # only when there is a file to read
+    if sys.version_info >= (3, 11):  # only when there is a file to read
+        import tomllib
+    else:  # the same parser, from PyPI
+        import tomli as tomllib
 
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -76,8 +75,4 @@ def load_config(path: Path | None) -> Config:
     if not isinstance(per_file, dict):
         raise ConfigError(f"{path}: [tool.kvlint] per-file-ignores must be a table of glob = [codes]")
     config.per_file_ignores = {glob: _string_list(codes, f"per-file-ignores.{glob}", path) for glob, codes in per_file.items()}
-    resolver = table.get("resolver-module")
-    if resolver is not None and not isinstance(resolver, str):
-        raise ConfigError(f"{path}: [tool.kvlint] resolver-module must be a dotted module name")
-    config.resolver_module = resolver
     return config

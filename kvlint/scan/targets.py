@@ -5,12 +5,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from kvlint.errors import KvlintError
 from kvlint.analysis.tree_index import find_tree_root
-
-
-class TargetError(KvlintError):
-    pass
+from kvlint.errors import TargetError
 
 
 def default_target(cwd: Path) -> tuple[Path, str]:

@@ -1,0 +1,36 @@
+"""`kvlint check`: scan, render the findings in the chosen format, summarise, exit."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kvlint.commands.options import resolve_options, run_scan, scan_options
+from kvlint.engine.summary import Summary
+from kvlint.reporters import FORMATS, load_reporter
+
+
+@click.command()
+@scan_options
+@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings (text format).")
+def check(paths, release, select, ignore, config_path, jobs, verbose, no_cache, cache_dir, output_format, exit_zero, statistics):
+    """Report findings. Exit 0 clean, 1 findings, 2 usage/config/internal error."""
+    reporter = load_reporter(output_format)()
+    options = resolve_options(paths, release, config_path, select, ignore, jobs, no_cache, cache_dir, quiet=reporter.MACHINE)
+    result = run_scan(options, progress=not reporter.MACHINE)
+    summary = Summary(result.findings, len(result.files))
+    if statistics and output_format == "text":
+        for line in summary.statistics():
+            click.echo(line)
+    else:
+        click.echo(reporter.render(result.findings, result.rules if reporter.USES_RULE_DOCS else ()), nl=False)
+    if not reporter.MACHINE:
+        click.echo(summary.line(), err=True)
+    if verbose:
+        for file_result in result.files:
+            if file_result.detail:
+                click.echo(f"kvlint: details for {file_result.path}:\n{file_result.detail}", err=True)
+    sys.exit(summary.exit_code(exit_zero))

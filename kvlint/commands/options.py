@@ -1,0 +1,105 @@
+"""What `check` and `fix` share: their options, the tree and configuration those options name, the scan."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from kvlint.errors import ConfigError
+from kvlint.scan.config import Config, find_pyproject, load_config
+from kvlint.scan.runner import ScanResult, scan
+
+
+@dataclass(frozen=True)
+class Options:
+    paths: list[Path]
+    config: Config
+    select: list[str] | None
+    ignore: list[str]
+    jobs: int | None
+    cache_dir: Path | None  # the result cache's folder; None: --no-cache
+
+
+def split_codes(values: tuple[str, ...]) -> list[str]:
+    """`--select KV101,KV102 --select KV103` → ["KV101", "KV102", "KV103"]."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def scan_options(function):
+    """The options of a command that scans a tree (`check`, `fix`)."""
+    options = [
+        click.argument("paths", nargs=-1, type=click.Path()),
+        click.option("--vllm-release", "release", metavar="VERSION", help="Fetch this vLLM release's sources from PyPI and scan them."),
+        click.option("--select", multiple=True, help="Rule codes or prefixes to run (comma-separated)."),
+        click.option("--ignore", multiple=True, help="Rule codes or prefixes to skip (comma-separated)."),
+        click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml to read [tool.kvlint] from."),
+        click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores)."),
+        click.option("--verbose", "-v", is_flag=True, help="Show tracebacks of internal errors."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the per-file result cache."),
+        click.option("--cache-dir", type=click.Path(file_okay=False), envvar="KVLINT_CACHE_DIR", help="Cache folder (default: ~/.cache/kvlint)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def resolve_options(
+    paths: tuple[str, ...],
+    release: str | None,
+    config_path: str | None,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    jobs: int | None,
+    no_cache: bool,
+    cache_dir: str | None,
+    quiet: bool,
+) -> Options:
+    """The targets, configuration and cache folder the command line names; says on stderr which tree."""
+    targets = _targets(paths, release, quiet)
+    pyproject = Path(config_path) if config_path else find_pyproject(Path.cwd())
+    if config_path and not pyproject.is_file():
+        raise ConfigError(f"{config_path}: no such config file")
+    config = load_config(pyproject)
+    return Options(targets, config, split_codes(select) or None, split_codes(ignore), jobs, _cache_folder(no_cache, cache_dir))
+
+
+def _targets(paths: tuple[str, ...], release: str | None, quiet: bool) -> list[Path]:
+    if release and paths:
+        raise click.UsageError("give either PATHs or --vllm-release, not both")
+    if release:
+        from kvlint.scan.releases import release_sources  # pip and zip handling: only when fetching
+
+        root = release_sources(release, quiet=quiet)
+        click.echo(f"kvlint: scanning vLLM {release} from PyPI ({root})", err=True)
+        return [root / "vllm"]
+    if paths:
+        return [Path(p) for p in paths]
+    from kvlint.scan.targets import default_target
+
+    target, line = default_target(Path.cwd())
+    click.echo(line, err=True)
+    return [target]
+
+
+def _cache_folder(no_cache: bool, cache_dir: str | None) -> Path | None:
+    if no_cache:
+        return None
+    from kvlint.scan.storage import cache_root
+
+    return (Path(cache_dir) if cache_dir else cache_root()) / "results"
+
+
+def run_scan(options: Options, progress: bool) -> ScanResult:
+    """Run the rules as the options say; the progress line only ever goes to a terminal."""
+    return scan(
+        options.paths,
+        options.config,
+        options.select,
+        options.ignore,
+        options.jobs,
+        cache_dir=options.cache_dir,
+        progress=progress and sys.stderr.isatty(),
+    )

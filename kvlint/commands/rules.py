@@ -1,0 +1,40 @@
+"""`kvlint rules` lists the rules; `kvlint explain CODE` prints one rule's documentation and examples."""
+
+from __future__ import annotations
+
+import click
+
+from kvlint.engine.registry import all_rules, rule_by_code
+
+
+@click.command("rules")
+def list_rules():
+    """List every rule with its code, name and fix availability."""
+    for rule in all_rules():
+        fix = "fix" if rule.FIX_TITLE else "   "
+        click.echo(f"{rule.CODE}  {rule.NAME:<28} {fix}  {_first_sentence(rule.doc_section('What it does'))}")
+
+
+def _first_sentence(text: str) -> str:
+    return text.split(". ")[0].rstrip(".") + "." if text else ""
+
+
+@click.command()
+@click.argument("code")
+def explain(code):
+    """Explain a rule: what it finds, why it is wrong, an example, the fix and its safety."""
+    rule = rule_by_code(code)
+    if rule is None:
+        raise click.UsageError(f"unknown rule {code!r}; `kvlint rules` lists them")
+    click.echo(f"# {rule.CODE} {rule.NAME}\n")
+    click.echo(rule.documentation())
+    if rule.FIX_TITLE:
+        click.echo(f"\nFix: {rule.FIX_TITLE}")
+    if rule.INVALID:
+        click.echo("\n## Flagged (from the rule's tests)\n```python")
+        click.echo(rule.INVALID[0].source.rstrip())
+        click.echo("```")
+    if rule.VALID:
+        click.echo("\n## Not flagged (from the rule's tests)\n```python")
+        click.echo(rule.VALID[0].source.rstrip())
+        click.echo("```")

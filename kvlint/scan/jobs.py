@@ -1,0 +1,144 @@
+"""Lint files as jobs: what one file's lint needs, the one place its LintRequest is assembled, and the pool.
+
+`scan`, `kvlint fix` and the review's cross-file pass all lint through here, so a file is linted with the
+same rules (after per-file-ignores), module path and settings whoever asks. The engine (and libcst with
+it) is imported only when a job really runs: a scan answered from the cache never gets that far.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
+from kvlint.engine.registry import matches, rules_for_codes
+from kvlint.scan.config import Config
+from kvlint.scan.files import is_excluded
+from kvlint.types import FileResult, unreadable
+
+if TYPE_CHECKING:
+    from kvlint.engine.lint import LintRequest
+
+# Below this much source to parse, starting worker processes costs more than it saves.
+POOL_MIN_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class Job:
+    """One file to lint, with the exact bytes whose hash keys its cache entry."""
+
+    index: int  # position in the scan's file list (0 for a file linted on its own)
+    display: str  # the path as shown to the user
+    module_path: str  # relative to the tree root, "/"-separated
+    codes: tuple[str, ...]  # the rules that run on this file, after its per-file-ignores
+    data: bytes
+
+
+@dataclass(frozen=True)
+class WorkerState:
+    """What every job of one scan shares. A worker process receives it once, not once per file:
+    the project index can be large."""
+
+    project: ProjectIndex
+    settings: dict
+
+
+def module_path_of(path: str | Path, root: str | None, real_folders: dict[str, str] | None = None) -> str:
+    """`path` relative to the tree root, "/"-separated, symlinks resolved; as given when outside the tree.
+
+    `real_folders` memoises each folder's real path across the files of one scan (a full `resolve()`
+    per file costs a stat per path component).
+    """
+    path = Path(path)
+    if root is None:
+        return path.as_posix()
+    text = os.path.abspath(path)
+    folder, name = os.path.split(text)
+    if real_folders is not None and ".." not in path.parts and not os.path.islink(text):
+        real = real_folders.get(folder)
+        if real is None:
+            real = real_folders[folder] = os.path.realpath(folder)
+        if real.startswith(root) and real[len(root) : len(root) + 1] == os.sep:
+            return f"{real[len(root) + 1 :]}{os.sep}{name}".replace(os.sep, "/")
+        resolved = Path(real, name)
+    else:
+        resolved = path.resolve()
+    try:
+        return resolved.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def codes_for(display: str, codes: tuple[str, ...], config: Config) -> tuple[str, ...]:
+    """The codes that run on one file, after its per-file-ignores."""
+    ignored = [code for glob, globbed in config.per_file_ignores.items() if is_excluded(display, [glob]) for code in globbed]
+    return tuple(c for c in codes if not matches(c, ignored)) if ignored else codes
+
+
+def job_for_file(path: Path, display: str, codes: tuple[str, ...], config: Config, project: ProjectIndex, data: bytes) -> Job:
+    """The job for one file linted on its own (by `fix` or the review), as a scan would have planned it."""
+    return Job(0, display, module_path_of(path, project.root), codes_for(display, codes, config), data)
+
+
+def request_for(job: Job, state: WorkerState) -> LintRequest:
+    """The one place a LintRequest is assembled."""
+    from kvlint.engine.lint import LintRequest  # libcst: only when some file must really be linted
+
+    return LintRequest(job.display, job.module_path, state.project, rules_for_codes(job.codes), state.settings)
+
+
+def lint_job(state: WorkerState, job: Job) -> FileResult:
+    """Lint one file's bytes. Never raises: every failure becomes a KV000 result."""
+    from kvlint.engine.lint import lint_bytes
+
+    result = lint_bytes(request_for(job, state), job.data)
+    if all(f.code in job.codes for f in result.findings):
+        return result
+    # per-file-ignores may switch off KV000 too
+    return dataclasses.replace(result, findings=tuple(f for f in result.findings if f.code in job.codes))
+
+
+def run_jobs(work: list[Job], jobs: int | None, state: WorkerState) -> Iterator[tuple[Job, FileResult]]:
+    """Yield (job, result) for every job, inline or from a pool of worker processes, in completion order."""
+    workers = min(jobs if jobs is not None else (os.cpu_count() or 1), len(work))
+    if workers <= 1 or sum(len(job.data) for job in work) < POOL_MIN_BYTES:
+        for job in work:
+            yield job, lint_job(state, job)
+        return
+    yield from _run_in_pool(work, workers, state)
+
+
+def _run_in_pool(work: Iterable[Job], workers: int, state: WorkerState) -> Iterator[tuple[Job, FileResult]]:
+    from concurrent.futures import ProcessPoolExecutor, as_completed  # imported only when a pool is worth it
+
+    with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(state,)) as pool:
+        futures = {pool.submit(_lint_in_worker, job): job for job in work}
+        try:
+            for future in as_completed(futures):
+                job = futures[future]
+                try:
+                    yield job, future.result()
+                except Exception as error:  # a worker died (killed, out of memory): say which file, go on
+                    yield job, unreadable(job.display, f"internal error in kvlint (worker process failed: {type(error).__name__}); re-run with --jobs 1")
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+# The WorkerState of this worker process, set once by the pool's initializer. Only worker processes
+# set it; the parent passes its state to lint_job explicitly.
+_worker_state: WorkerState | None = None
+
+
+def _start_worker(state: WorkerState) -> None:
+    global _worker_state
+    _worker_state = state
+
+
+def _lint_in_worker(job: Job) -> FileResult:
+    assert _worker_state is not None, "the pool's initializer runs before any job"
+    return lint_job(_worker_state, job)

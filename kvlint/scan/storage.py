@@ -1,0 +1,145 @@
+"""What kvlint's caches are built from: where they live, a file's stat and content digest, stable keys, and
+pickles written atomically and read back as "nothing" when damaged.
+
+Shared by the result cache (scan/result_cache.py) and the project index cache: neither knows the other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import os
+import pickle
+from functools import lru_cache
+from pathlib import Path
+from typing import NamedTuple
+
+from kvlint.scan.files import walk_python
+
+# A file modified this close to (or after) the scan's start may change again within the same
+# timestamp tick without its stat changing ("racily clean" in git's words): its stat is not trusted.
+RACY_WINDOW_NS = 2_000_000_000
+# Parts of kvlint that never change a file's result: editing them keeps the cache.
+_NOT_IN_RESULTS = ("verify", "reporters", "commands", "cli.py", "__main__.py")
+
+
+def cache_root() -> Path:
+    """Where kvlint keeps fetched releases and scan results: $KVLINT_CACHE_DIR, else the XDG cache folder."""
+    configured = os.environ.get("KVLINT_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kvlint"
+
+
+class FileStat(NamedTuple):
+    """What must be unchanged for a file's content to be assumed unchanged without reading it."""
+
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+
+    @classmethod
+    def of(cls, stat: os.stat_result) -> "FileStat":
+        return cls(stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+
+
+def content_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def stable_repr(value: object) -> str:
+    """A repr that is the same in every process: sets and dicts sorted, dataclasses field by field.
+
+    `repr()` of a set depends on the process's string hash seed; two runs must compute one key.
+    """
+    if isinstance(value, (str, bytes, int, float, bool, type(None))):
+        return repr(value)
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__qualname__}.{value.name}"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = ", ".join(f"{f.name}={stable_repr(getattr(value, f.name))}" for f in dataclasses.fields(value))
+        return f"{type(value).__module__}.{type(value).__qualname__}({fields})"
+    if isinstance(value, dict):
+        items = sorted((stable_repr(k), stable_repr(v)) for k, v in value.items())
+        return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(stable_repr(v) for v in value)) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(stable_repr(v) for v in value) + "]"
+    if isinstance(value, type):
+        return f"{value.__module__}.{value.__qualname__}"
+    text = repr(value)
+    if " at 0x" in text:  # an identity-based repr would make every key unique: the cache would never hit
+        return f"{type(value).__module__}.{type(value).__qualname__}({stable_repr(vars(value)) if hasattr(value, '__dict__') else text})"
+    return text
+
+
+@lru_cache(maxsize=1)
+def own_source_digest() -> str:
+    """Hash of kvlint's own sources, so an edited rule invalidates results even without a version bump."""
+    import kvlint
+
+    digest = hashlib.sha256()
+    package = Path(kvlint.__file__).parent
+    folders = [package]
+    try:
+        import kvlint.rules as rules
+
+        folders.extend(Path(p) for p in rules.__path__)
+    except ImportError:  # pragma: no cover - rules always ship with kvlint
+        pass
+    for folder in folders:
+        base = str(folder)
+
+        def outside_results(path: str, base: str = base, skipping: bool = folder == package) -> bool:
+            return skipping and path[len(base) + 1 :] in _NOT_IN_RESULTS  # a top-level name of the package
+
+        for path, _ in walk_python(base, outside_results):
+            if outside_results(path):
+                continue
+            try:
+                digest.update(Path(path).as_posix().encode() + b"\0" + Path(path).read_bytes() + b"\0")
+            except OSError:
+                digest.update(Path(path).as_posix().encode() + b"\0unreadable\0")
+    return digest.hexdigest()
+
+
+def trusted_stat(stat: FileStat | None, started_ns: int) -> FileStat | None:
+    """The stat to record for a file read at a scan that started at `started_ns`, or None if it is racy."""
+    if stat is not None and stat.mtime_ns >= started_ns - RACY_WINDOW_NS:
+        return None  # may still change within the same timestamp tick: check its content next time
+    return stat
+
+
+def load_pickle(path: Path) -> object | None:
+    """What `save_pickle` wrote, or None when it is missing, truncated, corrupt or from another Python."""
+    try:
+        with open(path, "rb") as stream:
+            return pickle.load(stream)
+    except Exception:  # an unreadable cache is an empty cache, never an error
+        return None
+
+
+def save_pickle(path: Path, value: object) -> bool:
+    """Write atomically: readers see the old file or the new one, never a mix. False when it cannot."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # only when something is written
+
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                pickle.dump(value, stream, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temporary, path)
+        except BaseException:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            raise
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        return False  # a read-only or full disk, or something unpicklable, costs speed, never the scan
+    return True
