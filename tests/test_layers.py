@@ -10,6 +10,7 @@ imports under `if TYPE_CHECKING:` never run and do not count for circles or lazy
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -175,6 +176,8 @@ def _lint_imports_command() -> list[str]:
 
 
 def test_layer_contract():
+    if sys.version_info < (3, 11) and importlib.util.find_spec("importlinter") is None:
+        pytest.skip("import-linter needs Python 3.11+; the contract is about the source and is checked there")
     completed = subprocess.run(_lint_imports_command(), cwd=ROOT, capture_output=True, text=True, timeout=120)
     report = completed.stdout + completed.stderr
     if completed.returncode != 0:
