@@ -249,7 +249,10 @@ def test_no_temporary_files_are_left(tree, tmp_path):
 def test_unreadable_and_broken_files_are_reported_every_time(tree, tmp_path):
     cache = tmp_path / "cache"
     broken = tree / "vllm" / "connectors" / "broken.py"
-    broken.write_text("def broken(kv_cache_config:\n    return [isinstance(g, AttentionSpec) for g in kv_cache_config.kv_cache_groups]\n")
+    broken.write_text(
+        "def broken(kv_cache_config:\n"
+        "    return [isinstance(g, AttentionSpec) for g in kv_cache_config.kv_cache_groups]\n"
+    )
     binary = tree / "vllm" / "connectors" / "binary.py"
     binary.write_bytes(b"\x00\x01")
     age(broken)
@@ -284,7 +287,8 @@ def test_key_is_the_same_in_every_process(tmp_path):
         """
         from kvlint.scan.result_cache import configuration_key
         from kvlint.analysis.tree_index import ProjectIndex, SpecHierarchy, index_digests
-        index = ProjectIndex(None, SpecHierarchy({"A": (), "B": ("A",)}), resolver_layer_classes=frozenset({"A", "B", "C", "D", "E"}))
+        hierarchy = SpecHierarchy({"A": (), "B": ("A",)})
+        index = ProjectIndex(None, hierarchy, resolver_layer_classes=frozenset({"A", "B", "C", "D", "E"}))
         print(configuration_key(index_digests(index).shared, {"x": ("a", "b")}, ("KV101",)))
         """
     )
@@ -349,7 +353,8 @@ def test_warm_scan_with_an_unrelated_edit_never_loads_the_parser(tree, tmp_path)
         from kvlint.scan.config import Config
         from kvlint.scan.runner import scan
         result = scan([Path({str(tree / "vllm")!r})], Config(), None, [], jobs=1, cache_dir=Path({str(cache)!r}))
-        print(result.cache_hits, len(result.files), len(result.findings), "libcst" in sys.modules, "kvlint.engine.lint" in sys.modules)
+        loaded = "libcst" in sys.modules, "kvlint.engine.lint" in sys.modules
+        print(result.cache_hits, len(result.files), len(result.findings), *loaded)
         """
     )
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)

@@ -40,7 +40,12 @@ def test_fix_029_matches_upstream_and_is_idempotent(vllm_copy):
     assert changed == [OFFLOADING_CONFIG]
     fixed = (tree / OFFLOADING_CONFIG).read_text()
     assert UPSTREAM_CALL in fixed
-    assert "from vllm.v1.core.kv_cache_utils import (\n    resolve_dcp_kv_block_size,\n    resolve_kv_cache_block_sizes,\n)" in fixed
+    assert (
+        "from vllm.v1.core.kv_cache_utils import (\n"
+        "    resolve_dcp_kv_block_size,\n"
+        "    resolve_kv_cache_block_sizes,\n"
+        ")"
+    ) in fixed
     for path in changed:
         py_compile.compile(str(tree / path), doraise=True)
     second = kvlint("fix", "--no-cache", str(tree / "vllm"))

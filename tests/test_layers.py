@@ -209,7 +209,10 @@ def test_lazy_imports_only_at_the_allowed_boundaries():
 
 
 def _docstring_nodes(tree: ast.Module) -> set[int]:
-    holders = [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)))]
+    holders = [
+        tree,
+        *(n for n in ast.walk(tree) if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))),
+    ]
     return {
         id(holder.body[0].value)
         for holder in holders
@@ -232,7 +235,9 @@ def rule_codes_outside_rules() -> list[str]:
 def test_rule_codes_appear_only_in_the_rules():
     found = rule_codes_outside_rules()
     if found:
-        pytest.fail("rule codes written outside rules/ (ask the rule for its CODE):\n" + "\n".join(found), pytrace=False)
+        pytest.fail(
+            "rule codes written outside rules/ (ask the rule for its CODE):\n" + "\n".join(found), pytrace=False
+        )
 
 
 # The checks above must be able to fail: each helper, on a small example.
@@ -252,8 +257,15 @@ def test_imports_are_read_at_every_depth_except_type_checking():
         "def f():\n    if True:\n        from kvlint.engine.lint import lint_bytes\n"
     )
     known = {"kvlint.scan", "kvlint.scan.files", "kvlint.engine", "kvlint.engine.lint", "kvlint.engine.rule"}
-    found = [(_imported_modules(node, "kvlint.scan.runner", False, known), lazy) for node, lazy in _import_statements(tree)]
-    assert found == [({"kvlint.scan"}, False), (set(), False), ({"kvlint.scan.files"}, False), ({"kvlint.engine.lint"}, True)]
+    found = [
+        (_imported_modules(node, "kvlint.scan.runner", False, known), lazy) for node, lazy in _import_statements(tree)
+    ]
+    assert found == [
+        ({"kvlint.scan"}, False),
+        (set(), False),
+        ({"kvlint.scan.files"}, False),
+        ({"kvlint.engine.lint"}, True),
+    ]
 
 
 def test_lazy_boundaries():
