@@ -2,7 +2,8 @@
 vLLM runtime virtualenv (tests/vllm_runtime.py), and the guard that keeps both out of the fast tests.
 
 A test that needs a real release (a download on a fresh machine, then a scan of ~2,500 files) or the runtime
-environment (minutes to build) is marked `slow`; `pytest -m "not slow"` must run offline in about a minute.
+environment (minutes to build) is marked `slow`, as is one that waits half a minute by design (the SIGKILL
+fault test); `pytest -m "not slow"` must run offline in about a minute.
 The guard below fails such a test at once, before any download, when it lacks the marker.
 """
 
