@@ -3,8 +3,8 @@
     python benchmarks/bench_scan.py [--version 0.29.0] [--runs 3] [--fixit-runs 1] [--skip-fixit]
 
 kvlint is installed from the working tree into a throwaway venv as a user installs it (`pip install .`),
-and every command runs with the tree's root as its working folder. Scenarios, each on a private copy of the release's sources (so a file can be edited and nothing is
-written into the release cache):
+and every command runs with the tree's root as its working folder. Scenarios, each on a private copy of
+the release's sources (so a file can be edited and nothing is written into the release cache):
 
   kvlint cold        `kvlint check --no-cache`: every file read, the index built, candidates parsed
   kvlint warm        `kvlint check --cache-dir C` with a primed cache and nothing changed
@@ -106,7 +106,9 @@ def run_once(argv: list[str], env: dict | None = None, cwd: Path | None = None) 
     return elapsed, process.returncode, usage.ru_maxrss, peak[0], usage.ru_utime + usage.ru_stime
 
 
-def measure(name: str, argv: list[str], runs: int, before=None, env=None, cwd=None, shown: str | None = None) -> Measurement:
+def measure(
+    name: str, argv: list[str], runs: int, before=None, env=None, cwd=None, shown: str | None = None
+) -> Measurement:
     result = Measurement(name, shown or " ".join(argv))
     for number in range(runs):
         if before is not None:
@@ -139,7 +141,9 @@ def install_kvlint(folder: Path) -> tuple[list[str], Path]:
     print(f"bench: installing kvlint from {HERE.parent} into {venv}", file=sys.stderr)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(HERE.parent)], check=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(HERE.parent)], check=True
+    )
     return [str(venv / "bin" / "kvlint")], python
 
 
@@ -150,21 +154,25 @@ def append_line(path: Path, number: int) -> None:
 
 def prepend_line(path: Path, number: int) -> None:
     """An edit that moves every line of the module: whatever the analysis says about it changes."""
-    path.write_text(f"# benchmark edit {number} at {time.time_ns()}\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+    path.write_text(
+        f"# benchmark edit {number} at {time.time_ns()}\n" + path.read_text(encoding="utf-8"), encoding="utf-8"
+    )
 
 
 def render(results: list[Measurement], args, tree_files: int, tree_lines: int) -> str:
     lines = [
-        f"vLLM {args.version}: {tree_files} files, {tree_lines:,} lines; {os.cpu_count()} CPUs; Python {sys.version.split()[0]}; "
-        f"load average at start {args.load_at_start}",
+        f"vLLM {args.version}: {tree_files} files, {tree_lines:,} lines; {os.cpu_count()} CPUs; "
+        f"Python {sys.version.split()[0]}; load average at start {args.load_at_start}",
         "",
-        "| scenario | runs | median s | min–max s | median CPU s | peak RSS, one process MiB | peak RSS, process tree MiB | exit |",
+        "| scenario | runs | median s | min–max s | median CPU s "
+        "| peak RSS, one process MiB | peak RSS, process tree MiB | exit |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for m in results:
         lines.append(
-            f"| {m.name} | {len(m.times)} | {m.median:.2f} | {min(m.times):.2f}–{max(m.times):.2f} | {statistics.median(m.cpu_times):.2f} | "
-            f"{m.largest_rss_kib / 1024:.0f} | {m.tree_rss_kib / 1024:.0f} | {','.join(map(str, sorted(m.exit_codes)))} |"
+            f"| {m.name} | {len(m.times)} | {m.median:.2f} | {min(m.times):.2f}–{max(m.times):.2f} "
+            f"| {statistics.median(m.cpu_times):.2f} | {m.largest_rss_kib / 1024:.0f} | {m.tree_rss_kib / 1024:.0f} "
+            f"| {','.join(map(str, sorted(m.exit_codes)))} |"
         )
     by_name = {m.name: m for m in results}
     lines += ["", "| ratio (medians) | value | target | met |", "|---|---:|---:|---|"]
@@ -234,7 +242,13 @@ def main() -> int:
         def show(argv: list[str]) -> str:
             if argv[: len(kvlint)] == kvlint:
                 argv = ["kvlint", *argv[len(kvlint) :]]
-            return " ".join(argv).replace(target, "TREE/vllm").replace(str(cache), "C").replace(str(python), "python").replace(sys.executable, "python")
+            return (
+                " ".join(argv)
+                .replace(target, "TREE/vllm")
+                .replace(str(cache), "C")
+                .replace(str(python), "python")
+                .replace(sys.executable, "python")
+            )
 
         check = [*kvlint, "check", *jobs]
         argv = [str(python), "-c", "pass"]
@@ -242,22 +256,53 @@ def main() -> int:
         argv = [*kvlint, "--version"]
         results.append(measure("kvlint --version", argv, args.runs, shown=show(argv)))
         argv = ["grep", "-rnE", GREP_PATTERN, target]
-        results.append(measure("grep -rn", argv, args.runs, shown=show(argv).replace(GREP_PATTERN, f"'{GREP_PATTERN}'")))
+        results.append(
+            measure("grep -rn", argv, args.runs, shown=show(argv).replace(GREP_PATTERN, f"'{GREP_PATTERN}'"))
+        )
         argv = [*check, "--no-cache", target]
         results.append(measure("kvlint cold", argv, args.runs, shown=show(argv)))
         argv = [*check, "--cache-dir", str(cache), target]
         run_once(argv)  # prime the cache (a cold scan that writes it)
         run_once(argv)  # and settle it: entries of files modified just before the first one get trusted
         results.append(measure("kvlint warm", argv, args.runs, shown=show(argv)))
-        results.append(measure("kvlint edit: other file", argv, args.runs, before=lambda n: append_line(tree / OTHER_FILE, n), shown=show(argv) + f"  (after appending a line to {OTHER_FILE})"))
-        results.append(measure("kvlint edit: sizing file", argv, args.runs, before=lambda n: prepend_line(tree / SIZING_FILE, n), shown=show(argv) + f"  (after inserting a first line into {SIZING_FILE})"))
+        results.append(
+            measure(
+                "kvlint edit: other file",
+                argv,
+                args.runs,
+                before=lambda n: append_line(tree / OTHER_FILE, n),
+                shown=show(argv) + f"  (after appending a line to {OTHER_FILE})",
+            )
+        )
+        results.append(
+            measure(
+                "kvlint edit: sizing file",
+                argv,
+                args.runs,
+                before=lambda n: prepend_line(tree / SIZING_FILE, n),
+                shown=show(argv) + f"  (after inserting a first line into {SIZING_FILE})",
+            )
+        )
         argv = [*kvlint, "fix", "--diff", "--no-cache", *jobs, target]
         results.append(measure("kvlint fix --diff", argv, args.runs, shown=show(argv)))
         if fixit is not None:
-            (tree / ".fixit.toml").write_text('[tool.fixit]\nroot = true\ndisable = ["fixit.rules"]\nenable = ["kv101_equivalent"]\n')
+            (tree / ".fixit.toml").write_text(
+                '[tool.fixit]\nroot = true\ndisable = ["fixit.rules"]\nenable = ["kv101_equivalent"]\n'
+            )
             env = {**os.environ, "PYTHONPATH": str(FIXIT_RULES)}
             argv = [str(fixit.parent / "fixit"), "lint", target]
-            results.append(measure("fixit", argv, args.fixit_runs, env=env, shown=f"PYTHONPATH=benchmarks/fixit_rules {show(argv).replace(str(fixit.parent), 'VENV/bin')}  (TREE/.fixit.toml enables only kv101_equivalent)"))
+            results.append(
+                measure(
+                    "fixit",
+                    argv,
+                    args.fixit_runs,
+                    env=env,
+                    shown=(
+                        f"PYTHONPATH=benchmarks/fixit_rules {show(argv).replace(str(fixit.parent), 'VENV/bin')}"
+                        "  (TREE/.fixit.toml enables only kv101_equivalent)"
+                    ),
+                )
+            )
 
         os.chdir(HERE)
     table = render(results, args, len(files), tree_lines)

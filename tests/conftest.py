@@ -1,15 +1,42 @@
-"""Shared fixtures: real vLLM releases fetched from PyPI once and cached (~/.cache/kvlint/releases)."""
+"""Shared fixtures: real vLLM releases fetched from PyPI once and cached (~/.cache/kvlint/releases), the CPU
+vLLM runtime virtualenv (tests/vllm_runtime.py), and the guard that keeps both out of the fast tests.
+
+A test that needs a real release (a download on a fresh machine, then a scan of ~2,500 files) or the runtime
+environment (minutes to build) is marked `slow`, as is one that waits half a minute by design (the SIGKILL
+fault test); `pytest -m "not slow"` must run offline in about a minute.
+The guard below fails such a test at once, before any download, when it lacks the marker.
+"""
 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from kvlint.scan.releases import release_sources
 
+sys.path.insert(0, str(Path(__file__).parent))
+import vllm_runtime  # noqa: E402  (tests/ helper, not a package)
+
 OFFLOADING_CONFIG = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py"
+
+# Fixtures that reach for a real release or the runtime environment; a test using one, directly or through
+# another fixture, must be marked slow.
+SLOW_FIXTURES = frozenset({"vllm_release", "vllm_copy", "vllm_runtime_env"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    needed = SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))
+    if needed and item.get_closest_marker("slow") is None:
+        pytest.fail(
+            f"{item.nodeid} uses {', '.join(sorted(needed))} (a real release download and scan, or the vLLM "
+            "runtime build) but is not marked @pytest.mark.slow; the fast tests must stay offline",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +52,23 @@ def vllm_release():
     return get
 
 
+@pytest.fixture(scope="session")
+def kvlint_in_release(vllm_release):
+    """kvlint_in_release("0.29.0", "check", "--no-cache", "--format", "json", ".") -> that command's
+    CompletedProcess, run in the release's folder once per session: a full scan of a release takes half a
+    minute, and the golden files and the release tests ask for the same ones."""
+    runs: dict[tuple[str, tuple[str, ...]], subprocess.CompletedProcess] = {}
+
+    def run(version: str, *arguments: str) -> subprocess.CompletedProcess:
+        if (version, arguments) not in runs:
+            command = [sys.executable, "-m", "kvlint", *arguments]
+            completed = subprocess.run(command, cwd=vllm_release(version), capture_output=True, text=True, timeout=600)
+            runs[version, arguments] = completed
+        return runs[version, arguments]
+
+    return run
+
+
 @pytest.fixture
 def vllm_copy(vllm_release, tmp_path):
     """vllm_copy("0.29.0") -> a writable copy of that release's sources."""
@@ -35,3 +79,12 @@ def vllm_copy(vllm_release, tmp_path):
         return target
 
     return copy
+
+
+@pytest.fixture(scope="session")
+def vllm_runtime_env() -> vllm_runtime.VllmRuntime:
+    """The cached virtualenv with the real vLLM 0.29.0 for CPU (built on first use, in minutes)."""
+    try:
+        return vllm_runtime.vllm_runtime(progress=lambda message: print(message, file=sys.stderr))
+    except vllm_runtime.RuntimeUnavailable as error:
+        pytest.skip(f"vLLM {vllm_runtime.VLLM_VERSION} CPU environment unavailable: {error}")

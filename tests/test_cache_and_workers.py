@@ -1,7 +1,7 @@
 """The result cache and the process pool change how fast a scan is, never what it finds.
 
-On real vLLM 0.29.0: one worker or two, no cache, a cold cache and a warm one all give the same
-results. On small trees: what invalidates an entry (content, configuration, rule selection, the
+On real vLLM 0.29.0 (slow): one worker or two, no cache, a cold cache and a warm one all give the same
+results. On the miniature tree the CLI tests use: what invalidates an entry (content, configuration, rule selection, the
 project index), what does not (a `touch`), and that a broken cache is an empty one.
 """
 
@@ -27,7 +27,6 @@ from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.sizing.matrix import SizingAnalysis
 from kvlint.analysis.tree_index import TreeIndex
 from kvlint.scan.index_cache import index_digests
-from kvlint.scan.releases import release_sources
 from kvlint.scan.runner import scan
 
 # The miniature vLLM tree (hierarchy, resolver) and fixture sources the CLI tests use.
@@ -83,8 +82,8 @@ def age_tree(tree: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def vllm_029() -> Path:
-    return release_sources("0.29.0", quiet=True)
+def vllm_029(vllm_release) -> Path:
+    return vllm_release("0.29.0")
 
 
 @pytest.mark.slow
@@ -264,7 +263,10 @@ def test_no_temporary_files_are_left(tree, tmp_path):
 def test_unreadable_and_broken_files_are_reported_every_time(tree, tmp_path):
     cache = tmp_path / "cache"
     broken = tree / "vllm" / "connectors" / "broken.py"
-    broken.write_text("def broken(kv_cache_config:\n    return [isinstance(g, AttentionSpec) for g in kv_cache_config.kv_cache_groups]\n")
+    broken.write_text(
+        "def broken(kv_cache_config:\n"
+        "    return [isinstance(g, AttentionSpec) for g in kv_cache_config.kv_cache_groups]\n"
+    )
     binary = tree / "vllm" / "connectors" / "binary.py"
     binary.write_bytes(b"\x00\x01")
     age(broken)
@@ -366,7 +368,8 @@ def test_warm_scan_with_an_unrelated_edit_never_loads_the_parser(tree, tmp_path)
         from kvlint.scan.config import Config
         from kvlint.scan.runner import scan
         result = scan([Path({str(tree / "vllm")!r})], Config(), None, [], jobs=1, cache_dir=Path({str(cache)!r}))
-        print(result.cache_hits, len(result.files), len(result.findings), "libcst" in sys.modules, "kvlint.engine.lint" in sys.modules)
+        loaded = "libcst" in sys.modules, "kvlint.engine.lint" in sys.modules
+        print(result.cache_hits, len(result.files), len(result.findings), *loaded)
         """
     )
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
@@ -380,24 +383,22 @@ def test_warm_scan_with_an_unrelated_edit_never_loads_the_parser(tree, tmp_path)
     assert outcome(run(tree, cache)) == outcome(run(tree, None))
 
 
-@pytest.mark.slow
-def test_editing_a_sizing_module_relints_only_that_module(vllm_copy, tmp_path):
-    """The cross-file analysis changes with the edit, but other modules' results depend only on their own
-    slice of it: they stay cached, and the scan still reports what an uncached one does."""
-    from conftest import OFFLOADING_CONFIG
-
-    tree = vllm_copy("0.29.0")
-    scanned = [tree / "vllm" / "distributed"]  # the index still covers the whole tree
+def test_editing_a_sizing_module_relints_only_that_module(tree, tmp_path):
+    """The cross-file analysis changes with the edit (buggy_0.py holds a sizing path), but other modules'
+    results depend only on their own slice of it: they stay cached, and the scan still reports what an
+    uncached one does."""
+    scanned = [tree / "vllm" / "connectors"]  # the index still covers the whole tree
     cache = tmp_path / "cache"
     first = scan(scanned, Config(), None, [], jobs=1, cache_dir=cache)
-    edited = tree / OFFLOADING_CONFIG
+    edited = tree / "vllm" / "connectors" / "buggy_0.py"
     edited.write_text("# one line more above everything\n" + edited.read_text())
     second = scan(scanned, Config(), None, [], jobs=1, cache_dir=cache)
 
+    assert stable_repr(second.project) != stable_repr(first.project), "the edit changes the cross-file analysis"
     assert second.cache_hits == len(second.files) - 1, "only the edited module is linted again"
     assert outcome(second) == outcome(scan(scanned, Config(), None, [], jobs=1, cache_dir=None))
-    before = [(f.code, f.line + 1) for f in first.findings if f.path.endswith(OFFLOADING_CONFIG)]
-    assert before and [(f.code, f.line) for f in second.findings if f.path.endswith(OFFLOADING_CONFIG)] == before
+    before = [(f.code, f.line + 1) for f in first.findings if f.path.endswith("buggy_0.py")]
+    assert before and [(f.code, f.line) for f in second.findings if f.path.endswith("buggy_0.py")] == before
 
 
 def test_damaged_remembered_triggers_are_not_trusted(tree, tmp_path):

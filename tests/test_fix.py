@@ -30,6 +30,7 @@ def snapshot(root):
     return {p: p.read_bytes() for p in root.rglob("*.py")}
 
 
+@pytest.mark.slow
 def test_fix_029_matches_upstream_and_is_idempotent(vllm_copy):
     tree = vllm_copy("0.29.0")
     before = snapshot(tree)
@@ -40,7 +41,12 @@ def test_fix_029_matches_upstream_and_is_idempotent(vllm_copy):
     assert changed == [OFFLOADING_CONFIG]
     fixed = (tree / OFFLOADING_CONFIG).read_text()
     assert UPSTREAM_CALL in fixed
-    assert "from vllm.v1.core.kv_cache_utils import (\n    resolve_dcp_kv_block_size,\n    resolve_kv_cache_block_sizes,\n)" in fixed
+    assert (
+        "from vllm.v1.core.kv_cache_utils import (\n"
+        "    resolve_dcp_kv_block_size,\n"
+        "    resolve_kv_cache_block_sizes,\n"
+        ")"
+    ) in fixed
     for path in changed:
         py_compile.compile(str(tree / path), doraise=True)
     second = kvlint("fix", "--no-cache", str(tree / "vllm"))
@@ -48,6 +54,7 @@ def test_fix_029_matches_upstream_and_is_idempotent(vllm_copy):
     assert "fixed 0 file(s)" in second.stderr
 
 
+@pytest.mark.slow
 def test_fix_diff_writes_nothing(vllm_copy):
     tree = vllm_copy("0.29.0")
     target = tree / OFFLOADING_CONFIG
@@ -58,14 +65,15 @@ def test_fix_diff_writes_nothing(vllm_copy):
     assert "+            tokens_per_block=resolve_dcp_kv_block_size(" in result.stdout
 
 
+@pytest.mark.slow
 def test_fix_027_changes_nothing_and_says_why(vllm_copy):
     tree = vllm_copy("0.27.1")
     before = snapshot(tree / "vllm" / "distributed")
     result = kvlint("fix", "--no-cache", str(tree / "vllm" / "distributed"))
     assert snapshot(tree / "vllm" / "distributed") == before
     assert result.returncode == 1
-    lines = [l for l in result.stdout.splitlines() if "offloading/config.py" in l and "KV102" in l]
-    assert lines and all("no shared `resolve_dcp_kv_block_size`" in l for l in lines)
+    lines = [line for line in result.stdout.splitlines() if "offloading/config.py" in line and "KV102" in line]
+    assert lines and all("no shared `resolve_dcp_kv_block_size`" in line for line in lines)
 
 
 @pytest.fixture

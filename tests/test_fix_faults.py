@@ -56,6 +56,7 @@ def assert_old_or_new(paths: list[Path], old: bytes, new: bytes) -> tuple[int, i
     return counts[0], counts[1]
 
 
+@pytest.mark.slow  # 10 runs, each given 1-6 s before the kill: half a minute of waiting by design
 def test_killed_at_random_moments_leaves_every_file_old_or_new(tmp_path, expected):
     old, new = expected
     rng = random.Random(20261202)

@@ -8,8 +8,6 @@ Each command runs in the release's folder with `.` as target, so paths are relat
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -32,22 +30,12 @@ CASES = [
 ]
 
 
-def _run_kvlint(arguments: list[str], cwd: Path) -> str:
-    completed = subprocess.run(
-        [sys.executable, "-m", "kvlint", *arguments],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+@pytest.mark.parametrize(("kind", "version", "arguments"), CASES, ids=[f"{k}-{v}" for k, v, _ in CASES])
+def test_output_matches_the_golden_file(kind, version, arguments, vllm_release, kvlint_in_release):
+    completed = kvlint_in_release(version, *arguments)  # shared with tests/test_real_releases.py
     assert completed.returncode in (0, 1), completed.stderr
     # The release folder's absolute location differs between machines; the output must not depend on it.
-    return completed.stdout.replace(str(cwd), "<release>")
-
-
-@pytest.mark.parametrize(("kind", "version", "arguments"), CASES, ids=[f"{k}-{v}" for k, v, _ in CASES])
-def test_output_matches_the_golden_file(kind, version, arguments, vllm_release):
-    output = _run_kvlint(arguments, vllm_release(version))
+    output = completed.stdout.replace(str(vllm_release(version)), "<release>")
     golden = GOLDEN / f"{kind}-{version}.txt"
     if UPDATE:
         GOLDEN.mkdir(exist_ok=True)

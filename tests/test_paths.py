@@ -135,6 +135,7 @@ def test_missing_path_is_an_error(tmp_path):
     assert result.exit_code == 2
 
 
+@pytest.mark.slow
 def test_real_029_matrix(real_tree):
     result = run(str(real_tree("0.29.0")))
     assert result.exit_code == 0, result.output
@@ -146,6 +147,7 @@ def test_real_029_matrix(real_tree):
     assert "† rejected under DCP: SlidingWindowSpec.max_memory_usage_bytes" in output
 
 
+@pytest.mark.slow
 def test_real_033_matrix(real_tree):
     result = run(str(real_tree("0.33.0") / "vllm"), "--format", "json")
     assert result.exit_code == 0, result.output

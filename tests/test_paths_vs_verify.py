@@ -7,12 +7,10 @@ analysis says the path disagrees with the scheduler exactly when the real, impor
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 from click.testing import CliRunner
 
-import vllm_runtime
 from kvlint.commands.paths import paths
 from kvlint.commands.verify import verify
 
@@ -35,11 +33,8 @@ DCP, BLOCK_SIZE = 2, 16
 
 
 @pytest.fixture(scope="module")
-def runtime():
-    try:
-        return vllm_runtime.vllm_runtime(progress=lambda message: print(message, file=sys.stderr))
-    except vllm_runtime.RuntimeUnavailable as error:
-        pytest.skip(f"vLLM {vllm_runtime.VLLM_VERSION} CPU environment unavailable: {error}")
+def runtime(vllm_runtime_env):
+    return vllm_runtime_env  # conftest: built once per session, and only for tests marked slow
 
 
 @pytest.mark.slow

@@ -12,32 +12,34 @@ import pytest
 from conftest import OFFLOADING_CONFIG
 from test_cli import sarif_schema
 
+pytestmark = pytest.mark.slow  # every test here scans a real release
 
-def check(tree, *args):
-    completed = subprocess.run(
-        [sys.executable, "-m", "kvlint", "check", "--no-cache", "--format", "json", *args, str(tree / "vllm")],
-        capture_output=True,
-        text=True,
-    )
+
+# The golden files' scan (tests/test_golden.py), shared through conftest: one full scan per release and session.
+CHECK_JSON = ("check", "--no-cache", "--format", "json", ".")
+
+
+def check(kvlint_in_release, version: str, codes: tuple[str, ...] = ()) -> tuple[int, list[dict]]:
+    """Exit code and findings (paths relative to the release folder) of a full check, `codes` only if given."""
+    completed = kvlint_in_release(version, *CHECK_JSON)
     assert completed.returncode in (0, 1), completed.stderr
-    return completed.returncode, json.loads(completed.stdout)
+    findings = json.loads(completed.stdout)
+    return completed.returncode, [f for f in findings if not codes or f["code"] in codes]
 
 
-def at_offloading_config(findings, tree):
-    path = str(tree / OFFLOADING_CONFIG)
-    return [f for f in findings if f["path"] == path]
+def at_offloading_config(findings):
+    return [f for f in findings if f["path"] == OFFLOADING_CONFIG]
 
 
 @pytest.fixture(scope="module")
-def scan_029(vllm_release):
-    tree = vllm_release("0.29.0")
-    return tree, *check(tree, "--select", "KV000,KV101,KV102")
+def scan_029(kvlint_in_release):
+    return check(kvlint_in_release, "0.29.0", ("KV000", "KV101", "KV102"))
 
 
 def test_029_flags_the_offloading_tokens_per_block(scan_029):
-    tree, code, findings = scan_029
+    code, findings = scan_029
     assert code == 1
-    site = [f for f in at_offloading_config(findings, tree) if 43 <= f["line"] <= 50]
+    site = [f for f in at_offloading_config(findings) if 43 <= f["line"] <= 50]
     assert {f["code"] for f in site} == {"KV101", "KV102"}
     kv102 = next(f for f in site if f["code"] == "KV102")
     assert kv102["fix"]["applicability"] == "safe"
@@ -46,7 +48,8 @@ def test_029_flags_the_offloading_tokens_per_block(scan_029):
 
 def test_029_precision_against_the_naive_pattern(scan_029, vllm_release):
     """A naive grep flags hundreds of places; kvlint reports a short, explained list."""
-    tree, _, findings = scan_029
+    tree = vllm_release("0.29.0")
+    _, findings = scan_029
     naive = subprocess.run(
         ["grep", "-rnE", r"isinstance\(.*(Attention|MLA|SlidingWindow|ChunkedLocal)[A-Za-z]*Spec|block_size \*", str(tree / "vllm")],
         capture_output=True,
@@ -54,7 +57,7 @@ def test_029_precision_against_the_naive_pattern(scan_029, vllm_release):
     ).stdout.splitlines()
     assert len(naive) > 150
     assert 5 <= len(findings) <= 30
-    paths = {f["path"].split("/vllm/", 1)[1] for f in findings}
+    paths = {f["path"].removeprefix("vllm/") for f in findings}
     # Layer-level checks (iter_layer_specs, per-layer dicts) and scheduler-only code are not reported.
     assert "v1/core/kv_cache_coordinator.py" not in paths
     assert "distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py" not in paths
@@ -77,27 +80,25 @@ def test_029_sarif_and_json_are_valid(vllm_release):
     assert lines & set(range(43, 51))
 
 
-def test_030_resolver_call_is_not_flagged(vllm_release):
+def test_030_resolver_call_is_not_flagged(vllm_release, kvlint_in_release):
     tree = vllm_release("0.30.0")
-    _, findings = check(tree, "--select", "KV101,KV102")
-    site = [f for f in at_offloading_config(findings, tree) if f["line"] < 100]
+    _, findings = check(kvlint_in_release, "0.30.0", ("KV101", "KV102"))
+    site = [f for f in at_offloading_config(findings) if f["line"] < 100]
     assert site == []
     source = (tree / OFFLOADING_CONFIG).read_text()
     assert "tokens_per_block=resolve_dcp_kv_block_size(" in source  # the upstream fix is really there
 
 
 @pytest.mark.parametrize("version", ["0.27.1", "0.28.0"])
-def test_older_releases_are_flagged_without_a_fix(vllm_release, version):
-    tree = vllm_release(version)
-    code, findings = check(tree, "--select", "KV101,KV102")
+def test_older_releases_are_flagged_without_a_fix(kvlint_in_release, version):
+    code, findings = check(kvlint_in_release, version, ("KV101", "KV102"))
     assert code == 1
-    site = [f for f in at_offloading_config(findings, tree) if f["code"] == "KV102"]
+    site = [f for f in at_offloading_config(findings) if f["code"] == "KV102"]
     assert site, f"{version}: offloading tokens_per_block not flagged"
     assert all(f["fix"] is None and "no shared" in f["fix_unavailable"] for f in site)
 
 
-def test_033_scans_without_a_crash(vllm_release):
-    tree = vllm_release("0.33.0")
-    code, findings = check(tree)
+def test_033_scans_without_a_crash(kvlint_in_release):
+    code, findings = check(kvlint_in_release, "0.33.0")
     assert code in (0, 1)
     assert not [f for f in findings if f["code"] == "KV000" and "internal error" in f["message"]]

@@ -117,6 +117,7 @@ def pr_review(pr_repo) -> tuple[dict, subprocess.CompletedProcess]:
     return json.loads(run.stdout), run
 
 
+@pytest.mark.slow
 def test_review_comments_sit_inside_the_diff_with_a_suggestion_that_restores_the_resolver(pr_repo, pr_review):
     payload, run = pr_review
     assert payload["event"] == "COMMENT"
@@ -145,6 +146,7 @@ def test_review_comments_sit_inside_the_diff_with_a_suggestion_that_restores_the
     assert "4 finding(s) on changed lines" in run.stderr
 
 
+@pytest.mark.slow
 def test_working_tree_review_matches_the_head_commit(pr_repo, pr_review, tmp_path):
     payload, _ = pr_review
     checkout = tmp_path / "checkout"
@@ -157,6 +159,7 @@ def test_working_tree_review_matches_the_head_commit(pr_repo, pr_review, tmp_pat
         _git(pr_repo, "worktree", "remove", "--force", str(checkout))
 
 
+@pytest.mark.slow
 def test_a_pull_request_that_touches_no_finding_gets_no_comment(pr_repo):
     run = _kvlint("review", "--base", "pr", "--head", "pr-push-unrelated", cwd=pr_repo)
     assert run.returncode == 0, run.stderr
@@ -166,6 +169,7 @@ def test_a_pull_request_that_touches_no_finding_gets_no_comment(pr_repo):
     assert "not touch" in payload["body"]  # the mooncake connector's own finding is mentioned, not commented
 
 
+@pytest.mark.slow
 def test_markdown_and_rdjson(pr_repo):
     markdown = _kvlint("review", "--base", "main", "--head", "pr", "--format", "markdown", cwd=pr_repo)
     assert markdown.returncode == 1
@@ -186,6 +190,7 @@ def test_markdown_and_rdjson(pr_repo):
         assert suggestion["range"]["start"]["line"] <= suggestion["range"]["end"]["line"]
 
 
+@pytest.mark.slow
 def test_paths_that_leave_the_repository_are_refused(pr_repo, tmp_path):
     repo = tmp_path / "repo"
     shutil.copytree(pr_repo, repo, symlinks=True)
@@ -204,6 +209,7 @@ def test_paths_that_leave_the_repository_are_refused(pr_repo, tmp_path):
     assert safe_relative_path("vllm/ok.py") is None
 
 
+@pytest.mark.slow
 def test_bad_revision_is_one_line_and_exit_2(pr_repo):
     run = _kvlint("review", "--base", "no-such-branch", cwd=pr_repo)
     assert run.returncode == 2
@@ -305,6 +311,7 @@ def _post(repo: Path, github: FakeGitHub, head: str, *extra: str, env: dict | No
     return _kvlint("review", "--base", "main", "--head", head, "--post", "--pr", "7", *extra, cwd=repo, env=environment)
 
 
+@pytest.mark.slow
 def test_post_then_new_pushes_do_not_repeat_and_clean_up(pr_repo, github):
     github.comments[1] = {"id": 1, "path": OFFLOADING, "line": 44, "body": "A maintainer's own comment.", "in_reply_to_id": None}
     first = _post(pr_repo, github, "pr")
@@ -332,6 +339,7 @@ def test_post_then_new_pushes_do_not_repeat_and_clean_up(pr_repo, github):
         assert TOKEN not in output.stdout + output.stderr
 
 
+@pytest.mark.slow
 def test_api_error_is_one_line_exit_2_without_the_token(pr_repo, github):
     github.failure = (403, {"message": f"Resource not accessible by integration (token {TOKEN})"})
     run = _post(pr_repo, github, "pr")
@@ -342,6 +350,7 @@ def test_api_error_is_one_line_exit_2_without_the_token(pr_repo, github):
     assert run.stderr.strip().splitlines()[-1] == line
 
 
+@pytest.mark.slow
 def test_unreachable_api_is_one_line_exit_2(pr_repo):
     closed = FakeGitHub()
     closed.server.shutdown()
@@ -352,6 +361,7 @@ def test_unreachable_api_is_one_line_exit_2(pr_repo):
     assert TOKEN not in run.stdout + run.stderr
 
 
+@pytest.mark.slow
 def test_two_stage_workflow_posts_the_saved_review_for_the_reviewed_head(pr_repo, github, tmp_path):
     saved = tmp_path / "review.json"
     stage_one = _kvlint("review", "--base", "main", "--head", "pr", "--exit-zero", cwd=pr_repo)
@@ -410,6 +420,7 @@ def resolver_repo(vllm_release, tmp_path_factory) -> Path:
     return repo
 
 
+@pytest.mark.slow
 def test_changing_the_resolver_reports_the_untouched_connector_it_makes_diverge(resolver_repo):
     run = _kvlint("review", "--base", "main", "--head", "narrow", cwd=resolver_repo)
     assert run.returncode == 1, run.stderr
@@ -421,6 +432,7 @@ def test_changing_the_resolver_reports_the_untouched_connector_it_makes_diverge(
     assert f"`{OFFLOADING}:" in comment["body"] and "shared resolver" in comment["body"]
 
 
+@pytest.mark.slow
 def test_editing_the_resolver_without_changing_what_it_decides_reports_nothing_old(resolver_repo):
     run = _kvlint("review", "--base", "main", "--head", "doc", cwd=resolver_repo)
     assert run.returncode == 0, run.stderr
@@ -455,6 +467,7 @@ def _run_action(repo: Path, tmp_path: Path, **variables: str) -> subprocess.Comp
     return subprocess.run(["bash", "-c", _action_script()], cwd=repo, capture_output=True, text=True, env=environment, timeout=300)
 
 
+@pytest.mark.slow
 def test_action_script_for_a_fork_writes_the_review_for_the_second_stage(pr_repo, pr_review, tmp_path):
     run = _run_action(pr_repo, tmp_path, KVLINT_FORK="true")  # auto + fork: no token can post, so no --post
     assert run.returncode == 1, run.stderr
@@ -464,6 +477,7 @@ def test_action_script_for_a_fork_writes_the_review_for_the_second_stage(pr_repo
     assert "review posted" not in run.stderr
 
 
+@pytest.mark.slow
 def test_action_script_posts_same_repository_pull_requests(pr_repo, github, tmp_path):
     run = _run_action(pr_repo, tmp_path, KVLINT_FAIL="false", GITHUB_TOKEN=TOKEN, GITHUB_API_URL=github.url, GITHUB_REPOSITORY="o/r")
     assert run.returncode == 0, run.stderr
@@ -496,6 +510,7 @@ def _review_of(findings, text, added, visible):
     return build_review(findings, {OFFLOADING: ChangedFile(OFFLOADING, set(added), set(visible))}, {OFFLOADING: text}, [], 1)
 
 
+@pytest.mark.slow
 def test_suggestion_whose_import_is_outside_the_diff_says_what_else_the_fix_needs(offloading_findings):
     from kvlint.review.render import comment_body
 
@@ -508,6 +523,7 @@ def test_suggestion_whose_import_is_outside_the_diff_says_what_else_the_fix_need
     assert "not the whole fix" in body and "`from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size`" in body
 
 
+@pytest.mark.slow
 def test_fix_reaching_past_the_shown_lines_is_described_not_suggested(offloading_findings):
     from kvlint.review.render import comment_body
 

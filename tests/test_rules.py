@@ -98,6 +98,7 @@ def _sources(tree):
         yield path, path.read_bytes().decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.29.0", "0.33.0"])
 def test_triggers_are_necessary_for_could_match(vllm_release, version):
     """A scan answered from the cache settles a changed file by TRIGGERS alone: `could_match` may only narrow them."""

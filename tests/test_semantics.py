@@ -392,6 +392,7 @@ def _sizing_findings(root: Path, relative: str):
     return result.findings
 
 
+@pytest.mark.slow
 def test_real_029_offloading_connector_diverges_from_the_scheduler(real_tree):
     root = real_tree("0.29.0")
     findings = [f for f in _sizing_findings(root, OFFLOADING_CONFIG) if f.code == "KV103"]
@@ -406,6 +407,7 @@ def test_real_029_offloading_connector_diverges_from_the_scheduler(real_tree):
     assert source[finding.line - 1].startswith("def build_offloading_config(")
 
 
+@pytest.mark.slow
 def test_real_029_dcp_helper_disagrees_with_the_resolver(real_tree):
     root = real_tree("0.29.0")
     findings = _sizing_findings(root, KV_CACHE_UTILS)
@@ -422,6 +424,7 @@ def test_real_029_dcp_helper_disagrees_with_the_resolver(real_tree):
     assert len(kv104) == 1 and "next(iter(spec.kv_cache_specs.values()))" in source[kv104[0].line - 1]
 
 
+@pytest.mark.slow
 def test_real_029_analysis(real_analysis):
     analysis = real_analysis("0.29.0")
     assert analysis.reference == "vllm.v1.core.kv_cache_utils:resolve_kv_cache_block_sizes"
@@ -433,6 +436,7 @@ def test_real_029_analysis(real_analysis):
     assert (PredicateDivergence, "dcp_world_size_for_kv_cache_spec") in found
 
 
+@pytest.mark.slow
 def test_real_030_offloading_connector_agrees(real_tree, real_analysis):
     root = real_tree("0.30.0")
     assert [f for f in _sizing_findings(root, OFFLOADING_CONFIG) if f.code == "KV103"] == []
@@ -442,6 +446,7 @@ def test_real_030_offloading_connector_agrees(real_tree, real_analysis):
     assert worker["UniformTypeKVCacheSpecs{MLA, indexer}"] == "dcp"
 
 
+@pytest.mark.slow
 def test_real_033_reads_dcp_sharded(real_analysis):
     analysis = real_analysis("0.33.0")
     resolver = table(analysis, "resolve_dcp_kv_block_size")
@@ -451,6 +456,7 @@ def test_real_033_reads_dcp_sharded(real_analysis):
     assert not analysis.divergences_in(OFFLOADING_CONFIG)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.27.1", "0.28.0"])
 def test_real_trees_without_a_resolver(real_tree, version):
     sizing = build_project_index([real_tree(version) / "vllm"]).sizing
@@ -460,6 +466,7 @@ def test_real_trees_without_a_resolver(real_tree, version):
     assert paths and paths[0].kind == "UniformTypeKVCacheSpecs{MLA, indexer}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.27.1", "0.29.0", "0.33.0"])
 def test_reading_only_files_that_could_matter_gives_the_same_analysis(real_tree, version):
     """A rebuild from the project cache reads only the files its snapshot marks as could-matter."""
@@ -511,6 +518,7 @@ def test_loops_over_a_containers_layers_run_every_layer():
     assert answer("opaque", "FullAttentionSpec") is UNKNOWN
 
 
+@pytest.mark.slow
 def test_scheduler_only_paths_from_the_configuration_reach_the_sizing_analysis(real_tree):
     """`scheduler-only-paths` decides roles for KV103–KV105 as it does for KV101: code declared to see only
     the scheduler's flattened config is compared on the scheduler's view alone."""

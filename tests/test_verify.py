@@ -200,11 +200,8 @@ def test_the_harness_runs_isolated_from_kvlint():
 
 
 @pytest.fixture(scope="session")
-def runtime():
-    try:
-        return vllm_runtime.vllm_runtime(progress=lambda message: print(message, file=sys.stderr))
-    except vllm_runtime.RuntimeUnavailable as error:
-        pytest.skip(f"vLLM {vllm_runtime.VLLM_VERSION} CPU environment unavailable: {error}")
+def runtime(vllm_runtime_env):
+    return vllm_runtime_env  # conftest: built once per session, and only for tests marked slow
 
 
 def run_verify(runtime, *arguments: str) -> tuple[int, str]:

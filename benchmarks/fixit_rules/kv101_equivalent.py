@@ -48,7 +48,10 @@ def _classes(node: cst.BaseExpression) -> set[str]:
 
 
 class ContainerIsinstance(LintRule):
-    MESSAGE = "isinstance check against an AttentionSpec class on a group spec that may be a UniformTypeKVCacheSpecs container"
+    MESSAGE = (
+        "isinstance check against an AttentionSpec class on a group spec "
+        "that may be a UniformTypeKVCacheSpecs container"
+    )
     VALID = [
         Valid(
             """
@@ -85,7 +88,11 @@ class ContainerIsinstance(LintRule):
         return isinstance(node, cst.Name) and node.value in self.spec_names
 
     def visit_For(self, node: cst.For) -> None:
-        if isinstance(node.iter, cst.Attribute) and node.iter.attr.value == "kv_cache_groups" and isinstance(node.target, cst.Name):
+        if (
+            isinstance(node.iter, cst.Attribute)
+            and node.iter.attr.value == "kv_cache_groups"
+            and isinstance(node.target, cst.Name)
+        ):
             self.group_names.add(node.target.value)
         if self._is_group_spec(node.iter) is False and isinstance(node.target, cst.Name):
             self.spec_names.discard(node.target.value)
