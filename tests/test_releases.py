@@ -195,7 +195,7 @@ def test_the_command_line_reports_a_refused_download_in_one_line(index, tmp_path
     completed = subprocess.run(
         [sys.executable, "-m", "kvlint", "check", "--vllm-release", VERSION],
         cwd=tmp_path, env={**os.environ, "KVLINT_CACHE_DIR": str(tmp_path / "cache")},
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=120, check=False,
     )
     errors = [line for line in completed.stderr.splitlines() if "error" in line]
     assert completed.returncode == 2, completed.stderr
@@ -304,6 +304,16 @@ def test_the_wheel_is_fetched_with_pip_when_the_index_lists_no_sdist(index, tmp_
     assert index.downloads() == [f"/files/{WHEEL_NAME}"]
     with pytest.raises(KvlintError, match="lists no source distribution of vllm 0.29.0"):
         release_tests(VERSION, quiet=True, cache_dir=tmp_path)
+
+
+def test_sources_cached_from_a_wheel_stay_and_the_tests_come_from_the_sdist(index, tmp_path):
+    vendored = "vllm/vllm_flash_attn/cute/kernel.py"  # only wheels carry vendored kernels
+    index.publish({WHEEL_NAME: make_wheel({**WHEEL_MEMBERS, vendored: b"x = 1\n"})})
+    sources = release_sources(VERSION, quiet=True, cache_dir=tmp_path)
+    index.publish({SDIST_NAME: make_sdist(SOURCES), WHEEL_NAME: make_wheel(WHEEL_MEMBERS)})
+    assert files_under(release_tests(VERSION, quiet=True, cache_dir=tmp_path)) == KEPT_TESTS
+    assert release_sources(VERSION, quiet=True, cache_dir=tmp_path) == sources
+    assert files_under(sources) == KEPT_SOURCES | {vendored}  # the earlier extraction is kept as it was
 
 
 def test_pip_runs_isolated_outside_the_working_folder(index, tmp_path, monkeypatch):
@@ -418,7 +428,7 @@ def test_0_34_0_comes_in_under_60_mb_and_scans_like_the_wheel(tmp_path):
     try:
         completed = subprocess.run(
             [sys.executable, "-m", "kvlint", "check", "--no-cache", "--format", "json", "--vllm-release", "0.34.0"],
-            cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=900,
+            cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=900, check=False,
         )
     finally:
         proxy.shutdown()

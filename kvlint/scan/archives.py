@@ -15,9 +15,10 @@ import stat
 import tarfile
 import zipfile
 import zlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Callable, Iterator, Mapping, NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from kvlint.errors import KvlintError
 
@@ -114,11 +115,12 @@ def _copy(source: BinaryIO, target: Path, budget: int) -> int:
 def _tar_members(archive: Path, limits: Limits) -> Iterator[_Member]:
     # Stream mode ("r|"): one pass, no seeking; the counting reader caps the decompressed stream, which
     # also bounds what tarfile itself reads into memory (long names, pax headers).
-    with gzip.open(archive, "rb") as compressed:
-        with tarfile.open(fileobj=_CountingReader(compressed, limits.stream_bytes, archive), mode="r|") as tar:
-            for info in tar:
-                regular = info.type in (tarfile.REGTYPE, tarfile.AREGTYPE)  # not sparse, links, devices, fifos
-                yield _Member(info.name, regular, info.size, lambda info=info: tar.extractfile(info))
+    with gzip.open(archive, "rb") as compressed, tarfile.open(
+        fileobj=_CountingReader(compressed, limits.stream_bytes, archive), mode="r|"
+    ) as tar:
+        for info in tar:
+            regular = info.type in (tarfile.REGTYPE, tarfile.AREGTYPE)  # not sparse, links, devices, fifos
+            yield _Member(info.name, regular, info.size, lambda info=info: tar.extractfile(info))
 
 
 def _zip_members(archive: Path, limits: Limits) -> Iterator[_Member]:
@@ -136,7 +138,8 @@ class _CountingReader:
         self._stream, self._limit, self._archive, self._read = stream, limit, archive, 0
 
     def read(self, size: int = -1) -> bytes:
-        data = self._stream.read(min(size, self._limit + 1 - self._read) if size >= 0 else self._limit + 1 - self._read)
+        left = self._limit + 1 - self._read  # one byte more than allowed tells that the limit is passed
+        data = self._stream.read(min(size, left) if size >= 0 else left)
         self._read += len(data)
         if self._read > self._limit:
             raise ArchiveError(f"{self._archive.name}: refused, it unpacks to more than {self._limit // MB} MB")

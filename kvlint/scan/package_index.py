@@ -64,13 +64,13 @@ def pip_settings(work_dir: Path) -> PipSettings:
     try:
         completed = subprocess.run(
             [sys.executable, "-I", "-m", "pip", "config", "list"],
-            cwd=work_dir, capture_output=True, text=True, timeout=60,
+            cwd=work_dir, capture_output=True, text=True, timeout=60, check=False,
         )
         lines = completed.stdout.splitlines() if completed.returncode == 0 else []
     except (OSError, subprocess.TimeoutExpired):
         lines = []
     if not lines:  # no pip in this environment: the environment variables still say what the user wants
-        lines = [f":env:.{key[4:].lower().replace('_', '-')}={value!r}" for key, value in os.environ.items() if key.startswith("PIP_")]
+        lines = [f":env:.{key[4:].lower()}={value!r}" for key, value in os.environ.items() if key.startswith("PIP_")]
     values: dict[str, str] = {}
     for section in ("global", "download", ":env:"):
         for line in lines:
@@ -140,8 +140,10 @@ def redact(url: str) -> str:
 def _files_from_json(page: dict, page_url: str) -> list[IndexFile]:
     files = []
     for entry in page["files"]:
-        size = entry.get("size")
-        files.append(IndexFile(str(entry["filename"]), urljoin(page_url, entry["url"]), dict(entry.get("hashes") or {}), size if isinstance(size, int) else None))
+        size = entry.get("size")  # PEP 700; absent from older indexes
+        url = urljoin(page_url, entry["url"])
+        hashes = dict(entry.get("hashes") or {})
+        files.append(IndexFile(str(entry["filename"]), url, hashes, size if isinstance(size, int) else None))
     return files
 
 
@@ -190,7 +192,8 @@ def _open(settings: PipSettings, url: str, deadline: float, accept: str = "*/*")
         token = base64.b64encode(f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()).decode()
         request.add_unredirected_header("Authorization", f"Basic {token}")
     try:
-        handlers: list = [_HttpOnlyRedirects(), urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=settings.cert))]
+        tls = ssl.create_default_context(cafile=settings.cert)
+        handlers: list = [_HttpOnlyRedirects(), urllib.request.HTTPSHandler(context=tls)]
         if settings.proxy:  # else urllib honours the https_proxy/no_proxy environment, as pip does
             proxy = settings.proxy if "://" in settings.proxy else f"http://{settings.proxy}"
             handlers.append(urllib.request.ProxyHandler({"http": proxy, "https": proxy}))

@@ -26,14 +26,23 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 from urllib.parse import urlsplit
 
 from kvlint.errors import KvlintError
 from kvlint.scan.archives import MB, extract_python
-from kvlint.scan.package_index import IndexFile, PipSettings, download, pip_settings, project_files, redact
-from kvlint.scan.result_cache import cache_root  # noqa: F401 (where releases are kept; also used by the benchmark)
+from kvlint.scan.package_index import (
+    IndexFile,
+    PipSettings,
+    download,
+    pip_settings,
+    project_files,
+    redact,
+)
+from kvlint.scan.result_cache import (
+    cache_root,  # the benchmark imports it from here too
+)
 from kvlint.scan.versions import normalize, release_key
 
 SDIST_LIMIT_BYTES = 200 * MB  # 0.34.0's sdist: 51 MB
@@ -100,7 +109,8 @@ def _cached(releases: Path, spelled: str, key: str, suffix: str, whole: Callable
         return None
     for folder in sorted(releases.iterdir()):
         name = folder.name
-        if name.startswith("vllm-") and name.endswith(suffix) and _key_or_none(name[5 : len(name) - len(suffix)]) == key and whole(folder):
+        spelling = name[len("vllm-") : len(name) - len(suffix)]
+        if name.startswith("vllm-") and name.endswith(suffix) and _key_or_none(spelling) == key and whole(folder):
             return folder
     return None
 
@@ -122,9 +132,8 @@ def _fetch(spelled: str, key: str, releases: Path, quiet: bool, need_tests: bool
         if sdist is not None:
             _fetch_sdist(settings, sdist, scratch, releases, quiet, deadline)
         elif need_tests:
-            raise ReleaseError(
-                f"{redact(settings.index_url)} lists no source distribution of vllm {spelled}, the only file that holds its tests"
-            )
+            index = redact(settings.index_url)
+            raise ReleaseError(f"{index} lists no source distribution of vllm {spelled}, the only file that holds its tests")
         else:
             _fetch_wheel(spelled, key, scratch, releases, quiet, deadline)
 
@@ -135,17 +144,22 @@ def _find_sdist(settings: PipSettings, key: str, deadline: float) -> IndexFile |
     matches = [
         file
         for file in project_files(settings, "vllm", deadline)
-        if file.filename.startswith("vllm-") and file.filename.endswith(".tar.gz") and _key_or_none(file.filename[5:-7]) == key
+        if file.filename.startswith("vllm-") and file.filename.endswith(".tar.gz") and _key_or_none(_sdist_version(file)) == key
     ]
     return min(matches, key=lambda file: file.filename, default=None)
 
 
+def _sdist_version(sdist: IndexFile) -> str:
+    return sdist.filename[len("vllm-") : -len(".tar.gz")]
+
+
 def _fetch_sdist(settings: PipSettings, sdist: IndexFile, scratch: Path, releases: Path, quiet: bool, deadline: float) -> None:
-    spelled = normalize(sdist.filename[5:-7])
-    top = sdist.filename[:-7] + "/"  # an sdist holds one folder, vllm-<version>/
+    spelled = normalize(_sdist_version(sdist))
+    top = sdist.filename[: -len(".tar.gz")] + "/"  # an sdist holds one folder, vllm-<version>/
     if not quiet:
         size = f" ({sdist.size / 1e6:.1f} MB)" if sdist.size else ""
-        print(f"kvlint: fetching {sdist.filename}{size} from {urlsplit(sdist.url).hostname}; its Python sources and tests are kept", file=sys.stderr)
+        host = urlsplit(sdist.url).hostname
+        print(f"kvlint: fetching {sdist.filename}{size} from {host}; its Python sources and tests are kept", file=sys.stderr)
     archive = scratch / "release.tar.gz"  # not the index's file name: that is not ours to trust
     download(settings, sdist, archive, SDIST_LIMIT_BYTES, deadline)
     sources, tests = scratch / "sources", scratch / "tests"
@@ -157,12 +171,14 @@ def _fetch_sdist(settings: PipSettings, sdist: IndexFile, scratch: Path, release
     if counts[top + "tests/"]:
         _install(tests, releases / f"vllm-{spelled}-tests", _holds_tests)
     if not quiet:
-        print(f"kvlint: kept {counts[top + 'vllm/']:,} source and {counts[top + 'tests/']:,} test files of vllm {spelled}", file=sys.stderr)
+        kept = f"{counts[top + 'vllm/']:,} source and {counts[top + 'tests/']:,} test files"
+        print(f"kvlint: kept {kept} of vllm {spelled}", file=sys.stderr)
 
 
 def _fetch_wheel(spelled: str, key: str, scratch: Path, releases: Path, quiet: bool, deadline: float) -> None:
     if not quiet:
-        print(f"kvlint: no source distribution of vllm {spelled} on the index; fetching its wheel with pip (sources only are kept)…", file=sys.stderr)
+        line = f"kvlint: no source distribution of vllm {spelled} found; fetching its wheel with pip (sources only are kept)"
+        print(line, file=sys.stderr)
     wheel = _pip_download_wheel(spelled, scratch, deadline)
     found = wheel.name.split("-")
     if len(found) < 2 or _key_or_none(found[1]) != key:
@@ -179,12 +195,15 @@ def _pip_download_wheel(spelled: str, scratch: Path, deadline: float) -> Path:
     destination, pip_temp = scratch / "wheel", scratch / "pip-temp"
     destination.mkdir()
     pip_temp.mkdir()
-    command = [sys.executable, "-I", "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-cache-dir", "--progress-bar", "off", "--dest", str(destination), f"vllm=={spelled}"]
+    command = [sys.executable, "-I", "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-cache-dir"]
+    command += ["--progress-bar", "off", "--dest", str(destination), f"vllm=={spelled}"]
     # pip's partial downloads go to TMPDIR: inside the scratch folder they count against the size cap.
     environment = {**os.environ, "TMPDIR": str(pip_temp)}
     log_path = scratch / "pip.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, cwd=scratch, env=environment, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command, cwd=scratch, env=environment, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+        )
         try:
             while True:
                 try:
@@ -193,7 +212,7 @@ def _pip_download_wheel(spelled: str, scratch: Path, deadline: float) -> Path:
                 except subprocess.TimeoutExpired:
                     pass
                 if _size_of(scratch) > WHEEL_LIMIT_BYTES:
-                    raise ReleaseError(f"the wheel of vllm {spelled} is over the {WHEEL_LIMIT_BYTES // MB} MB limit, download stopped")
+                    raise ReleaseError(f"the wheel of vllm {spelled} is over the {WHEEL_LIMIT_BYTES // MB} MB limit: stopped")
                 if time.monotonic() > deadline:
                     raise ReleaseError(f"gave up fetching the wheel of vllm {spelled}: over the {TIME_LIMIT_S} s time limit")
         finally:
