@@ -1,70 +1,257 @@
-"""Fetch a vLLM release's Python sources from PyPI without installing it (a wheel is a zip of them)."""
+"""Fetch a vLLM release's Python sources, and vLLM's own tests, from the package index without installing it.
+
+The source distribution is preferred (vllm-0.29.0.tar.gz is 41 MB, its wheel 316 MB): it is read from the
+index pip is configured to use (see package_index), verified against the digest the index publishes, and
+only `vllm/**/*.py` and `tests/**/*.py` are kept (see archives for the guards). When the index lists no
+sdist for the release, the wheel is fetched with `pip download` instead (sources only: a wheel holds no
+tests), with the same guards and caps.
+
+Under <cache root>/releases/ (the cache root: the `cache_dir` given, else $KVLINT_CACHE_DIR, else
+~/.cache/kvlint):
+    vllm-<version>/vllm/...          the sources kvlint scans, and nothing else
+    vllm-<version>-tests/tests/...   vLLM's own tests (from the sdist only)
+Each folder appears by one atomic rename of a complete staging folder, so its presence says it is whole.
+A folder that an earlier kvlint extracted from the wheel stays valid: the sdist's `vllm/**/*.py` are
+byte-identical to the wheel's (checked on 0.29.0 and 0.34.0), the wheel only adds vendored kernels
+(vllm_flash_attn/cute, third_party/...) in which no rule finds anything.
+
+A version is read as PEP 440 says: `0.29` and `0.29.0` name the same release and share one folder, named as
+the index spells the release's files.
+"""
 
 from __future__ import annotations
 
 import os
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
-import zipfile
+import time
+from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from kvlint.scan.result_cache import cache_root  # noqa: F401 (where releases are kept; also used by the benchmark)
 from kvlint.errors import KvlintError
+from kvlint.scan.archives import MB, extract_python
+from kvlint.scan.package_index import (
+    IndexFile,
+    PipSettings,
+    download,
+    pip_settings,
+    project_files,
+    redact,
+)
+from kvlint.scan.result_cache import (
+    cache_root,  # the benchmark imports it from here too
+)
+from kvlint.scan.versions import normalize, release_key
 
-_VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*([a-z0-9.+-]*)$")
+SDIST_LIMIT_BYTES = 200 * MB  # 0.34.0's sdist: 51 MB
+WHEEL_LIMIT_BYTES = 1_000 * MB  # 0.29.0's x86_64 wheel: 316 MB
+TIME_LIMIT_S = 1_200  # the whole fetch: index page, download, unpacking
 
 
 class ReleaseError(KvlintError):
     pass
 
 
-def release_sources(version: str, quiet: bool = False) -> Path:
-    """The folder holding `vllm/…/*.py` of release `version`, fetched and cached on first use."""
-    if not _VERSION.match(version):
-        raise ReleaseError(f"not a version number: {version!r}")
-    target = cache_root() / "releases" / f"vllm-{version}"
-    if (target / "vllm" / "__init__.py").is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="kvlint-fetch-", dir=target.parent) as scratch:
-        wheel = _download(version, Path(scratch), quiet)
-        staging = Path(scratch) / "sources"
-        _extract_python(wheel, staging)
-        if not (staging / "vllm" / "__init__.py").is_file():
-            raise ReleaseError(f"{wheel.name}: no vllm package inside")
-        try:
-            os.replace(staging, target)  # atomic: a concurrent fetch either wins or finds it done
-        except OSError:
-            if not (target / "vllm" / "__init__.py").is_file():
-                raise
-    return target
+def release_sources(version: str, quiet: bool = False, cache_dir: Path | None = None) -> Path:
+    """The folder holding `vllm/…/*.py` of release `version`, fetched and cached on first use.
+    `cache_dir` is kvlint's cache root (what `--cache-dir` names): releases go to its `releases/`."""
+    spelled, key = _checked(version)
+    releases = _releases_folder(cache_dir)
+    found = _cached(releases, spelled, key, "", _holds_sources)
+    if found is None:
+        _fetch(spelled, key, releases, quiet, need_tests=False)
+        found = _cached(releases, spelled, key, "", _holds_sources)
+    if found is None:
+        raise ReleaseError(f"vllm {spelled} was fetched but its sources are not in {releases}")
+    return found
 
 
-def _download(version: str, folder: Path, quiet: bool) -> Path:
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", str(folder), f"vllm=={version}"]
+def release_tests(version: str, quiet: bool = False, cache_dir: Path | None = None) -> Path:
+    """The folder holding vLLM's own `tests/…/*.py` of release `version` (from its sdist), fetched on first use."""
+    spelled, key = _checked(version)
+    releases = _releases_folder(cache_dir)
+    found = _cached(releases, spelled, key, "-tests", _holds_tests)
+    if found is None:
+        _fetch(spelled, key, releases, quiet, need_tests=True)
+        found = _cached(releases, spelled, key, "-tests", _holds_tests)
+    if found is None:
+        raise ReleaseError(f"the source distribution of vllm {spelled} holds no tests/ folder")
+    return found
+
+
+def _checked(version: str) -> tuple[str, str]:
+    try:
+        return normalize(version), release_key(version)
+    except ValueError:
+        raise ReleaseError(f"not a version number: {version!r}") from None
+
+
+def _releases_folder(cache_dir: Path | None) -> Path:
+    return (Path(cache_dir) if cache_dir else cache_root()) / "releases"
+
+
+def _holds_sources(folder: Path) -> bool:
+    return (folder / "vllm" / "__init__.py").is_file()
+
+
+def _holds_tests(folder: Path) -> bool:
+    return (folder / "tests").is_dir()
+
+
+def _cached(releases: Path, spelled: str, key: str, suffix: str, whole: Callable[[Path], bool]) -> Path | None:
+    """The cached folder of this release, whichever PEP 440 spelling named it (the exact one first)."""
+    exact = releases / f"vllm-{spelled}{suffix}"
+    if whole(exact):
+        return exact
+    if not releases.is_dir():
+        return None
+    for folder in sorted(releases.iterdir()):
+        name = folder.name
+        spelling = name[len("vllm-") : len(name) - len(suffix)]
+        if name.startswith("vllm-") and name.endswith(suffix) and _key_or_none(spelling) == key and whole(folder):
+            return folder
+    return None
+
+
+def _key_or_none(text: str) -> str | None:
+    try:
+        return release_key(text)
+    except ValueError:
+        return None
+
+
+def _fetch(spelled: str, key: str, releases: Path, quiet: bool, need_tests: bool) -> None:
+    deadline = time.monotonic() + TIME_LIMIT_S
+    releases.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kvlint-fetch-", dir=releases) as scratch_name:
+        scratch = Path(scratch_name)
+        settings = pip_settings(scratch)
+        sdist = _find_sdist(settings, key, deadline)
+        if sdist is not None:
+            _fetch_sdist(settings, sdist, scratch, releases, quiet, deadline)
+        elif need_tests:
+            index = redact(settings.index_url)
+            raise ReleaseError(f"{index} lists no source distribution of vllm {spelled}, the only file that holds its tests")
+        else:
+            _fetch_wheel(spelled, key, scratch, releases, quiet, deadline)
+
+
+def _find_sdist(settings: PipSettings, key: str, deadline: float) -> IndexFile | None:
+    if urlsplit(settings.index_url).scheme not in ("http", "https"):
+        return None  # e.g. a file:// index: pip reads it, the wheel route below goes through pip
+    matches = [
+        file
+        for file in project_files(settings, "vllm", deadline)
+        if file.filename.startswith("vllm-") and file.filename.endswith(".tar.gz") and _key_or_none(_sdist_version(file)) == key
+    ]
+    return min(matches, key=lambda file: file.filename, default=None)
+
+
+def _sdist_version(sdist: IndexFile) -> str:
+    return sdist.filename[len("vllm-") : -len(".tar.gz")]
+
+
+def _fetch_sdist(settings: PipSettings, sdist: IndexFile, scratch: Path, releases: Path, quiet: bool, deadline: float) -> None:
+    spelled = normalize(_sdist_version(sdist))
+    top = sdist.filename[: -len(".tar.gz")] + "/"  # an sdist holds one folder, vllm-<version>/
     if not quiet:
-        print(f"kvlint: fetching vllm=={version} from PyPI (sources only are kept)…", file=sys.stderr)
-    completed = subprocess.run(command, capture_output=True, text=True)
-    if completed.returncode != 0:
-        tail = (completed.stderr or completed.stdout).strip().splitlines()
-        raise ReleaseError(f"pip could not download vllm=={version}: {tail[-1] if tail else 'unknown error'}")
-    wheels = sorted(folder.glob("vllm-*.whl"))
+        size = f" ({sdist.size / 1e6:.1f} MB)" if sdist.size else ""
+        host = urlsplit(sdist.url).hostname
+        print(f"kvlint: fetching {sdist.filename}{size} from {host}; its Python sources and tests are kept", file=sys.stderr)
+    archive = scratch / "release.tar.gz"  # not the index's file name: that is not ours to trust
+    download(settings, sdist, archive, SDIST_LIMIT_BYTES, deadline)
+    sources, tests = scratch / "sources", scratch / "tests"
+    counts = extract_python(archive, {top + "vllm/": sources / "vllm", top + "tests/": tests / "tests"})
+    archive.unlink()
+    if not _holds_sources(sources):
+        raise ReleaseError(f"{sdist.filename}: no {top}vllm/__init__.py inside")
+    _install(sources, releases / f"vllm-{spelled}", _holds_sources)
+    if counts[top + "tests/"]:
+        _install(tests, releases / f"vllm-{spelled}-tests", _holds_tests)
+    if not quiet:
+        kept = f"{counts[top + 'vllm/']:,} source and {counts[top + 'tests/']:,} test files"
+        print(f"kvlint: kept {kept} of vllm {spelled}", file=sys.stderr)
+
+
+def _fetch_wheel(spelled: str, key: str, scratch: Path, releases: Path, quiet: bool, deadline: float) -> None:
+    if not quiet:
+        line = f"kvlint: no source distribution of vllm {spelled} found; fetching its wheel with pip (sources only are kept)"
+        print(line, file=sys.stderr)
+    wheel = _pip_download_wheel(spelled, scratch, deadline)
+    found = wheel.name.split("-")
+    if len(found) < 2 or _key_or_none(found[1]) != key:
+        raise ReleaseError(f"pip downloaded {wheel.name!r}, not vllm {spelled}")
+    sources = scratch / "sources"
+    extract_python(wheel, {"vllm/": sources / "vllm"})
+    if not _holds_sources(sources):
+        raise ReleaseError(f"{wheel.name}: no vllm package inside")
+    _install(sources, releases / f"vllm-{normalize(found[1])}", _holds_sources)
+
+
+def _pip_download_wheel(spelled: str, scratch: Path, deadline: float) -> Path:
+    """`pip download` the wheel into `scratch`, run isolated from `scratch`; stopped past the size cap or deadline."""
+    destination, pip_temp = scratch / "wheel", scratch / "pip-temp"
+    destination.mkdir()
+    pip_temp.mkdir()
+    command = [sys.executable, "-I", "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-cache-dir"]
+    command += ["--progress-bar", "off", "--dest", str(destination), f"vllm=={spelled}"]
+    # pip's partial downloads go to TMPDIR: inside the scratch folder they count against the size cap.
+    environment = {**os.environ, "TMPDIR": str(pip_temp)}
+    log_path = scratch / "pip.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            command, cwd=scratch, env=environment, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            while True:
+                try:
+                    returncode = process.wait(timeout=0.5)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if _size_of(scratch) > WHEEL_LIMIT_BYTES:
+                    raise ReleaseError(f"the wheel of vllm {spelled} is over the {WHEEL_LIMIT_BYTES // MB} MB limit: stopped")
+                if time.monotonic() > deadline:
+                    raise ReleaseError(f"gave up fetching the wheel of vllm {spelled}: over the {TIME_LIMIT_S} s time limit")
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    if returncode != 0:
+        tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        reason = " ".join(tail[-1].split())[:300] if tail else "unknown error"
+        raise ReleaseError(f"pip could not download vllm=={spelled}: {reason}")
+    wheels = sorted(destination.glob("vllm-*.whl"))
     if not wheels:
-        raise ReleaseError(f"pip downloaded no wheel for vllm=={version}")
+        raise ReleaseError(f"pip downloaded no wheel for vllm=={spelled}")
+    if wheels[0].stat().st_size > WHEEL_LIMIT_BYTES:
+        raise ReleaseError(f"{wheels[0].name}: over the {WHEEL_LIMIT_BYTES // MB} MB limit")
     return wheels[0]
 
 
-def _extract_python(wheel: Path, destination: Path) -> None:
-    destination.mkdir(parents=True)
-    with zipfile.ZipFile(wheel) as archive:
-        for member in archive.infolist():
-            name = member.filename
-            if not name.startswith("vllm/") or not name.endswith(".py") or ".." in Path(name).parts:
-                continue
-            path = destination / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with archive.open(member) as source, open(path, "wb") as sink:
-                shutil.copyfileobj(source, sink)
+def _size_of(folder: Path) -> int:
+    total = 0
+    for parent, _, names in os.walk(folder):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(parent, name)).st_size
+            except OSError:
+                pass  # a file pip just moved or removed
+    return total
+
+
+def _install(staging: Path, target: Path, whole: Callable[[Path], bool]) -> None:
+    """Put the complete `staging` folder in place as `target` in one rename (a concurrent fetch may win)."""
+    try:
+        os.replace(staging, target)
+        return
+    except OSError:
+        if whole(target):
+            return  # another fetch finished first with the same release
+    try:  # an incomplete folder that no kvlint made: set it aside in the scratch folder, which goes away
+        os.replace(target, staging.parent / f"stale-{target.name}")
+        os.replace(staging, target)
+    except OSError as error:
+        raise ReleaseError(f"cannot store the release in {target}: {error.strerror or error}") from None
