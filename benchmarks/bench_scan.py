@@ -216,7 +216,8 @@ def main() -> int:
     args = parser.parse_args()
     args.load_at_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
 
-    from kvlint.scan.releases import cache_root, release_sources
+    from kvlint.scan.releases import release_sources
+    from kvlint.scan.storage import cache_root
 
     source = release_sources(args.version)
     bench_cache = cache_root() / "bench"

@@ -25,6 +25,14 @@ class ReleaseError(KvlintError):
     """A vLLM release cannot be fetched from PyPI or unpacked."""
 
 
+class PackageIndexError(ReleaseError):
+    """The package index (PEP 691) cannot be read, or its answer is malformed or over a limit."""
+
+
+class ArchiveError(ReleaseError):
+    """An archive that is unreadable, unsafe or over a limit; the message is one line."""
+
+
 class FixError(KvlintError):
     """A one-line reason a file was left untouched by `kvlint fix`."""
 

@@ -58,7 +58,7 @@ def resolve_options(
     quiet: bool,
 ) -> Options:
     """The targets, configuration and cache folder the command line names; says on stderr which tree."""
-    targets = _targets(paths, release, quiet)
+    targets = _targets(paths, release, quiet, Path(cache_dir) if cache_dir else None)
     pyproject = Path(config_path) if config_path else find_pyproject(Path.cwd())
     if config_path and not pyproject.is_file():
         raise ConfigError(f"{config_path}: no such config file")
@@ -66,13 +66,13 @@ def resolve_options(
     return Options(targets, config, split_codes(select) or None, split_codes(ignore), jobs, _cache_folder(no_cache, cache_dir))
 
 
-def _targets(paths: tuple[str, ...], release: str | None, quiet: bool) -> list[Path]:
+def _targets(paths: tuple[str, ...], release: str | None, quiet: bool, cache_dir: Path | None) -> list[Path]:
     if release and paths:
         raise click.UsageError("give either PATHs or --vllm-release, not both")
     if release:
         from kvlint.scan.releases import release_sources  # pip and zip handling: only when fetching
 
-        root = release_sources(release, quiet=quiet)
+        root = release_sources(release, quiet=quiet, cache_dir=cache_dir)  # --cache-dir holds releases too
         click.echo(f"kvlint: scanning vLLM {release} from PyPI ({root})", err=True)
         return [root / "vllm"]
     if paths:

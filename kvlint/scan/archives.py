@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, NamedTuple
 
-from kvlint.errors import KvlintError
+from kvlint.errors import ArchiveError
 
 MB = 1_000_000
 _CHUNK = 1 << 20
@@ -35,10 +35,6 @@ class Limits:
     kept_bytes: int = 160 * MB
     kept_files: int = 50_000
     stream_bytes: int = 1_000 * MB
-
-
-class ArchiveError(KvlintError):
-    """An archive that is unreadable, unsafe or over a limit; the message is one line."""
 
 
 class _Member(NamedTuple):

@@ -23,7 +23,7 @@ from pathlib import Path
 from kvlint.analysis.hierarchy import builtin_hierarchy
 from kvlint.analysis.tree_index import TreeIndex, build_tree_index, find_tree_root
 from kvlint.analysis.vocabulary import DCP_WORDS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE, RESOLVER_HOME, RESOLVER_NAME
-from kvlint.scan.result_cache import FileStat, content_digest, load_pickle, own_source_digest, save_pickle, stable_repr, trusted_stat
+from kvlint.scan.storage import FileStat, content_digest, load_pickle, own_source_digest, save_pickle, stable_repr, trusted_stat
 
 INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode())
 _INDEX_FORMAT = 5

@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from kvlint import __version__
-from kvlint.errors import KvlintError
+from kvlint.errors import PackageIndexError
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 _ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
@@ -35,10 +35,6 @@ _READ_TIMEOUT_S = 60  # one read; the total is bounded by the caller's deadline
 _CHUNK = 1 << 20
 # Digests pip accepts from an index, strongest first.
 _DIGESTS = ("sha512", "sha384", "sha256")
-
-
-class PackageIndexError(KvlintError):
-    """The index cannot be read, or a file from it is refused; the message is one line."""
 
 
 @dataclass(frozen=True)

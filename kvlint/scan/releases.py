@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from kvlint.errors import KvlintError
+from kvlint.errors import ReleaseError
 from kvlint.scan.archives import MB, extract_python
 from kvlint.scan.package_index import (
     IndexFile,
@@ -40,18 +40,12 @@ from kvlint.scan.package_index import (
     project_files,
     redact,
 )
-from kvlint.scan.result_cache import (
-    cache_root,  # the benchmark imports it from here too
-)
+from kvlint.scan.storage import cache_root
 from kvlint.scan.versions import normalize, release_key
 
 SDIST_LIMIT_BYTES = 200 * MB  # 0.34.0's sdist: 51 MB
 WHEEL_LIMIT_BYTES = 1_000 * MB  # 0.29.0's x86_64 wheel: 316 MB
 TIME_LIMIT_S = 1_200  # the whole fetch: index page, download, unpacking
-
-
-class ReleaseError(KvlintError):
-    pass
 
 
 def release_sources(version: str, quiet: bool = False, cache_dir: Path | None = None) -> Path:

@@ -22,8 +22,6 @@ from kvlint import __version__
 from kvlint.engine.prefilter import Triggers
 from kvlint.scan.storage import (
     FileStat,
-    cache_root,  # noqa: F401 - re-exported: scan/releases.py imports it from here
-    content_digest,  # noqa: F401 - re-exported: analysis/tree_index.py imports it from here
     load_pickle,
     own_source_digest,
     save_pickle,
