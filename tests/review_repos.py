@@ -32,7 +32,7 @@ def kvlint(*arguments: str, cwd: Path, env: dict | None = None, timeout: int = 1
     environment = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith("GITHUB_")}
     environment.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "kvlint", *arguments], cwd=cwd, capture_output=True, text=True, env=environment, timeout=timeout, errors="replace"
+        [sys.executable, "-m", "kvlint", *arguments], cwd=cwd, capture_output=True, text=True, env=environment, timeout=timeout, errors="replace", check=False
     )
 
 

@@ -388,13 +388,15 @@ def _action_script() -> str:
 
 
 def _isolated_python(folder: Path) -> Path:
-    """A `python` for the action's script: it must be called as `python -I -m kvlint …` (else exit 99), and
-    runs this checkout's kvlint isolated (-I ignores PYTHONPATH, which is how the tests import it)."""
+    """A `python` for the action's script: it must be called as `python -I -m kvlint …` (else exit 99) from
+    outside the pull request's checkout (else exit 98), and runs this checkout's kvlint isolated (-I ignores
+    PYTHONPATH, which is how the tests import it)."""
     folder.mkdir(exist_ok=True)
     wrapper = folder / "python"
     checkout = Path(__file__).resolve().parents[1]
     wrapper.write_text(
         "#!/bin/sh\n"
+        'case "$PWD/" in "$KVLINT_TEST_CHECKOUT"/*) echo "python run inside the checkout" >&2; exit 98 ;; esac\n'
         'if [ "$1" = "-I" ] && [ "$2" = "-m" ] && [ "$3" = "kvlint" ]; then\n'
         "  shift 3\n"
         f"  exec {sys.executable} -I -c 'import sys, runpy; sys.path.insert(0, sys.argv.pop(1)); "
@@ -414,6 +416,7 @@ def _run_action(repo: Path, tmp_path: Path, **variables: str) -> subprocess.Comp
         {
             "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
             "RUNNER_TEMP": str(tmp_path),
+            "KVLINT_TEST_CHECKOUT": str(repo),
             "KVLINT_BASE": "main",
             "KVLINT_HEAD": "pr",
             "KVLINT_POST": "auto",

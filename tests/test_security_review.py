@@ -4,11 +4,24 @@ kvlint sees nor what it prints, and runs nothing. Each test builds a real git re
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-from review_repos import MODULE, SCALED, comments, commit_file, git, make_repo, review
+from review_repos import (
+    MODULE,
+    SCALED,
+    comments,
+    commit_file,
+    git,
+    kvlint,
+    make_repo,
+    review,
+)
 
 PR_CODES = {"KV102", "KV103"}
 
@@ -133,3 +146,139 @@ def test_a_file_name_this_system_cannot_hold_is_skipped_with_a_reason(repo):
     assert f"{long_name}: a file name longer than 255 bytes" in run.stderr
     assert {c["path"] for c in comments(run)} == {MODULE}
     assert json.loads(run.stdout)["event"] == "COMMENT"
+
+
+def test_hooks_and_filters_never_run_in_head_mode(repo, tmp_path):
+    (repo / ".gitattributes").write_text("*.py filter=evil\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-qm", "pr: a filter")
+    marker = tmp_path / "ran"
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for name in ("post-checkout", "post-index-change", "pre-commit", "reference-transaction", "fsmonitor-watchman"):
+        (hooks / name).write_text(f"#!/bin/sh\ntouch {marker}\n")
+        (hooks / name).chmod(0o755)
+    git(repo, "config", "core.hooksPath", str(hooks))
+    git(repo, "config", "filter.evil.smudge", f"touch {marker}; cat")
+    git(repo, "config", "filter.evil.clean", f"touch {marker}; cat")
+    run = review(repo)
+    assert run.returncode == 1, run.stderr
+    assert not marker.exists()
+
+
+# --- What held up: refs, configuration ---------------------------------------------------------------------
+
+
+def test_option_like_revisions_are_refused(repo):
+    for ref in ("--output=/tmp/kvlint-pwned", "-p"):
+        run = kvlint("review", f"--base={ref}", cwd=repo)
+        assert run.returncode == 2
+        assert "is not a git revision" in run.stderr.strip().splitlines()[-1]
+
+
+def test_configuration_comes_from_the_base_revision(repo):
+    (repo / "pyproject.toml").write_text('[tool.kvlint]\nignore = ["KV1"]\nexclude = ["vllm"]\n')
+    git(repo, "add", "pyproject.toml")
+    git(repo, "commit", "-qm", "pr: switch kvlint off")
+    for head in ("pr", None):
+        run = review(repo, head=head)
+        assert run.returncode == 1, run.stderr
+        assert PR_CODES <= _codes(run)
+
+
+# --- Medium 6: the action runs no Python from the checkout -------------------------------------------------
+
+
+def _action_steps() -> list[dict]:
+    import yaml
+
+    return yaml.safe_load((Path(__file__).resolve().parents[1] / "action.yml").read_text())["runs"]["steps"]
+
+
+def test_every_python_in_the_action_runs_isolated_outside_the_checkout():
+    scripts = [step for step in _action_steps() if "run" in step]
+    calls = [line for step in scripts for line in re.findall(r"(?:^|[\s(=])python3?\b[^\n]*", step["run"])]
+    assert calls and all(re.search(r"python3? -I ", call) for call in calls), calls
+    assert "kvlint review" not in " ".join(s["run"] for s in scripts).replace("-m kvlint review", "")  # no console script
+    install = next(step for step in scripts if "pip install" in step["run"])
+    assert install["working-directory"] == "${{ runner.temp }}"
+
+
+def test_a_pip_package_in_the_checkout_does_not_run_instead_of_pip(tmp_path):
+    checkout = tmp_path / "checkout"
+    (checkout / "pip").mkdir(parents=True)
+    marker = tmp_path / "planted-pip-ran"
+    (checkout / "pip" / "__init__.py").write_text("")
+    (checkout / "pip" / "__main__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    install = next(step for step in _action_steps() if "pip install" in step.get("run", ""))
+    environment = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "GITHUB_ACTION_PATH": str(tmp_path / "no-such-action")}
+    # Run in the checkout itself, the worst case: even where the working folder were ignored, -I keeps it off sys.path.
+    run = subprocess.run(["bash", "-c", install["run"]], cwd=checkout, env=environment, capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode != 0 and "no-such-action" in run.stderr  # the real pip, refusing a missing folder
+    assert not marker.exists()
+
+
+# --- Low: rdjson, and time linear in the findings ----------------------------------------------------------
+
+
+def test_rdjson_messages_are_escaped_like_comments():
+    from kvlint.review.diff import ChangedFile
+    from kvlint.review.render import rdjson
+    from kvlint.review.review import build_review
+    from kvlint.types import Finding
+
+    finding = Finding("a.py", 1, 1, 1, 5, "KV102", "hand-rolled-dcp-scaling", "`x * dcp` scales <img src=y> for @octocat [a](b)\n# Heading")
+    result = build_review([finding], {"a.py": ChangedFile("a.py", {1}, {1})}, {"a.py": "x * dcp\n"}, [], 1)
+    document = json.loads(json.dumps(rdjson(result, {"a.py": "x * dcp\n"})))
+    [diagnostic] = document["diagnostics"]
+    message = diagnostic["message"]
+    assert message.startswith("`x * dcp` scales")
+    assert "<img" not in message and "@octocat" not in message and "\\[a\\]" in message and "\n" not in message
+
+
+def _connector(count: int, single_use: bool = False) -> str:
+    gate = "".join(
+        f"def size_{i}(group, parallel_config):\n"
+        "    return group.kv_cache_spec.block_size * (\n"
+        "        parallel_config.decode_context_parallel_size\n"
+        "        if isinstance(group.kv_cache_spec, AttentionSpec)\n"
+        "        else 1\n"
+        "    )\n\n\n"
+        for i in range(count)
+    )
+    keep = "" if single_use else "\n\ndef is_attention(spec):\n    return isinstance(spec, AttentionSpec)\n"
+    return "from vllm.v1.kv_cache_interface import AttentionSpec\n\n\n" + gate + keep
+
+
+@pytest.mark.parametrize(("count", "single_use"), [(30, False), (1, True)])
+def test_suggestions_cost_one_import_update_per_file_and_match_the_exact_ones(vllm_release, tmp_path, monkeypatch, count, single_use):
+    """A pull request with many fixable findings in one file used to apply each fix to the whole file through
+    libcst (time quadratic in the findings); the import change is now computed once per file, the edit locally."""
+    import kvlint.review.suggestions as suggestions
+    from kvlint.review.diff import ChangedFile
+    from kvlint.review.review import build_review
+    from kvlint.scan.config import Config
+    from kvlint.scan.runner import scan
+    from kvlint.types import Applicability
+
+    release = vllm_release("0.29.0")
+    for path in ("vllm/v1/kv_cache_interface.py", "vllm/v1/core/kv_cache_utils.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(release / path, tmp_path / path)
+    connector = tmp_path / "vllm/conn.py"
+    text = _connector(count, single_use)
+    connector.write_text(text)
+    findings = [f for f in scan([connector], Config(), None, [], jobs=1).findings if f.path.endswith("conn.py")]
+    fixable = [f for f in findings if f.fix and f.fix.applicability is Applicability.SAFE]
+    assert len(fixable) >= count
+    calls: list[int] = []
+    real = suggestions.apply_fixes
+    monkeypatch.setattr(suggestions, "apply_fixes", lambda *a, **k: calls.append(1) or real(*a, **k))
+    regions = suggestions.FixRegions(text)
+    fast = [regions.of(f) for f in fixable]
+    assert len(calls) <= 3  # the imports once, and the findings next to them exactly
+    monkeypatch.setattr(suggestions, "apply_fixes", real)
+    assert fast == [suggestions.exact_fix_regions(text, f) for f in fixable]
+    lines = set(range(1, len(text.splitlines()) + 1))
+    review_of = build_review([f for f in findings], {findings[0].path: ChangedFile(findings[0].path, lines, lines)}, {findings[0].path: text}, [], 1)
+    assert sum(1 for c in review_of.comments if c.suggestion is not None and c.companion_of is None) == count

@@ -229,7 +229,7 @@ def rdjson(review: Review, texts: dict[str, str]) -> dict:
                 lines_of[finding.path] = texts.get(finding.path, "").splitlines()
             lines = lines_of[finding.path]
 
-            def position(line: int, column: int) -> dict:
+            def position(line: int, column: int, lines: list[str] = lines) -> dict:
                 text = lines[line - 1] if 0 < line <= len(lines) else ""
                 return {"line": line, "column": _utf8_column(text, column)}
 

@@ -3,12 +3,11 @@
 A finding belongs to the review when a line it spans was added or changed by the pull request (a KV103
 finding spans the divergent sizing path's function, so it counts when that function was touched). Each
 comment sits on changed lines; a safe fix becomes a ```suggestion``` that replaces exactly the lines it
-is anchored to, computed by applying the fix to the file's text (kvlint.fixing.apply.apply_fixes).
+is anchored to, computed by applying the fix to the file's text (kvlint.review.suggestions).
 """
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import re
 from collections import Counter
@@ -17,24 +16,15 @@ from urllib.parse import quote
 
 from kvlint.engine.registry import rule_by_code
 from kvlint.engine.suppress import suppressions
-from kvlint.fixing.apply import FixError, apply_fixes
 from kvlint.review.diff import ChangedFile
-from kvlint.types import Applicability, Finding, Fix
+from kvlint.review.suggestions import FixRegions, Region
+from kvlint.types import Applicability, Finding
 
 MARKER_PREFIX = "<!-- kvlint:"
 _MARKER = re.compile(r"<!-- kvlint:([A-Z]+\d+):([^:\s]*):([0-9a-f]+(?:-\d+)?(?:\+[a-z]+)?) -->")
 FINGERPRINT = re.compile(r"[0-9a-f]{12}(?:-\d{1,6})?(?:\+imports)?")
 # Enough for a pull request a person reviews; the rest is counted in the summary (--max-comments).
 DEFAULT_MAX_COMMENTS = 50
-
-
-@dataclass(frozen=True)
-class Region:
-    """Lines first..last (1-based, inclusive) of the head file, to be replaced by `text` (lines joined by \\n)."""
-
-    first: int
-    last: int
-    text: str
 
 
 @dataclass(frozen=True)
@@ -204,7 +194,7 @@ def build_review(findings: list[Finding], changes: dict[str, ChangedFile], texts
     comments = _Comments()
     seen: dict[str, int] = {}
     lines_of: dict[str, list[str]] = {}
-    regions_of: dict[tuple[str, Fix], tuple[Region, list[Region]] | None] = {}
+    regions_in: dict[str, FixRegions] = {}
 
     def marker_for(finding: Finding, suffix: str = "") -> str:
         if finding.path not in lines_of:
@@ -222,11 +212,9 @@ def build_review(findings: list[Finding], changes: dict[str, ChangedFile], texts
         text = texts.get(finding.path)
         regions = None
         if text is not None and _has_safe_fix(finding):
-            # Two rules may carry the very same fix (KV101 and KV102 on one expression): compute it once.
-            key = (finding.path, finding.fix)
-            if key not in regions_of:
-                regions_of[key] = _fix_regions(text, finding)
-            regions = regions_of[key]
+            if finding.path not in regions_in:
+                regions_in[finding.path] = FixRegions(text)
+            regions = regions_in[finding.path].of(finding)
         if regions:
             main, companions = regions
             host = comments.with_suggestion(finding.path, main)
@@ -269,7 +257,7 @@ def cap_comments(comments: list[ReviewComment], limit: int) -> tuple[list[Review
     kept: list[ReviewComment] = []
     dropped: list[Finding] = []
     full = False
-    for thread in threads.values():
+    for _, thread in sorted(threads.items()):
         if full or len(kept) + len(thread) > limit:
             full = True
             dropped.extend(f for c in thread if c.companion_of is None for f in c.findings)
@@ -310,47 +298,6 @@ def _add_companion(comments: _Comments, main_comment: ReviewComment, finding: Fi
 
 def _has_safe_fix(finding: Finding) -> bool:
     return finding.fix is not None and finding.fix.applicability is Applicability.SAFE and bool(finding.fix.edits)
-
-
-def _fix_regions(text: str, finding: Finding) -> tuple[Region, list[Region]] | None:
-    """(the region holding the fix's edits, the other regions it changes — imports), or None."""
-    try:
-        outcome = apply_fixes(text, [finding], unsafe=False)
-    except FixError:
-        return None
-    if not outcome.applied or outcome.text == text:
-        return None
-    old, new = text.splitlines(), outcome.text.splitlines()
-    blocks = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
-    if not blocks:
-        return None
-    first_edit = min(edit.line for edit in finding.fix.edits)
-    last_edit = max(edit.end_line for edit in finding.fix.edits)
-    main = [op for op in blocks if _old_span(op)[0] <= last_edit and _old_span(op)[1] >= first_edit]
-    if not main:
-        return None
-    others = [op for op in blocks if op not in main]
-    # Merging the blocks around the edit is exact: the equal lines between them map one to one.
-    merged = ("replace", min(op[1] for op in main), max(op[2] for op in main), min(op[3] for op in main), max(op[4] for op in main))
-    return _region(merged, old, new), [_region(op, old, new) for op in others]
-
-
-def _old_span(op) -> tuple[int, int]:
-    """The 1-based old lines a block touches; an insertion touches the line before it (or after, at the top)."""
-    _, i1, i2, _, _ = op
-    if i1 == i2:
-        return (i1, i1) if i1 > 0 else (1, 1)
-    return i1 + 1, i2
-
-
-def _region(op, old: list[str], new: list[str]) -> Region:
-    _, i1, i2, j1, j2 = op
-    if i1 == i2:  # a pure insertion: a suggestion must replace at least one line, so take a neighbour along
-        if i1 > 0:
-            i1, j1 = i1 - 1, j1 - 1
-        else:
-            i2, j2 = i2 + 1, j2 + 1
-    return Region(i1 + 1, i2, "\n".join(new[j1:j2]))
 
 
 def why_sentence(code: str) -> str:
