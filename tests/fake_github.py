@@ -20,7 +20,7 @@ class FakeGitHub:
         self.next_id = 100
         self.failure: tuple[int, dict] | None = None  # answer every request with this
         self.review_failure: tuple[int, dict] | None = None  # answer POST …/reviews with this
-        self.answers: dict[tuple[str, str], tuple[int, object]] = {}  # (method, path) -> a canned answer
+        self.answers: dict[tuple[str, str], tuple] = {}  # (method, path) -> (status, document[, headers])
         self.drip_s: float | None = None  # send the body one byte per drip_s seconds
         self.graphql_refused = False
         self.user_refused = False
@@ -32,9 +32,11 @@ class FakeGitHub:
             def log_message(self, *args):
                 pass
 
-            def _answer(self, status: int, document=None):
+            def _answer(self, status: int, document=None, headers: dict | None = None):
                 data = b"" if document is None else json.dumps(document).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -68,6 +68,39 @@ def test_the_token_is_redacted_from_an_answer_that_quotes_it_with_a_newline(repo
     assert TOKEN not in run.stdout + run.stderr and "***" in _error_line(run)
 
 
+def test_a_redirect_is_refused_and_the_token_goes_nowhere_else(repo, github):
+    elsewhere = FakeGitHub()
+    try:
+        github.answers[("POST", "/graphql")] = (301, {}, {"Location": f"{elsewhere.url}/graphql"})
+        github.answers[("GET", "/user")] = (302, {}, {"Location": f"{elsewhere.url}/user"})
+        run = _post(repo, github)
+        assert run.returncode == 2
+        assert "redirects are not followed" in _error_line(run)
+        assert elsewhere.requests == []
+    finally:
+        elsewhere.close()
+
+
+def test_an_internal_error_is_one_line_and_redacted_even_with_verbose(repo, monkeypatch):
+    from click.testing import CliRunner
+
+    import kvlint.review.pipeline
+    from kvlint.commands.review import review as review_command
+
+    def broken(*arguments, **options):
+        raise RuntimeError(f"something quoted the token {TOKEN}")
+
+    monkeypatch.setattr(kvlint.review.pipeline, "make_review", broken)
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN + "\n")
+    for verbose in ([], ["--verbose"]):
+        result = CliRunner().invoke(review_command, ["--base", "main", "--repo", str(repo), *verbose])
+        assert result.exit_code == 2
+        output = result.output + (result.stderr if result.stderr_bytes is not None else "")
+        assert TOKEN not in output
+        assert "kvlint: internal error: RuntimeError: something quoted the token *** (re-run with --verbose for details)" in output
+        assert ("Traceback" in output) == bool(verbose)
+
+
 # --- Medium 5: stage two posts only what kvlint renders ---------------------------------------------------
 
 
@@ -284,3 +317,9 @@ def test_suppressions_the_pull_request_adds_are_said_in_the_review(repo):
     body = json.loads(run.stdout)["body"]
     assert "adds 1 `# kvlint: ignore` comment(s)" in body and f"`{MODULE}` line 2" in body
     assert "KV102" not in {c["body"].split(":")[1] for c in json.loads(run.stdout)["comments"]}
+
+
+def test_graphql_goes_to_the_api_host_only():
+    with pytest.raises(GitHubError, match="same host"):
+        GitHub("https://api.github.com", TOKEN, "o/r", graphql_url="https://evil.example/graphql")
+    assert GitHub("https://ghe.example/api/v3", TOKEN, "o/r").graphql_url == "https://ghe.example/api/graphql"
