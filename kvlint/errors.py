@@ -44,6 +44,10 @@ class ReviewError(KvlintError):
 class GitHubError(KvlintError):
     """One line saying what went wrong talking to GitHub; never holds the token."""
 
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status  # the HTTP status GitHub answered, when it answered one
+
 
 class VerifyError(KvlintError):
     """`kvlint verify` could not produce a matrix; the message is one line for stderr."""

@@ -13,17 +13,15 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from fake_github import BOT, PERSON, FakeGitHub
 from unidiff import PatchSet
 
-from kvlint.review.diff import safe_relative_path
-from kvlint.review.github_api import validate_payload
-from kvlint.review.diff import ReviewError
+from kvlint.review.diff import ReviewError, safe_relative_path
 from kvlint.review.render import escape_message, escape_text, fence_for
+from kvlint.review.saved import review_from_data
 
 OFFLOADING = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py"
 MOONCAKE = "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/connector.py"
@@ -227,83 +225,36 @@ def test_quoted_content_is_escaped():
     assert fence_for("x = '```'") == "````"
 
 
-def test_saved_payload_is_rebuilt_from_known_fields_only():
-    good = {"event": "COMMENT", "body": "b", "comments": [{"path": "a.py", "line": 3, "side": "RIGHT", "body": "<!-- kvlint:KV102:a.py:abc -->\nx", "extra": 1}]}
-    assert validate_payload(good)["comments"][0] == {"path": "a.py", "line": 3, "side": "RIGHT", "body": "<!-- kvlint:KV102:a.py:abc -->\nx"}
+def test_saved_review_is_rebuilt_from_known_fields_only():
+    finding = {"code": "KV102", "message": "`x * dcp` scales", "fingerprint": "0123456789ab", "safe_fix": False, "fix_title": None}
+    good = {
+        "kvlint_review": 1,
+        "commit": None,
+        "summary": {"in_diff": [{"code": "KV102", "count": 1}], "files_checked": 1},
+        "comments": [{"path": "a.py", "line": 3, "start_line": None, "companion_of": None, "findings": [finding], "suggestion": None, "notes": [], "extra": 1}],
+    }
+    [comment] = review_from_data(good).comments
+    assert (comment.path, comment.line, comment.markers) == ("a.py", 3, ["<!-- kvlint:KV102:a.py:0123456789ab -->"])
+    assert comment.findings[0].name == "hand-rolled-dcp-scaling"  # from kvlint's registry, not the file
     for bad in (
-        {**good, "event": "APPROVE"},
-        {**good, "comments": [{**good["comments"][0], "body": "spam"}]},
+        {**good, "kvlint_review": 2},
+        {**good, "comments": [{**good["comments"][0], "findings": [{**finding, "code": "XX1"}]}]},
         {**good, "comments": [{**good["comments"][0], "path": "../x.py"}]},
+        {**good, "comments": [{**good["comments"][0], "findings": [{**finding, "fingerprint": "zz -->"}]}]},
+        {"event": "COMMENT", "body": "b", "comments": []},  # a rendered review: markdown is never taken from the file
     ):
         with pytest.raises(ReviewError):
-            validate_payload(bad)
+            review_from_data(bad)
 
 
 # --- posting, against a fake GitHub on 127.0.0.1 ---------------------------------------------------------
-
-
-class FakeGitHub:
-    """Records every request; keeps review comments the way GitHub does (list, create via review, delete)."""
-
-    def __init__(self):
-        self.requests: list[dict] = []
-        self.comments: dict[int, dict] = {}
-        self.next_id = 100
-        self.failure: tuple[int, dict] | None = None
-        self.head_sha = ""
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _answer(self, status: int, document=None):
-                data = b"" if document is None else json.dumps(document).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _handle(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length)) if length else None
-                fake.requests.append({"method": self.command, "path": self.path, "body": body, "authorization": self.headers.get("Authorization")})
-                if fake.failure:
-                    return self._answer(*fake.failure)
-                path = self.path.split("?")[0]
-                if self.command == "GET" and path == "/repos/o/r/pulls/7/comments":
-                    page = 1 if "page=1" in self.path else 2
-                    return self._answer(200, list(fake.comments.values()) if page == 1 else [])
-                if self.command == "GET" and path == "/repos/o/r/pulls/7":
-                    return self._answer(200, {"number": 7, "head": {"sha": fake.head_sha}})
-                if self.command == "POST" and path == "/repos/o/r/pulls/7/reviews":
-                    for comment in body["comments"]:
-                        fake.next_id += 1
-                        fake.comments[fake.next_id] = {"id": fake.next_id, "path": comment["path"], "line": comment["line"], "body": comment["body"]}
-                    return self._answer(200, {"id": 1, "state": "COMMENTED"})
-                match = re.fullmatch(r"/repos/o/r/pulls/comments/(\d+)", path)
-                if self.command == "DELETE" and match and int(match.group(1)) in fake.comments:
-                    del fake.comments[int(match.group(1))]
-                    return self._answer(204)
-                return self._answer(404, {"message": "Not Found"})
-
-            do_GET = do_POST = do_DELETE = _handle
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def of(self, method: str) -> list[dict]:
-        return [r for r in self.requests if r["method"] == method]
 
 
 @pytest.fixture
 def github():
     fake = FakeGitHub()
     yield fake
-    fake.server.shutdown()
-    fake.server.server_close()
+    fake.close()
 
 
 def _post(repo: Path, github: FakeGitHub, head: str, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -313,11 +264,12 @@ def _post(repo: Path, github: FakeGitHub, head: str, *extra: str, env: dict | No
 
 @pytest.mark.slow
 def test_post_then_new_pushes_do_not_repeat_and_clean_up(pr_repo, github):
-    github.comments[1] = {"id": 1, "path": OFFLOADING, "line": 44, "body": "A maintainer's own comment.", "in_reply_to_id": None}
+    github.comments[1] = {"id": 1, "path": OFFLOADING, "line": 44, "body": "A maintainer's own comment.", "in_reply_to_id": None, "user": PERSON}
     first = _post(pr_repo, github, "pr")
     assert first.returncode == 1, first.stderr
     [review] = github.of("POST")
     assert review["path"] == "/repos/o/r/pulls/7/reviews"
+    assert all(c["user"] == BOT for i, c in github.comments.items() if i != 1)
     assert review["authorization"] == f"Bearer {TOKEN}"
     assert review["body"] == json.loads(first.stdout)  # what is printed is what is posted
     posted = {c["body"] for c in review["body"]["comments"]}
@@ -364,9 +316,10 @@ def test_unreachable_api_is_one_line_exit_2(pr_repo):
 @pytest.mark.slow
 def test_two_stage_workflow_posts_the_saved_review_for_the_reviewed_head(pr_repo, github, tmp_path):
     saved = tmp_path / "review.json"
-    stage_one = _kvlint("review", "--base", "main", "--head", "pr", "--exit-zero", cwd=pr_repo)
+    stage_one = _kvlint("review", "--base", "main", "--head", "pr", "--exit-zero", "--format", "review-data", cwd=pr_repo)
     assert stage_one.returncode == 0
     saved.write_text(stage_one.stdout)
+    rendered = _kvlint("review", "--base", "main", "--head", "pr", "--exit-zero", cwd=pr_repo)
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"workflow_run": {"head_sha": _git(pr_repo, "rev-parse", "pr"), "pull_requests": []}}))
     environment = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": github.url, "GITHUB_REPOSITORY": "o/r", "GITHUB_EVENT_PATH": str(event)}
@@ -375,13 +328,13 @@ def test_two_stage_workflow_posts_the_saved_review_for_the_reviewed_head(pr_repo
     assert moved.returncode == 2 and "not posting" in moved.stderr and github.of("POST") == []
     github.head_sha = _git(pr_repo, "rev-parse", "pr")
     forged = tmp_path / "forged.json"
-    forged.write_text(json.dumps({**json.loads(stage_one.stdout), "commit_id": "1" * 40}))
+    forged.write_text(json.dumps({**json.loads(stage_one.stdout), "commit": "1" * 40}))
     refused = _kvlint("review", "--payload", str(forged), "--pr", "7", cwd=tmp_path, env=environment)
     assert refused.returncode == 2 and "not posting" in refused.stderr and github.of("POST") == []
     stage_two = _kvlint("review", "--payload", str(saved), "--pr", "7", cwd=tmp_path, env=environment)
     assert stage_two.returncode == 0, stage_two.stderr
     [review] = github.of("POST")
-    assert review["body"]["comments"] == json.loads(stage_one.stdout)["comments"]
+    assert review["body"] == json.loads(rendered.stdout)  # what stage two renders is what one stage would post
 
 
 def test_action_is_composite_and_splices_nothing_into_its_scripts():
@@ -446,12 +399,36 @@ def _action_script() -> str:
     return next(step["run"] for step in action["runs"]["steps"] if "kvlint review" in step.get("run", ""))
 
 
+def _isolated_python(folder: Path) -> Path:
+    """A `python` for the action's script: it must be called as `python -I -m kvlint …` (else exit 99) from
+    outside the pull request's checkout (else exit 98), and runs this checkout's kvlint isolated (-I ignores
+    PYTHONPATH, which is how the tests import it)."""
+    folder.mkdir(exist_ok=True)
+    wrapper = folder / "python"
+    checkout = Path(__file__).resolve().parents[1]
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'case "$PWD/" in "$KVLINT_TEST_CHECKOUT"/*) echo "python run inside the checkout" >&2; exit 98 ;; esac\n'
+        'if [ "$1" = "-I" ] && [ "$2" = "-m" ] && [ "$3" = "kvlint" ]; then\n'
+        "  shift 3\n"
+        f"  exec {sys.executable} -I -c 'import sys, runpy; sys.path.insert(0, sys.argv.pop(1)); "
+        f"runpy.run_module(\"kvlint\", run_name=\"__main__\", alter_sys=True)' {checkout} \"$@\"\n"
+        "fi\n"
+        'echo "python called without -I -m kvlint: $*" >&2\n'
+        "exit 99\n"
+    )
+    wrapper.chmod(0o755)
+    return folder
+
+
 def _run_action(repo: Path, tmp_path: Path, **variables: str) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_") and not k.lower().endswith("_proxy")}
-    environment["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environment.get('PATH', '')}"
+    environment["PATH"] = f"{_isolated_python(tmp_path / 'bin')}{os.pathsep}{environment.get('PATH', '')}"
     environment.update(
         {
             "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+            "RUNNER_TEMP": str(tmp_path),
+            "KVLINT_TEST_CHECKOUT": str(repo),
             "KVLINT_BASE": "main",
             "KVLINT_HEAD": "pr",
             "KVLINT_POST": "auto",
@@ -471,7 +448,8 @@ def _run_action(repo: Path, tmp_path: Path, **variables: str) -> subprocess.Comp
 def test_action_script_for_a_fork_writes_the_review_for_the_second_stage(pr_repo, pr_review, tmp_path):
     run = _run_action(pr_repo, tmp_path, KVLINT_FORK="true")  # auto + fork: no token can post, so no --post
     assert run.returncode == 1, run.stderr
-    assert json.loads((tmp_path / "kvlint-review.json").read_text())["comments"] == pr_review[0]["comments"]
+    saved = json.loads((tmp_path / "kvlint-review.json").read_text())
+    assert saved["kvlint_review"] == 1 and len(saved["comments"]) == len(pr_review[0]["comments"])
     assert (tmp_path / "kvlint-review.json.pr").read_text().strip() == "7"
     assert "```python" in (tmp_path / "summary.md").read_text()
     assert "review posted" not in run.stderr

@@ -1,168 +1,144 @@
-"""The `kvlint review` command: diff → scan the changed files → keep what the diff touches → render/post."""
+"""The `kvlint review` command: review a pull request (kvlint.review.pipeline), render it, post it.
+
+Every line this command writes goes through `_Output`: control characters in file names are escaped (no
+line can be injected into a log or a workflow command), and the token is replaced by *** wherever it
+would appear, internal errors included.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-import tempfile
+import traceback
 from pathlib import Path
 
 import click
 
-from kvlint.engine.source import decode_source
 from kvlint.engine.summary import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
-from kvlint.errors import ConfigError, RegistryError, UnreadableSource
-from kvlint.scan.config import load_config
-from kvlint.scan.files import is_excluded
-from kvlint.review import github_api
-from kvlint.scan.index_cache import build_project_index
-from kvlint.review.crossfile import findings_through_touched_targets, issue_key
-from kvlint.review.diff import (
-    ReviewError,
-    changed_files,
-    git,
-    materialise_python_tree,
-    read_blob,
-    repository_root,
-    resolve_commit,
+from kvlint.errors import KvlintError
+from kvlint.review import github_api, saved
+from kvlint.review.diff import repository_root
+from kvlint.review.render import (
+    github_review,
+    markdown,
+    printable,
+    rdjson,
+    review_payload,
 )
-from kvlint.review.render import github_review, markdown, rdjson
-from kvlint.review.review import Review, build_review
-from kvlint.scan.runner import scan
+from kvlint.review.review import DEFAULT_MAX_COMMENTS, limit_review, summarise
 
-FORMATS = ("github-review", "markdown", "rdjson")
+FORMATS = ("github-review", "markdown", "rdjson", "review-data")
+
+
+class _Output:
+    def __init__(self):
+        self.redact = github_api.redactor(github_api.token_from_environment())
+
+    def out(self, text: str, newline: bool = True) -> None:
+        click.echo(self.redact(text), nl=newline)
+
+    def say(self, text: str) -> None:
+        """One line on stderr: escaped, then redacted."""
+        click.echo(self.redact(printable(text)), err=True)
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
-def _load_review_config(repo: Path, base: str, config_path: str | None, scratch: Path):
-    """--config, else the base revision's pyproject.toml: a pull request cannot switch rules off for itself."""
-    if config_path:
-        path = Path(config_path)
-        if not path.is_file():
-            raise ConfigError(f"{config_path}: no such config file")
-        return load_config(path)
-    data = read_blob(repo, base, "pyproject.toml")
-    if data is None:
-        return load_config(None)
-    copy = scratch / "base-pyproject.toml"
-    copy.write_bytes(data)
-    return load_config(copy)
-
-
-def make_review(repo: Path, base: str, head: str | None, config_path: str | None, select, ignore, jobs) -> tuple[Review, dict[str, str]]:
-    base_commit = resolve_commit(repo, base)
-    head_commit = resolve_commit(repo, head) if head else None
-    change = changed_files(repo, base_commit, head_commit)
-    refused = list(change.refused)
-    with tempfile.TemporaryDirectory(prefix="kvlint-review-") as scratch_name:
-        scratch = Path(scratch_name)
-        config = _load_review_config(repo, base_commit, config_path, scratch)
-        if head_commit is not None:
-            tree = scratch / "head"
-            tree.mkdir()
-            refused += materialise_python_tree(repo, head_commit, tree)
-        else:
-            tree = repo
-        python = sorted(
-            path for path in change.files if path.endswith(".py") and not is_excluded(path, config.exclude) and (tree / path).is_file()
-        )
-        findings, texts, files_checked = [], {}, 0
-        if python:
-            # Paths relative to the tree: findings, excludes and per-file-ignores see repository paths.
-            result = scan([Path(p) for p in python], config, _split(select) or None, _split(ignore), jobs, cache_dir=None, display_root=tree)
-            for path in python:
-                try:
-                    texts[path] = decode_source((tree / path).read_bytes()).text
-                except (UnreadableSource, OSError):
-                    continue
-            findings = [f for f in result.findings if f.path in change.files]
-            files_checked = len(result.files)
-
-            def base_issue_keys() -> set[tuple[str, str, str, str]]:
-                base_tree = scratch / "base"
-                base_tree.mkdir(exist_ok=True)
-                materialise_python_tree(repo, base_commit, base_tree)
-                inside = [base_tree / p for p in python if (base_tree / p).is_file()] or [base_tree]
-                sizing = build_project_index(inside, scheduler_only_paths=tuple(config.scheduler_only_paths)).sizing
-                return {issue_key(issue) for issue in (sizing.divergences if sizing is not None else ())}
-
-            anchored, replaced = findings_through_touched_targets(
-                result.project, tree, change.files, texts, findings, result.rules, config, base_issue_keys
-            )
-            findings = [f for f in findings if f not in replaced] + anchored
-    review = build_review(findings, change.files, texts, refused, files_checked)
-    review.commit = head_commit or _head_commit(repo)
-    return review, texts
-
-
-def _head_commit(repo: Path) -> str | None:
-    try:
-        return git(repo, "rev-parse", "HEAD").decode().strip() or None
-    except ReviewError:
-        return None
-
-
 @click.command()
 @click.option("--base", metavar="REF", help="The branch or commit the pull request merges into (required unless --payload).")
 @click.option("--head", metavar="REF", help="The pull request's commit (default: the working tree). Read with git, never run.")
-@click.option("--format", "output_format", type=click.Choice(FORMATS), default="github-review", show_default=True)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(FORMATS),
+    default="github-review",
+    show_default=True,
+    help="review-data: the review as data, the only input --payload accepts.",
+)
 @click.option("--post", is_flag=True, help="Post the review to GitHub (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL).")
 @click.option("--pr", "pull", type=click.IntRange(min=1), help="Pull request number (default: from GITHUB_EVENT_PATH).")
-@click.option("--payload", "payload_path", type=click.Path(dir_okay=False), help="Post this saved github-review JSON instead of reviewing (the second stage of a fork-safe workflow).")
+@click.option(
+    "--payload",
+    "payload_path",
+    type=click.Path(dir_okay=False),
+    help="Post this saved review (written with --format review-data) instead of reviewing: the second stage of a fork-safe workflow.",
+)
 @click.option("--repo", "repo_path", type=click.Path(file_okay=False), default=".", help="The git checkout (default: the current folder).")
 @click.option("--select", multiple=True, help="Rule codes or prefixes to run (comma-separated).")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to skip (comma-separated).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml to read (default: the base revision's).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
+@click.option(
+    "--max-comments",
+    type=click.IntRange(min=1, max=1000),
+    default=DEFAULT_MAX_COMMENTS,
+    show_default=True,
+    help="Comments per review; findings past it are counted in the review's body.",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when the diff has findings.")
-def review(base, head, output_format, post, pull, payload_path, repo_path, select, ignore, config_path, jobs, exit_zero):
+@click.option("--verbose", "-v", is_flag=True, help="Show the traceback of an internal error.")
+def review(base, head, output_format, post, pull, payload_path, repo_path, select, ignore, config_path, jobs, max_comments, exit_zero, verbose):
     """Lint only what a pull request changes; emit (or --post) a GitHub review with suggestions.
 
     Exit 0 when the lines the pull request changes are clean, 1 when they have findings, 2 on errors.
     """
+    output = _Output()
     try:
         if payload_path:
-            sys.exit(_post_saved(payload_path, pull))
+            sys.exit(_post_saved(output, payload_path, pull, max_comments))
         if not base:
             raise click.UsageError("--base REF is required (the branch or commit the pull request merges into)")
-        # Settings for posting are checked before the scan: a missing token fails fast.
+        # Settings for posting are checked before the scan: a missing or malformed token fails fast.
         client, number = (github_api.client_from_environment(), github_api.pull_request_number(pull)) if post else (None, None)
         repo = repository_root(Path(repo_path))
-        result, texts = make_review(repo, base, head, config_path, select, ignore, jobs)
-        payload = github_review(result)
+        from kvlint.review.pipeline import (
+            make_review,  # the scan and the analysis, only once the settings hold
+        )
+
+        result, texts = make_review(repo, base, head, config_path, _split(select) or None, _split(ignore), jobs)
+        limit_review(result, max_comments)
+        payload = github_review(result, max_comments)
         if output_format == "github-review":
-            click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+            output.out(json.dumps(payload, indent=2, ensure_ascii=False))
         elif output_format == "markdown":
-            click.echo(markdown(result), nl=False)
+            output.out(markdown(result, max_comments), newline=False)
+        elif output_format == "rdjson":
+            output.out(json.dumps(rdjson(result, texts), indent=2, ensure_ascii=False))
         else:
-            click.echo(json.dumps(rdjson(result, texts), indent=2, ensure_ascii=False))
+            output.out(json.dumps(saved.review_data(result, summarise(result, max_comments)), indent=2, ensure_ascii=False))
         for line in result.refused:
-            click.echo(f"kvlint: not read: {line}", err=True)
+            output.say(f"kvlint: not read: {line}")
+        if result.suppressions_added:
+            output.say(f"kvlint: the pull request adds {len(result.suppressions_added)} `# kvlint: ignore` comment(s) (said in the review).")
         if client is not None:
             outcome = github_api.sync_review(client, number, payload)
-            click.echo(f"kvlint: review posted: {outcome.posted} new comment(s), {outcome.kept} kept, {outcome.deleted} outdated deleted.", err=True)
+            output.say(f"kvlint: review posted: {outcome.posted} new comment(s), {outcome.kept} kept, {outcome.deleted} outdated deleted.")
         outside = f"; {len(result.outside_diff)} more in the changed files, outside the diff" if result.outside_diff else ""
-        click.echo(f"kvlint: {len(result.in_diff)} finding(s) on changed lines in {result.files_checked} file(s){outside}.", err=True)
-    except (ReviewError, github_api.GitHubError, ConfigError, RegistryError) as error:
-        click.echo(f"kvlint: error: {' '.join(str(error).split())}", err=True)
+        output.say(f"kvlint: {len(result.in_diff)} finding(s) on changed lines in {result.files_checked} file(s){outside}.")
+    except KvlintError as error:
+        output.say(f"kvlint: error: {' '.join(str(error).split())}")
+        sys.exit(EXIT_ERROR)
+    except click.exceptions.ClickException:
+        raise
+    except Exception as error:  # noqa: BLE001 — said here, not by the group, so that it is escaped and redacted
+        if verbose:
+            for line in traceback.format_exc().splitlines():
+                output.say(line)
+        output.say(f"kvlint: internal error: {type(error).__name__}: {' '.join(str(error).split())} (re-run with --verbose for details)")
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_CLEAN if exit_zero or not result.in_diff else EXIT_FINDINGS)
 
 
-def _post_saved(payload_path: str, pull: int | None) -> int:
-    """Second stage of the fork-safe workflow: post a review the first stage produced, after checking its shape."""
-    try:
-        with open(payload_path, encoding="utf-8") as stream:
-            payload = json.load(stream)
-    except (OSError, ValueError) as error:
-        raise ReviewError(f"{payload_path}: cannot read the saved review: {error}") from None
-    payload = github_api.validate_payload(payload)
+def _post_saved(output: _Output, payload_path: str, pull: int | None, max_comments: int) -> int:
+    """Second stage of the fork-safe workflow: render the saved review's fields (checked) and post that."""
+    saved_review = saved.review_from_data(saved.load(payload_path))
+    summary, comments = saved.with_limit(saved_review, max_comments)
+    payload = review_payload(summary, comments, saved_review.commit)
     client = github_api.client_from_environment()
     number = github_api.pull_request_number(pull)
-    github_api.check_head(client, number, payload)
+    github_api.check_head(client, number, saved_review.commit)
     outcome = github_api.sync_review(client, number, payload)
-    click.echo(f"kvlint: review posted: {outcome.posted} new comment(s), {outcome.kept} kept, {outcome.deleted} outdated deleted.", err=True)
+    output.say(f"kvlint: review posted: {outcome.posted} new comment(s), {outcome.kept} kept, {outcome.deleted} outdated deleted.")
     return EXIT_CLEAN

@@ -1,25 +1,40 @@
 """What a pull request changes, read from git: changed lines per file, and the head tree's sources.
 
-git runs with an argument list (never a shell), with external diff drivers and textconv filters off,
-so nothing the pull request ships is executed. Paths that would leave the repository are refused.
+The pull request never decides how its own diff is read, and nothing it ships runs. git gets an argument
+list (never a shell) and only ever compares two trees: with `--head` the commit's, without it a snapshot
+of the working tree that kvlint builds from the files' bytes as they are on disk (`snapshot_working_tree`),
+so no clean filter, eol or encoding conversion runs on a file the pull request selected. Every diff is
+`--text --no-textconv --no-ext-diff`: a `.gitattributes` saying `*.py -diff`, `binary` or `diff=driver`
+changes nothing kvlint sees. Blobs are read with `git cat-file`, which applies no filter. Paths that would
+leave the repository, or that this system cannot hold, are refused with a reason.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
+import re
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from unidiff import PatchSet
-from unidiff.errors import UnidiffParseError
-
-from kvlint.errors import ReviewError
+from kvlint.review.git import (  # noqa: F401  (ReviewError, git, … are this module's interface too)
+    GITLINK_MODE,
+    SYMLINK_MODE,
+    ReviewError,
+    decoded_path,
+    git,
+    materialise_python_tree,
+    merge_base,
+    read_blob,
+    repository_root,
+    resolve_commit,
+    safe_relative_path,
+)
+from kvlint.review.snapshot import snapshot_working_tree
 
 # GitHub shows three lines of context around each change; a review comment may sit on any of them.
 CONTEXT_LINES = 3
-_GIT_TIMEOUT_S = 300
-_SYMLINK_MODE = "120000"
+# Both listings of a diff use the same options, so the file list and the hunks agree on every path.
+_DIFF_OPTIONS = ("-r", "--find-renames", "--diff-filter=AMRCT", "--no-ext-diff", "--no-textconv")
+_HUNK_HEADER = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
 @dataclass
@@ -31,9 +46,13 @@ class ChangedFile:
     visible: set[int] = field(default_factory=set)  # added lines plus the context lines GitHub shows
 
     def touches(self, first: int, last: int) -> bool:
+        if last - first < len(self.added):
+            return any(line in self.added for line in range(first, last + 1))
         return any(first <= line <= last for line in self.added)
 
     def first_added(self, first: int, last: int) -> int | None:
+        if last - first < len(self.added):
+            return next((line for line in range(first, last + 1) if line in self.added), None)
         return min((line for line in self.added if first <= line <= last), default=None)
 
 
@@ -43,168 +62,154 @@ class Change:
     refused: list[str]  # "path: why" for each changed path kvlint will not read
 
 
-def git(repo: Path, *arguments: str, input_bytes: bytes | None = None) -> bytes:
-    """Run git in `repo` and return its stdout; a failure becomes a ReviewError with git's own first line."""
-    command = ["git", "-C", str(repo), "-c", "core.quotepath=off", "-c", "core.fsmonitor=false", *arguments]
-    environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
-    try:
-        completed = subprocess.run(command, input=input_bytes, capture_output=True, timeout=_GIT_TIMEOUT_S, env=environment, check=False)
-    except FileNotFoundError:
-        raise ReviewError("git is not installed (kvlint review reads the pull request with git)") from None
-    except subprocess.TimeoutExpired:
-        raise ReviewError(f"git {arguments[0]} did not finish within {_GIT_TIMEOUT_S}s") from None
-    if completed.returncode != 0:
-        message = completed.stderr.decode("utf-8", "replace").strip().splitlines()
-        first = next((line for line in message if line.strip()), f"exit status {completed.returncode}")
-        raise ReviewError(f"git {arguments[0]} failed: {first.removeprefix('fatal: ')}")
-    return completed.stdout
+@dataclass
+class Trees:
+    """The two trees a review compares, and the git environment that can read them."""
+
+    base: str  # the merge base of the base revision and the head
+    head: str  # the head commit, or the tree of the working-tree snapshot
+    environment: dict[str, str] = field(default_factory=dict)
+    left_out: dict[str, str] = field(default_factory=dict)  # working-tree path -> why the snapshot left it out
 
 
-def repository_root(start: Path) -> Path:
-    try:
-        output = git(start, "rev-parse", "--show-toplevel")
-    except ReviewError as error:
-        raise ReviewError(f"{start}: not inside a git checkout ({error})") from None
-    return Path(output.decode("utf-8", "surrogateescape").strip()).resolve()
-
-
-def resolve_commit(repo: Path, ref: str) -> str:
-    if ref.startswith("-"):
-        raise ReviewError(f"{ref!r} is not a git revision")
-    try:
-        output = git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
-    except ReviewError:
-        output = b""
-    commit = output.decode().strip()
-    if not ref or not commit:
-        raise ReviewError(f"unknown git revision {ref!r}")
-    return commit
-
-
-def safe_relative_path(path: str) -> str | None:
-    """Why `path` (as git names it) must not be read, or None when it stays inside the repository."""
-    if not path or "\0" in path or "\n" in path or "\r" in path:
-        return "an unprintable path"
-    pure = PurePosixPath(path)
-    if pure.is_absolute() or path.startswith("\\") or (len(path) > 1 and path[1] == ":"):
-        return "an absolute path"
-    if any(part in ("..", ".git") for part in pure.parts) or "\\" in path:
-        return "a path that leaves the repository"
-    return None
-
-
-def changed_files(repo: Path, base: str, head: str | None) -> Change:
-    """The lines each file changes between the merge base of `base` and `head` (the working tree when None)."""
-    arguments = [
-        "diff",
+def changed_files(repo: Path, trees: Trees) -> Change:
+    """The lines each file changes from `trees.base` to `trees.head`; paths kvlint will not read are refused."""
+    environment = trees.environment
+    listing = git(repo, "diff-tree", "-z", *_DIFF_OPTIONS, trees.base, trees.head, environment=environment)
+    patch = git(
+        repo,
+        "diff-tree",
+        "-p",
+        "--text",  # a `-diff`/`binary` attribute must not turn a Python file into "Binary files differ"
         "--no-color",
-        "--no-ext-diff",
-        "--no-textconv",
-        "--find-renames",
         f"--unified={CONTEXT_LINES}",
         "--src-prefix=a/",
         "--dst-prefix=b/",
-        "--diff-filter=AMRC",  # deleted files leave nothing to comment on
-    ]
-    if head is None:
-        arguments += ["--merge-base", base]  # merge base of base and HEAD, against the working tree
-    else:
-        arguments.append(f"{base}...{head}")
-    arguments += ["--", "."]
-    text = git(repo, *arguments).decode("utf-8", "surrogateescape")
-    try:
-        patch = PatchSet(text)
-    except UnidiffParseError as error:
-        raise ReviewError(f"cannot parse git's diff: {error}") from None
+        *_DIFF_OPTIONS,
+        trees.base,
+        trees.head,
+        environment=environment,
+    )
+    hunks = _lines_by_path(patch)
     files: dict[str, ChangedFile] = {}
-    refused: list[str] = []
-    for patched in patch:
-        target = patched.target_file or ""
-        if target == "/dev/null":
+    refused = [f"{path}: {why}" for path, why in trees.left_out.items()]
+    for status, mode, raw_path in _parse_listing(listing):
+        path = decoded_path(raw_path)
+        if path in trees.left_out:
             continue
-        path = target[2:] if target.startswith("b/") else target
-        why = "a quoted path git could not print plainly" if path.startswith('"') else safe_relative_path(path)
-        if why is None and head is None:
-            why = _working_tree_problem(repo, path)
+        why = safe_relative_path(path)
+        if why is None and mode == SYMLINK_MODE:
+            why = "a symbolic link"
         if why is not None:
             refused.append(f"{path}: {why}")
             continue
-        if getattr(patched, "is_symlink", False):
-            refused.append(f"{path}: a symbolic link")
-            continue
-        changed = files.setdefault(path, ChangedFile(path))
-        for hunk in patched:
-            for line in hunk:
-                if line.target_line_no is None:
-                    continue
-                changed.visible.add(line.target_line_no)
-                if line.is_added:
-                    changed.added.add(line.target_line_no)
+        if mode == GITLINK_MODE:
+            continue  # a submodule: its files are another repository's
+        added, visible = hunks.get(raw_path, (set(), set()))
+        files[path] = ChangedFile(path, added, visible)
     return Change(files, refused)
 
 
-def _working_tree_problem(repo: Path, path: str) -> str | None:
-    candidate = repo / path
-    if candidate.is_symlink():
-        target = candidate.resolve()
-        if not target.is_relative_to(repo):
-            return "a symbolic link that points outside the repository"
-    try:
-        candidate.resolve().relative_to(repo)
-    except ValueError:
-        return "a path that leaves the repository"
-    return None
-
-
-def read_blob(repo: Path, commit: str, path: str) -> bytes | None:
-    """`git show commit:path`; None when the file does not exist there."""
-    try:
-        return git(repo, "show", "--no-textconv", f"{commit}:{path}")
-    except ReviewError:
-        return None
-
-
-def materialise_python_tree(repo: Path, commit: str, destination: Path) -> list[str]:
-    """Write every Python source of `commit` under `destination` (regular blobs only); returns refusals.
-
-    The whole tree is needed, not only the changed files: the cross-file analysis reads the spec hierarchy,
-    the resolver and the scheduler's sizing path from wherever the tree defines them.
-    """
-    listing = git(repo, "ls-tree", "-r", "-z", "--full-tree", commit)
-    wanted: list[tuple[str, str]] = []
-    refused: list[str] = []
-    for entry in listing.split(b"\0"):
-        if not entry:
-            continue
-        meta, _, raw_path = entry.partition(b"\t")
-        mode, kind, sha = meta.decode().split()
-        path = raw_path.decode("utf-8", "surrogateescape")
-        if kind != "blob" or not path.endswith(".py"):
-            continue
-        if mode == _SYMLINK_MODE:
-            refused.append(f"{path}: a symbolic link")
-            continue
-        why = safe_relative_path(path)
-        if why is not None:
-            refused.append(f"{path}: {why}")
-            continue
-        wanted.append((path, sha))
-    if not wanted:
-        return refused
-    # One git process for all blobs: `git cat-file --batch` is `git show <sha>` without a process per file.
-    output = git(repo, "cat-file", "--batch", input_bytes="".join(f"{sha}\n" for _, sha in wanted).encode())
+def _parse_listing(listing: bytes) -> list[tuple[str, str, bytes]]:
+    """(status letter, head-side mode, head-side path) from `git diff-tree -z` (NUL-separated: any name works)."""
+    fields = listing.split(b"\0")
+    entries: list[tuple[str, str, bytes]] = []
     position = 0
-    root = destination.resolve()
-    for path, sha in wanted:
-        header_end = output.index(b"\n", position)
-        header = output[position:header_end].split()
-        size = int(header[2])
-        data = output[header_end + 1 : header_end + 1 + size]
-        position = header_end + 1 + size + 1
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if not target.resolve().is_relative_to(root):
-            refused.append(f"{path}: a path that leaves the repository")
+    while position < len(fields):
+        meta = fields[position]
+        position += 1
+        if not meta:
             continue
-        target.write_bytes(data)
-    return refused
+        parts = meta[1:].split()
+        if not meta.startswith(b":") or len(parts) != 5:
+            raise ReviewError("cannot parse git's list of changed files")
+        status = parts[4][:1].decode("ascii", "replace")
+        count = 2 if status in ("R", "C") else 1
+        if position + count > len(fields):
+            raise ReviewError("cannot parse git's list of changed files")
+        entries.append((status, parts[1].decode("ascii", "replace"), fields[position + count - 1]))
+        position += count
+    return entries
+
+
+def _lines_by_path(patch: bytes) -> dict[bytes, tuple[set[int], set[int]]]:
+    """Head path -> (added lines, lines shown), from a unified diff.
+
+    The head path is read from the `+++` line, which holds the whole name (git quotes any name with a
+    control character); the hunks are consumed by their line counts, so no file content can be taken for
+    a header.
+    """
+    lines = patch.split(b"\n")
+    result: dict[bytes, tuple[set[int], set[int]]] = {}
+    current: tuple[set[int], set[int]] | None = None
+    position = 0
+    while position < len(lines):
+        line = lines[position]
+        position += 1
+        if line.startswith(b"diff --git "):
+            current = None
+        elif line.startswith(b"+++ ") and current is None:
+            name = _unquoted(line[4:])
+            current = result.setdefault(name[2:], (set(), set())) if name.startswith(b"b/") else None
+        elif line.startswith(b"@@ "):
+            match = _HUNK_HEADER.match(line)
+            if match is None or current is None:
+                raise ReviewError("cannot parse git's diff: a hunk outside a file")
+            added, visible = current
+            old_left = int(match.group(2)) if match.group(2) is not None else 1
+            new_left = int(match.group(4)) if match.group(4) is not None else 1
+            number = int(match.group(3))
+            while old_left > 0 or new_left > 0:
+                if position >= len(lines):
+                    raise ReviewError("cannot parse git's diff: a hunk ends early")
+                body = lines[position]
+                position += 1
+                kind = body[:1]
+                if kind == b"+":
+                    added.add(number)
+                    visible.add(number)
+                    number, new_left = number + 1, new_left - 1
+                elif kind == b"-":
+                    old_left -= 1
+                elif kind in (b" ", b""):
+                    visible.add(number)
+                    number, new_left, old_left = number + 1, new_left - 1, old_left - 1
+                elif kind != b"\\":  # "\ No newline at end of file" counts for neither side
+                    raise ReviewError("cannot parse git's diff: an unexpected line in a hunk")
+    return result
+
+
+_C_ESCAPES = {b"a": 7, b"b": 8, b"t": 9, b"n": 10, b"v": 11, b"f": 12, b"r": 13, b'"': 34, b"\\": 92}
+
+
+def _unquoted(name: bytes) -> bytes:
+    """A file name as git prints it in a diff header: C-quoted when it holds a control character or a
+    quote, followed by a tab when it holds a space."""
+    if not name.startswith(b'"'):
+        return name[:-1] if name.endswith(b"\t") else name
+    out = bytearray()
+    position = 1
+    while position < len(name) and name[position : position + 1] != b'"':
+        char = name[position : position + 1]
+        if char != b"\\":
+            out += char
+            position += 1
+            continue
+        escape = name[position + 1 : position + 2]
+        if escape in _C_ESCAPES:
+            out.append(_C_ESCAPES[escape])
+            position += 2
+        else:
+            out.append(int(name[position + 1 : position + 4], 8) & 0xFF)
+            position += 4
+    return bytes(out)
+
+
+def review_trees(repo: Path, base_commit: str, head_commit: str | None, scratch: Path) -> Trees:
+    """The trees to compare: merge base → head commit, or merge base (with HEAD) → working-tree snapshot."""
+    if head_commit is not None:
+        return Trees(merge_base(repo, base_commit, head_commit), head_commit)
+    tree, environment, left_out = snapshot_working_tree(repo, scratch)
+    return Trees(merge_base(repo, base_commit, resolve_commit(repo, "HEAD")), tree, environment, left_out)
+
+

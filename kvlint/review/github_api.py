@@ -1,36 +1,44 @@
 """Post a review through GitHub's REST API without repeating earlier ones (stdlib urllib only).
 
-Every kvlint comment starts with hidden markers (`<!-- kvlint:KV102:path:fingerprint -->`). On a new
-push, an earlier kvlint comment whose markers are no longer found (the code was fixed) or whose line
-went stale is deleted, one that still stands is left alone, and only new comments are posted.
+Every kvlint comment starts with hidden markers (`<!-- kvlint:KV102:path:fingerprint -->`), each a whole
+line. On a new push kvlint posts the comments whose markers are not standing yet first, then deletes its
+earlier comments whose finding is gone, whose line went stale, or that a concurrent run posted twice. Only
+comments written by the account the token belongs to, starting with complete markers, are ever touched.
 
-The token is sent to the configured API host only (redirects are refused, never followed with the
-token) and is scrubbed from every message kvlint prints.
+The token is checked before use (no whitespace or control character), sent to the configured API host
+only (redirects are refused, never followed with the token) and scrubbed from every message. Each request
+has a total deadline, so a server that drips its answer cannot hold the review.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
-import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
-from kvlint.errors import GitHubError
-from kvlint.review.review import MARKER_PREFIX, markers_in
+from kvlint.review.review import leading_markers
+from kvlint.review.transport import (
+    Deadline,
+    GitHubError,
+    checked_token,
+    opener_for,
+    redactor,
+)
 
 DEFAULT_API_URL = "https://api.github.com"
-_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_REPOSITORY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _PAGE_SIZE = 100
 _MAX_PAGES = 50
-_TIMEOUT_S = 30
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None  # urllib would resend the Authorization header to wherever the redirect points
+_READ_TIMEOUT_S = 30  # one socket operation
+REQUEST_DEADLINE_S = 60.0  # one request, however its bytes arrive
+SESSION_DEADLINE_S = 600.0  # everything one review sends
+_MAX_ANSWER_BYTES = 64 * 1024 * 1024
+_VIEWER_QUERY = "query { viewer { login databaseId } }"
 
 
 @dataclass
@@ -40,25 +48,54 @@ class SyncOutcome:
     deleted: int
 
 
+@dataclass(frozen=True)
+class Identity:
+    """The account the token acts as (a person, or an app's bot such as github-actions[bot])."""
+
+    login: str
+    user_id: int | None
+
+    def wrote(self, comment: dict) -> bool:
+        user = comment.get("user")
+        if not isinstance(user, dict):
+            return False
+        if self.user_id is not None and isinstance(user.get("id"), int):
+            return user["id"] == self.user_id
+        login = user.get("login")
+        # GraphQL names a bot `name`, REST `name[bot]`.
+        return isinstance(login, str) and login.lower().removesuffix("[bot]") == self.login.lower().removesuffix("[bot]")
+
+
 class GitHub:
-    def __init__(self, api_url: str, token: str, repository: str):
+    def __init__(
+        self,
+        api_url: str,
+        token: str,
+        repository: str,
+        graphql_url: str | None = None,
+        request_deadline_s: float = REQUEST_DEADLINE_S,
+        session_deadline_s: float = SESSION_DEADLINE_S,
+    ):
+        self.redact = redactor(token)
         parsed = urllib.parse.urlsplit(api_url)
         if parsed.scheme not in ("https", "http") or not parsed.netloc:
             raise GitHubError(f"GITHUB_API_URL must be an http(s) URL, got {api_url!r}")
-        if not token:
-            raise GitHubError("no token: set GITHUB_TOKEN to post the review")
-        if not _REPOSITORY.match(repository or ""):
+        self._token = checked_token(token)
+        owner, _, name = (repository or "").partition("/")
+        if not owner or not name or not set(owner + name) <= _REPOSITORY_CHARS:
             raise GitHubError(f"GITHUB_REPOSITORY must be owner/name, got {repository!r}")
         self.api_url = api_url.rstrip("/")
+        self.graphql_url = (graphql_url or _graphql_url_for(self.api_url)).rstrip("/")
+        graphql = urllib.parse.urlsplit(self.graphql_url)
+        if (graphql.scheme, graphql.netloc) != (parsed.scheme, parsed.netloc):
+            raise GitHubError("GITHUB_GRAPHQL_URL must be on the same host as GITHUB_API_URL (the token goes nowhere else)")
         self.repository = repository
-        self._token = token
-        self._opener = urllib.request.build_opener(_NoRedirect)
+        self._request_deadline_s = request_deadline_s
+        self._session_deadline_s = session_deadline_s
+        self._session_ends = time.monotonic() + session_deadline_s
 
-    def redact(self, text: str) -> str:
-        return text.replace(self._token, "***") if self._token else text
-
-    def request(self, method: str, path: str, payload: dict | None = None, query: dict | None = None):
-        url = f"{self.api_url}{path}"
+    def request(self, method: str, path: str, payload: dict | None = None, query: dict | None = None, url: str | None = None):
+        url = url or f"{self.api_url}{path}"
         if query:
             url += "?" + urllib.parse.urlencode(query)
         data = json.dumps(payload).encode("utf-8") if payload is not None else None
@@ -69,173 +106,228 @@ class GitHub:
         request.add_header("Authorization", f"Bearer {self._token}")
         if data is not None:
             request.add_header("Content-Type", "application/json")
-        try:
-            with self._opener.open(request, timeout=_TIMEOUT_S) as response:
-                body = response.read()
-        except urllib.error.HTTPError as error:
-            raise GitHubError(self._http_error(method, path, error)) from None
-        except (urllib.error.URLError, OSError) as error:
-            reason = getattr(error, "reason", error)
-            raise GitHubError(self.redact(f"cannot reach the GitHub API at {self.api_url} ({method} {path}): {reason}")) from None
+        seconds = min(self._request_deadline_s, self._session_ends - time.monotonic())
+        if seconds <= 0:
+            raise GitHubError(f"the GitHub API calls of this review took longer than {self._session_deadline_s:.0f}s in all ({method} {path} not sent)")
+        deadline = Deadline(seconds)
+        opener = opener_for(deadline)
+        failure: str | None = None
+        status: int | None = None
+        body = b""
+        with deadline:
+            try:
+                with opener.open(request, timeout=min(_READ_TIMEOUT_S, seconds)) as response:
+                    body = response.read(_MAX_ANSWER_BYTES + 1)
+            except urllib.error.HTTPError as error:
+                failure, status = self._http_error(method, path, error), error.code
+            except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as error:
+                reason = getattr(error, "reason", None) or error
+                failure = f"cannot reach the GitHub API at {self.api_url} ({method} {path}): {type(error).__name__}: {reason}"
+        if deadline.expired:
+            raise GitHubError(f"GitHub API did not answer {method} {path} within {deadline.seconds:.0f}s")
+        if failure is not None:
+            raise GitHubError(self.redact(" ".join(failure.split())), status)
+        if len(body) > _MAX_ANSWER_BYTES:
+            raise GitHubError(f"GitHub API answered {method} {path} with more than {_MAX_ANSWER_BYTES // (1024 * 1024)} MiB")
         if not body:
             return None
         try:
             return json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise GitHubError(f"GitHub API answered {method} {path} with something that is not JSON") from None
 
     def _http_error(self, method: str, path: str, error: urllib.error.HTTPError) -> str:
         detail = ""
         try:
-            document = json.loads(error.read() or b"{}")
+            document = json.loads(error.read(1024 * 1024) or b"{}")
             if isinstance(document, dict):
-                detail = str(document.get("message") or "")
+                detail = str(document.get("message") or "")[:500]
                 errors = document.get("errors")
                 if isinstance(errors, list) and errors:
-                    detail += f" ({'; '.join(str(e.get('message', e)) if isinstance(e, dict) else str(e) for e in errors[:3])})"
-        except (ValueError, OSError):
+                    detail += f" ({'; '.join(str(e.get('message', e)) if isinstance(e, dict) else str(e) for e in errors[:3])[:500]})"
+        except (ValueError, OSError, RecursionError, http.client.HTTPException):
             pass
         status = f"{error.code} {error.reason}".strip()
         text = f"GitHub API answered {status} to {method} {path}" + (f": {detail}" if detail else "")
         if 300 <= error.code < 400:
             text += " (redirects are not followed, so the token is never sent elsewhere)"
-        return self.redact(" ".join(text.split()))
+        return text
+
+    def identity(self) -> Identity:
+        """Who the token acts as: GraphQL's viewer (works for app installation tokens such as the
+        workflow's GITHUB_TOKEN, which GET /user refuses), else GET /user."""
+        try:
+            answer = self.request("POST", "/graphql", {"query": _VIEWER_QUERY}, url=self.graphql_url)
+            viewer = ((answer or {}).get("data") or {}).get("viewer") if isinstance(answer, dict) else None
+            if isinstance(viewer, dict) and isinstance(viewer.get("login"), str) and viewer["login"]:
+                user_id = viewer.get("databaseId")
+                return Identity(viewer["login"], user_id if isinstance(user_id, int) and not isinstance(user_id, bool) else None)
+            first = "GraphQL answered no viewer"
+        except GitHubError as error:
+            if error.status is None:  # not an answer (unreachable, too slow): asking again elsewhere won't help
+                raise
+            first = str(error)
+        try:
+            user = self.request("GET", "/user")
+        except GitHubError as error:
+            raise GitHubError(
+                f"cannot tell which account the token belongs to ({first}; {error}); kvlint only ever deletes its own comments, so it does not post"
+            ) from None
+        if not isinstance(user, dict) or not isinstance(user.get("login"), str) or not user["login"]:
+            raise GitHubError("GitHub API answered GET /user without a login")
+        user_id = user.get("id")
+        return Identity(user["login"], user_id if isinstance(user_id, int) and not isinstance(user_id, bool) else None)
 
     def review_comments(self, pull: int) -> list[dict]:
         comments: list[dict] = []
+        where = f"/repos/{self.repository}/pulls/{pull}/comments"
         for page in range(1, _MAX_PAGES + 1):
-            batch = self.request("GET", f"/repos/{self.repository}/pulls/{pull}/comments", query={"per_page": _PAGE_SIZE, "page": page})
+            batch = self.request("GET", where, query={"per_page": _PAGE_SIZE, "page": page})
             if not isinstance(batch, list):
-                raise GitHubError("GitHub API answered the list of review comments with something that is not a list")
-            comments.extend(c for c in batch if isinstance(c, dict))
+                raise GitHubError(f"GitHub API answered GET {where} with something that is not a list")
+            comments.extend(_checked_comment(comment, where) for comment in batch)
             if len(batch) < _PAGE_SIZE:
                 break
         return comments
 
-    def delete_comment(self, comment_id: int) -> None:
-        self.request("DELETE", f"/repos/{self.repository}/pulls/comments/{int(comment_id)}")
+    def delete_comment(self, comment_id: int) -> bool:
+        """False when the comment was already gone (a concurrent run deleted it)."""
+        try:
+            self.request("DELETE", f"/repos/{self.repository}/pulls/comments/{int(comment_id)}")
+        except GitHubError as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
 
     def create_review(self, pull: int, payload: dict) -> dict:
-        return self.request("POST", f"/repos/{self.repository}/pulls/{pull}/reviews", payload)
+        answer = self.request("POST", f"/repos/{self.repository}/pulls/{pull}/reviews", payload)
+        return answer if isinstance(answer, dict) else {}
+
+
+def _graphql_url_for(api_url: str) -> str:
+    """api.github.com/graphql; on GitHub Enterprise Server, https://HOST/api/v3 → https://HOST/api/graphql."""
+    if api_url.endswith("/api/v3"):
+        return api_url[: -len("/v3")] + "/graphql"
+    return f"{api_url}/graphql"
+
+
+def _checked_comment(comment, where: str) -> dict:
+    """A review comment with the fields kvlint relies on, of the right types; else a GitHubError."""
+
+    def malformed(what: str):
+        raise GitHubError(f"GitHub API answered GET {where} with a comment {what}")
+
+    if not isinstance(comment, dict):
+        malformed("that is not an object")
+    if not isinstance(comment.get("id"), int) or isinstance(comment.get("id"), bool):
+        malformed("without a numeric id")
+    if not isinstance(comment.get("body") or "", str):
+        malformed(f"{comment['id']} whose body is not text")
+    if comment.get("line") is not None and not isinstance(comment.get("line"), int):
+        malformed(f"{comment['id']} whose line is not a number")
+    return comment
 
 
 def sync_review(client: GitHub, pull: int, payload: dict) -> SyncOutcome:
-    """Delete stale kvlint comments, keep standing ones, post the new ones (in one review)."""
-    wanted = {markers_in(c["body"]): c for c in payload["comments"]}
-    existing = [c for c in client.review_comments(pull) if str(c.get("body", "")).startswith(MARKER_PREFIX) and not c.get("in_reply_to_id")]
-    standing: set[tuple[str, ...]] = set()
-    deleted = 0
-    for old in existing:
-        key = markers_in(old["body"])
-        new = wanted.get(key)
-        # GitHub sets `line` to null when the commented line is outdated: then a fresh comment replaces it.
-        if new is not None and key not in standing and old.get("line", new["line"]) == new["line"] and old.get("path") == new["path"]:
-            standing.add(key)
-            continue
-        client.delete_comment(old["id"])
-        deleted += 1
+    """Post the comments not standing yet (in one review), then delete kvlint's own stale and duplicate ones.
+
+    Posting comes first, so a failed post leaves the earlier comments in place. After posting, the list is
+    read again: when two runs posted the same finding concurrently, every run keeps the oldest copy.
+    """
+    me = client.identity()
+    wanted = {leading_markers(c["body"]): c for c in payload["comments"]}
+    mine = _kvlint_comments(client.review_comments(pull), me)
+    standing = set(_standing(mine, wanted))
     fresh = [c for key, c in wanted.items() if key not in standing]
     if fresh:
         client.create_review(pull, {**payload, "comments": fresh})
+        mine = _kvlint_comments(client.review_comments(pull), me)
+    keep = set(_standing(mine, wanted).values())
+    deleted = sum(1 for old in mine if old["id"] not in keep and client.delete_comment(old["id"]))
     return SyncOutcome(posted=len(fresh), kept=len(standing), deleted=deleted)
+
+
+def _kvlint_comments(comments: list[dict], me: Identity) -> list[dict]:
+    """The comments this account wrote that start with complete kvlint markers (replies excluded), oldest first."""
+    return sorted(
+        (c for c in comments if me.wrote(c) and leading_markers(c.get("body") or "") and not c.get("in_reply_to_id")), key=lambda c: c["id"]
+    )
+
+
+def _standing(mine: list[dict], wanted: dict) -> dict[tuple[str, ...], int]:
+    """markers -> id of the oldest comment that still says what the new review says, on the same line.
+
+    GitHub sets `line` to null when the commented line is outdated: then a fresh comment replaces it.
+    """
+    standing: dict[tuple[str, ...], int] = {}
+    for old in mine:
+        key = leading_markers(old.get("body") or "")
+        new = wanted.get(key)
+        if new is not None and key not in standing and old.get("line") == new["line"] and old.get("path") == new["path"]:
+            standing[key] = old["id"]
+    return standing
 
 
 def pull_request_number(explicit: int | None) -> int:
     """--pr, else the pull request of the event that started the workflow (pull_request or workflow_run)."""
     if explicit is not None:
         return explicit
+    event = _event()
+    if event is None:
+        raise GitHubError("no pull request number: pass --pr N or run in a pull_request workflow (GITHUB_EVENT_PATH)")
+    number = _field(event, "pull_request", "number")
+    if number is None:
+        pulls = _field(event, "workflow_run", "pull_requests")
+        number = _field(pulls[0], "number") if isinstance(pulls, list) and pulls else None
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        raise GitHubError("the workflow event names no pull request: pass --pr N")
+    return number
+
+
+def _event() -> dict | None:
     event_path = os.environ.get("GITHUB_EVENT_PATH")
     if not event_path:
-        raise GitHubError("no pull request number: pass --pr N or run in a pull_request workflow (GITHUB_EVENT_PATH)")
+        return None
     try:
         with open(event_path, encoding="utf-8") as stream:
             event = json.load(stream)
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         raise GitHubError(f"cannot read GITHUB_EVENT_PATH: {error}") from None
-    number = (event.get("pull_request") or {}).get("number")
-    if number is None:
-        pulls = (event.get("workflow_run") or {}).get("pull_requests") or []
-        number = pulls[0].get("number") if pulls else None
-    if not isinstance(number, int):
-        raise GitHubError("the workflow event names no pull request: pass --pr N")
-    return number
+    return event if isinstance(event, dict) else {}
+
+
+def _field(document, *keys):
+    for key in keys:
+        if not isinstance(document, dict):
+            return None
+        document = document.get(key)
+    return document
+
+
+def token_from_environment() -> str:
+    return os.environ.get("GITHUB_TOKEN", "")
 
 
 def client_from_environment() -> GitHub:
     return GitHub(
         os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
-        os.environ.get("GITHUB_TOKEN", ""),
+        token_from_environment(),
         os.environ.get("GITHUB_REPOSITORY", ""),
+        graphql_url=os.environ.get("GITHUB_GRAPHQL_URL") or None,
     )
 
 
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
-_MAX_BODY = 65_000
-_MAX_COMMENTS = 300
-
-
-def validate_payload(payload) -> dict:
-    """A saved review, rebuilt from the fields kvlint writes; anything else is refused.
-
-    The first stage of the fork-safe workflow runs with the fork's code, so its artifact is untrusted:
-    it may only say what a kvlint review says (COMMENT event, marked comments on safe paths).
-    """
-    from kvlint.review.diff import ReviewError, safe_relative_path
-
-    def refuse(why: str):
-        raise ReviewError(f"the saved review is not one kvlint writes: {why}")
-
-    if not isinstance(payload, dict) or payload.get("event") != "COMMENT":
-        refuse("event must be COMMENT")
-    body = payload.get("body", "")
-    if not isinstance(body, str) or len(body) > _MAX_BODY:
-        refuse("bad body")
-    clean: dict = {"event": "COMMENT", "body": body, "comments": []}
-    commit = payload.get("commit_id")
-    if commit is not None:
-        if not isinstance(commit, str) or not _COMMIT.match(commit):
-            refuse("bad commit_id")
-        clean["commit_id"] = commit
-    comments = payload.get("comments", [])
-    if not isinstance(comments, list) or len(comments) > _MAX_COMMENTS:
-        refuse("comments must be a list")
-    for comment in comments:
-        if not isinstance(comment, dict):
-            refuse("a comment is not an object")
-        path, line, text = comment.get("path"), comment.get("line"), comment.get("body")
-        if not isinstance(path, str) or safe_relative_path(path) is not None:
-            refuse(f"comment path {path!r}")
-        if not isinstance(line, int) or isinstance(line, bool) or line < 1 or comment.get("side") != "RIGHT":
-            refuse("comment line/side")
-        if not isinstance(text, str) or not text.startswith(MARKER_PREFIX) or len(text) > _MAX_BODY:
-            refuse("comment body without a kvlint marker")
-        entry = {"path": path, "line": line, "side": "RIGHT", "body": text}
-        start = comment.get("start_line")
-        if start is not None:
-            if not isinstance(start, int) or isinstance(start, bool) or not 1 <= start < line:
-                refuse("comment start_line")
-            entry["start_line"], entry["start_side"] = start, "RIGHT"
-        clean["comments"].append(entry)
-    return clean
-
-
-def check_head(client: GitHub, pull: int, payload: dict | None = None) -> None:
+def check_head(client: GitHub, pull: int, commit: str | None) -> None:
     """In a workflow_run, the pull request's head must still be the commit the first stage reviewed
     (which the saved review, when it names a commit, must name too)."""
-    event_path = os.environ.get("GITHUB_EVENT_PATH")
-    if not event_path:
+    head_sha = _field(_event() or {}, "workflow_run", "head_sha")
+    if not isinstance(head_sha, str) or not head_sha:
         return
-    try:
-        with open(event_path, encoding="utf-8") as stream:
-            head_sha = ((json.load(stream) or {}).get("workflow_run") or {}).get("head_sha")
-    except (OSError, ValueError):
-        return
-    if not head_sha:
-        return
-    named = (payload or {}).get("commit_id")
-    if named and named != head_sha:
-        raise GitHubError(f"the saved review is for {named}, but the workflow run was for {head_sha}: not posting")
-    pull_request = client.request("GET", f"/repos/{client.repository}/pulls/{pull}") or {}
-    actual = ((pull_request.get("head") or {}) if isinstance(pull_request, dict) else {}).get("sha")
+    if commit and commit != head_sha:
+        raise GitHubError(f"the saved review is for {commit}, but the workflow run was for {head_sha}: not posting")
+    pull_request = client.request("GET", f"/repos/{client.repository}/pulls/{pull}")
+    actual = _field(pull_request, "head", "sha")
     if actual != head_sha:
-        raise GitHubError(f"pull request #{pull} is at {actual or 'an unknown commit'}, not the reviewed {head_sha}: not posting")
+        shown = actual if isinstance(actual, str) and actual.isalnum() else "an unknown commit"
+        raise GitHubError(f"pull request #{pull} is at {shown[:64]}, not the reviewed {head_sha}: not posting")

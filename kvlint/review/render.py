@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import html
 import re
-from collections import Counter
 
 from kvlint.engine.registry import rule_class
-from kvlint.review.review import Review, ReviewComment, why_sentence
-from kvlint.types import Applicability, Finding
+from kvlint.review.review import (
+    DEFAULT_MAX_COMMENTS,
+    Note,
+    Region,
+    Review,
+    ReviewComment,
+    Summary,
+    summarise,
+    why_sentence,
+)
+from kvlint.types import Applicability
 
 SOURCE_NAME = "kvlint"
 SOURCE_URL = "https://pypi.org/project/kvlint/"
@@ -21,11 +29,35 @@ SUMMARY_MARKER = "<!-- kvlint:summary -->"
 # Inline markup anywhere (emphasis, links, tables, strikethrough); block markup only where a line starts.
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\*_\[\]|~])")
 _LINE_START_MARKUP = re.compile(r"^(\s*)([#+\-=]|\d+[.)])")
+_SUPPRESSIONS_SHOWN = 10
+
+
+def printable(text: str) -> str:
+    """`text` with every control, format (bidi, zero-width) and separator character, and every undecodable
+    byte, written as an escape: a file name cannot start a new line (a fake `::error` workflow command on
+    stderr, a fake heading in markdown) or reorder what a reader sees."""
+    if text.isprintable():
+        return text
+    return "".join(_escaped_char(char) for char in text)
+
+
+def _escaped_char(char: str) -> str:
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
+    if char.isprintable() or char == " ":
+        return char
+    if char in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[char]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def escape_text(text: str) -> str:
     """Plain text that renders as itself: no HTML, no emphasis or links, no @-mentions, one line."""
-    flat = re.sub(r"\s+", " ", text)
+    flat = printable(re.sub(r"[ \t\n\r\f\v]+", " ", text))
     escaped = html.escape(flat, quote=False)
     escaped = _MARKDOWN_PUNCTUATION.sub(r"\\\1", escaped).replace("`", "\\`")
     escaped = _LINE_START_MARKUP.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], escaped)
@@ -33,7 +65,7 @@ def escape_text(text: str) -> str:
 
 
 def code_span(text: str) -> str:
-    flat = " ".join(text.split())
+    flat = printable(" ".join(text.split()))
     if not flat or "`" in flat:
         return escape_text(flat)
     # A code span shows its content literally: no HTML, no mentions; only a backtick could end it early.
@@ -57,37 +89,66 @@ def fence_for(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def _counts(findings: list[Finding]) -> list[tuple[str, int]]:
-    counter = Counter(f"{f.code} {f.name}" for f in findings)
-    return sorted(counter.items())
+def _rule_list(counts: list[tuple[str, str, int]]) -> str:
+    return ", ".join(f"{escape_text(f'{code} {name}')} × {count}" for code, name, count in counts)
 
 
-def summary_body(review: Review) -> str:
+def summary_body(summary: Summary) -> str:
+    """The review's body: counts by rule and plain sentences; nothing in it is quoted from the pull request
+    except the file names of added suppressions, escaped."""
     lines = [SUMMARY_MARKER]
-    if review.in_diff:
-        lines.append(f"**kvlint** found {len(review.in_diff)} KV-cache sizing issue(s) on lines this pull request changes:")
+    if summary.in_diff:
+        lines.append(f"**kvlint** found {summary.in_diff_total} KV-cache sizing issue(s) on lines this pull request changes:")
         lines.append("")
         lines.append("| rule | findings |")
         lines.append("|---|---|")
-        lines.extend(f"| {escape_text(name)} | {count} |" for name, count in _counts(review.in_diff))
-        fixable = sum(1 for f in review.in_diff if f.fix and f.fix.applicability is Applicability.SAFE)
-        if fixable:
+        lines.extend(f"| {escape_text(f'{code} {name}')} | {count} |" for code, name, count in summary.in_diff)
+        if summary.fixable:
             lines.append("")
-            lines.append(f"{fixable} have a safe fix, offered as a suggestion where the diff allows; `kvlint fix` applies them with their imports.")
+            lines.append(
+                f"{summary.fixable} have a safe fix, offered as a suggestion where the diff allows; `kvlint fix` applies them with their imports."
+            )
     else:
-        lines.append(f"**kvlint** found no KV-cache sizing issue on the lines this pull request changes ({review.files_checked} file(s) checked).")
-    if review.outside_diff:
+        lines.append(f"**kvlint** found no KV-cache sizing issue on the lines this pull request changes ({summary.files_checked} file(s) checked).")
+    if summary.omitted:
+        omitted = sum(count for _, _, count in summary.omitted)
         lines.append("")
         lines.append(
-            f"{len(review.outside_diff)} more finding(s) in the changed files are on lines this pull request does not touch; "
-            "they are not commented (`kvlint check` lists them): "
-            + ", ".join(f"{escape_text(name)} × {count}" for name, count in _counts(review.outside_diff))
-            + "."
+            f"This review holds at most {summary.max_comments} comments: {omitted} finding(s) on changed lines are counted here "
+            f"without a comment (`kvlint check` lists them): {_rule_list(summary.omitted)}."
         )
-    if review.refused:
+    if summary.outside_diff:
         lines.append("")
-        lines.append(f"Not read: {len(review.refused)} path(s) that leave the repository or are symbolic links.")
+        lines.append(
+            f"{sum(count for _, _, count in summary.outside_diff)} more finding(s) in the changed files are on lines this pull request "
+            f"does not touch; they are not commented (`kvlint check` lists them): {_rule_list(summary.outside_diff)}."
+        )
+    if summary.suppressions_added:
+        shown = summary.suppressions_added[:_SUPPRESSIONS_SHOWN]
+        more = len(summary.suppressions_added) - len(shown)
+        places = ", ".join(f"{code_span(path)} line {line}" for path, line in shown) + (f" and {more} more" if more else "")
+        lines.append("")
+        lines.append(
+            f"This pull request adds {len(summary.suppressions_added)} `# kvlint: ignore` comment(s), which silence kvlint on "
+            f"their lines: {places}."
+        )
+    if summary.refused:
+        lines.append("")
+        lines.append(f"Not read: {summary.refused} path(s) that leave the repository, are symbolic links or cannot be read safely.")
     return "\n".join(lines) + "\n"
+
+
+def note_sentence(note: Note, path: str) -> str:
+    """A note under a comment, in kvlint's words; only numbers, the comment's path and import names vary."""
+    if note.kind == "fix-beyond-diff":
+        return f"A safe fix exists but reaches beyond the lines this pull request changes: {code_span(f'kvlint fix {path}')} applies it."
+    if note.kind == "commit-with-imports":
+        return f"Commit this together with the import suggestion at line {note.line}."
+    if note.kind == "fix-needs-imports":
+        what = "the fix also adds " + ", ".join(code_span(f"from {module} import {name}") for module, name in note.imports)
+    else:
+        what = f"the fix also changes lines {note.line}–{note.last}"
+    return f"This suggestion alone is not the whole fix: {what}, outside this diff; {code_span(f'kvlint fix {path}')} applies both."
 
 
 def comment_body(comment: ReviewComment, markers: bool = True, language: str = "suggestion") -> str:
@@ -95,11 +156,11 @@ def comment_body(comment: ReviewComment, markers: bool = True, language: str = "
     parts = ["\n".join(comment.markers)] if markers else []
     if comment.companion_of is not None:
         finding = comment.findings[0]
-        parts.append(f"**kvlint {finding.code}**: the import part of the fix suggested at line {comment.companion_of}.")
+        parts.append(f"**kvlint {escape_text(finding.code)}**: the import part of the fix suggested at line {comment.companion_of}.")
     else:
         for finding in comment.findings:
             why = why_sentence(finding.code)
-            sentence = f"**kvlint {finding.code} {escape_text(finding.name)}**: {escape_message(finding.message)}."
+            sentence = f"**kvlint {escape_text(finding.code)} {escape_text(finding.name)}**: {escape_message(finding.message)}."
             if why:
                 sentence += f" {escape_message(why)}"
             parts.append(sentence)
@@ -110,28 +171,33 @@ def comment_body(comment: ReviewComment, markers: bool = True, language: str = "
             parts.append(f"Suggested fix (safe): {escape_message(title)}.")
         fence = fence_for(comment.suggestion.text)
         parts.append(f"{fence}{language}\n{comment.suggestion.text}\n{fence}")
-    parts.extend(escape_message(note) for note in comment.notes)
+    parts.extend(note_sentence(note, comment.path) for note in comment.notes)
     return "\n\n".join(parts) + "\n"
 
 
-def github_review(review: Review) -> dict:
+def review_payload(summary: Summary, comments: list[ReviewComment], commit: str | None) -> dict:
     """The JSON body of POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews."""
-    comments = []
-    for comment in review.comments:
+    entries = []
+    for comment in comments:
         entry: dict = {"path": comment.path, "line": comment.line, "side": "RIGHT", "body": comment_body(comment)}
         if comment.start_line is not None:
             entry["start_line"] = comment.start_line
             entry["start_side"] = "RIGHT"
-        comments.append(entry)
-    payload: dict = {"event": "COMMENT", "body": summary_body(review), "comments": comments}
-    if review.commit:
-        payload["commit_id"] = review.commit
+        entries.append(entry)
+    payload: dict = {"event": "COMMENT", "body": summary_body(summary), "comments": entries}
+    if commit:
+        payload["commit_id"] = commit
     return payload
 
 
-def markdown(review: Review) -> str:
+def github_review(review: Review, max_comments: int = DEFAULT_MAX_COMMENTS) -> dict:
+    """The review as GitHub's "create a review" body (comments already limited with review.limit_review)."""
+    return review_payload(summarise(review, max_comments), review.comments, review.commit)
+
+
+def markdown(review: Review, max_comments: int = DEFAULT_MAX_COMMENTS) -> str:
     """One summary comment: the counts, then every finding in the diff with its suggestion."""
-    lines = [summary_body(review).rstrip("\n")]
+    lines = [summary_body(summarise(review, max_comments)).rstrip("\n")]
     for comment in review.comments:
         if comment.companion_of is not None:
             continue
@@ -149,15 +215,22 @@ def _utf8_column(line_text: str, column: int) -> int:
 
 
 def rdjson(review: Review, texts: dict[str, str]) -> dict:
-    """reviewdog's DiagnosticResult (rdjson) for the findings in the diff."""
+    """reviewdog's DiagnosticResult (rdjson) for the findings in the diff (JSON-encoded by the caller)."""
     diagnostics = []
+    lines_of: dict[str, list[str]] = {}
+    companions: dict[tuple[str, int], list[Region]] = {}
+    for comment in review.comments:
+        if comment.companion_of is not None and comment.suggestion is not None:
+            companions.setdefault((comment.path, comment.companion_of), []).append(comment.suggestion)
     for comment in review.comments:
         if comment.companion_of is not None:
             continue
         for finding in comment.findings:
-            lines = texts.get(finding.path, "").splitlines()
+            if finding.path not in lines_of:
+                lines_of[finding.path] = texts.get(finding.path, "").splitlines()
+            lines = lines_of[finding.path]
 
-            def position(line: int, column: int) -> dict:
+            def position(line: int, column: int, lines: list[str] = lines) -> dict:
                 text = lines[line - 1] if 0 < line <= len(lines) else ""
                 return {"line": line, "column": _utf8_column(text, column)}
 
@@ -167,15 +240,14 @@ def rdjson(review: Review, texts: dict[str, str]) -> dict:
             else:
                 location_range = {"start": position(finding.line, finding.column), "end": position(finding.end_line, finding.end_column)}
             diagnostic: dict = {
-                "message": f"{finding.message}",
+                # reviewdog posts the message as markdown: escaped like a review comment's.
+                "message": escape_message(finding.message),
                 "location": {"path": finding.path, "range": location_range},
                 "severity": "ERROR" if finding.severity.value == "error" else "WARNING",
                 "code": {"value": finding.code, "url": f"{SOURCE_URL}#{finding.code.lower()}"},
             }
             if comment.suggestion is not None and finding.fix and finding.fix.applicability is Applicability.SAFE:
-                suggestions = [comment.suggestion] + [
-                    c.suggestion for c in review.comments if c.companion_of == comment.line and c.path == comment.path and c.suggestion
-                ]
+                suggestions = [comment.suggestion, *companions.get((comment.path, comment.line), [])]
                 # Line-wise ranges (no columns): the lines first..last, replaced by the text.
                 diagnostic["suggestions"] = [
                     {"range": {"start": {"line": s.first}, "end": {"line": s.last}}, "text": s.text} for s in suggestions

@@ -3,34 +3,47 @@
 A finding belongs to the review when a line it spans was added or changed by the pull request (a finding
 on a divergent sizing path spans that path's function, so it counts when the function was touched). Each
 comment sits on changed lines; a safe fix becomes a ```suggestion``` that replaces exactly the lines it
-is anchored to, computed by applying the fix to the file's text (kvlint.fixing.apply.apply_fixes).
+is anchored to, computed by applying the fix to the file's text (kvlint.review.suggestions).
 """
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from kvlint.errors import FixError
-from kvlint.fixing.apply import apply_fixes
 from kvlint.engine.registry import rule_by_code
+from kvlint.engine.suppress import suppressions
 from kvlint.review.diff import ChangedFile
+from kvlint.review.suggestions import FixRegions, Region
 from kvlint.types import Applicability, Finding
 
 MARKER_PREFIX = "<!-- kvlint:"
 _MARKER = re.compile(r"<!-- kvlint:([A-Z]+\d+):([^:\s]*):([0-9a-f]+(?:-\d+)?(?:\+[a-z]+)?) -->")
+FINGERPRINT = re.compile(r"[0-9a-f]{12}(?:-\d{1,6})?(?:\+imports)?")
+# Enough for a pull request a person reviews; the rest is counted in the summary (--max-comments).
+DEFAULT_MAX_COMMENTS = 50
 
 
 @dataclass(frozen=True)
-class Region:
-    """Lines first..last (1-based, inclusive) of the head file, to be replaced by `text` (lines joined by \\n)."""
+class Note:
+    """A sentence kvlint adds under a comment, kept as data (render.note_sentence words it), so that the
+    second stage of the fork-safe workflow can render it without taking text from the saved review.
 
-    first: int
-    last: int
-    text: str
+    kind: "fix-beyond-diff" (the fix reaches past the changed lines), "commit-with-imports" (`line`: the
+    import suggestion's first line), "fix-needs-imports" (`imports`: (module, name) the fix adds outside
+    the diff), "fix-changes-lines" (the fix also changes lines `line`..`last` outside the diff).
+    """
+
+    kind: str
+    line: int = 0
+    last: int = 0
+    imports: tuple[tuple[str, str], ...] = ()
+
+
+NOTE_KINDS = ("fix-beyond-diff", "commit-with-imports", "fix-needs-imports", "fix-changes-lines")
 
 
 @dataclass
@@ -42,7 +55,7 @@ class ReviewComment:
     markers: list[str]
     suggestion: Region | None = None
     # A safe fix that could not be offered as a suggestion here, or what its suggestion leaves out.
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
     # For a companion comment (the import part of a fix), the line of the comment holding the main part.
     companion_of: int | None = None
 
@@ -59,6 +72,45 @@ class Review:
     refused: list[str]
     files_checked: int
     commit: str | None = None
+    # (path, line) of each `# kvlint: ignore` comment on a line the pull request adds or changes.
+    suppressions_added: list[tuple[str, int]] = field(default_factory=list)
+    omitted: list[Finding] = field(default_factory=list)  # in the diff, but past the comment limit
+
+
+@dataclass
+class Summary:
+    """What the review body says, as counts: (code, name, count) per rule, sorted by code."""
+
+    in_diff: list[tuple[str, str, int]]
+    outside_diff: list[tuple[str, str, int]]
+    omitted: list[tuple[str, str, int]]
+    fixable: int
+    files_checked: int
+    refused: int
+    suppressions_added: list[tuple[str, int]]
+    max_comments: int
+
+    @property
+    def in_diff_total(self) -> int:
+        return sum(count for _, _, count in self.in_diff)
+
+
+def count_by_rule(findings) -> list[tuple[str, str, int]]:
+    counter = Counter((f.code, f.name) for f in findings)
+    return sorted((code, name, count) for (code, name), count in counter.items())
+
+
+def summarise(review: Review, max_comments: int) -> Summary:
+    return Summary(
+        in_diff=count_by_rule(review.in_diff),
+        outside_diff=count_by_rule(review.outside_diff),
+        omitted=count_by_rule(review.omitted),
+        fixable=sum(1 for f in review.in_diff if f.fix and f.fix.applicability is Applicability.SAFE),
+        files_checked=review.files_checked,
+        refused=len(review.refused),
+        suppressions_added=list(review.suppressions_added),
+        max_comments=max_comments,
+    )
 
 
 def marker(code: str, path: str, fingerprint: str) -> str:
@@ -68,6 +120,25 @@ def marker(code: str, path: str, fingerprint: str) -> str:
 
 def markers_in(body: str) -> tuple[str, ...]:
     return tuple(sorted(match.group(0) for match in _MARKER.finditer(body or "")))
+
+
+def leading_markers(body: str) -> tuple[str, ...]:
+    """The markers a kvlint comment starts with, each a whole line; () for any other text.
+
+    A comment counts as kvlint's only when its first line is a complete marker, so quoting or mentioning
+    one (`<!-- kvlint:` anywhere, or a truncated marker) does not make a person's comment kvlint's.
+    """
+    found: list[str] = []
+    for line in (body or "").split("\n"):
+        if _MARKER.fullmatch(line) is None:
+            break
+        found.append(line)
+    return tuple(sorted(found))
+
+
+def fingerprint_of(marker_text: str) -> str:
+    match = _MARKER.fullmatch(marker_text)
+    return match.group(3) if match else ""
 
 
 def fingerprint(finding: Finding, lines: list[str]) -> str:
@@ -81,14 +152,54 @@ def in_diff(finding: Finding, changed: ChangedFile | None) -> bool:
     return changed is not None and changed.touches(finding.line, max(finding.end_line, finding.line))
 
 
+def added_suppressions(changes: dict[str, ChangedFile], texts: dict[str, str]) -> list[tuple[str, int]]:
+    """Each `# kvlint: ignore` on a line the pull request adds or changes: it silences kvlint for itself."""
+    found: list[tuple[str, int]] = []
+    for path in sorted(changes):
+        text = texts.get(path)
+        if text is None or "kvlint" not in text:
+            continue
+        found.extend((path, line) for line in sorted(suppressions(text)) if line in changes[path].added)
+    return found
+
+
+class _Comments:
+    """The comments being built, indexed so that finding a host for the next finding costs O(1)."""
+
+    def __init__(self):
+        self.all: list[ReviewComment] = []
+        self._by_suggestion: dict[tuple[str, Region], ReviewComment] = {}
+        self._by_line: dict[tuple[str, int], ReviewComment] = {}
+
+    def add(self, comment: ReviewComment) -> None:
+        self.all.append(comment)
+        if comment.suggestion is not None and comment.companion_of is None:
+            self._by_suggestion.setdefault((comment.path, comment.suggestion), comment)
+        if comment.companion_of is None:
+            for line in range(comment.first_line, comment.line + 1):
+                self._by_line.setdefault((comment.path, line), comment)
+
+    def with_suggestion(self, path: str, region: Region) -> ReviewComment | None:
+        return self._by_suggestion.get((path, region))
+
+    def covering(self, path: str, line: int) -> ReviewComment | None:
+        return self._by_line.get((path, line))
+
+
 def build_review(findings: list[Finding], changes: dict[str, ChangedFile], texts: dict[str, str], refused: list[str], files_checked: int) -> Review:
-    inside = [f for f in findings if in_diff(f, changes.get(f.path))]
-    outside = [f for f in findings if f not in inside]
-    comments: list[ReviewComment] = []
+    inside: list[Finding] = []
+    outside: list[Finding] = []
+    for finding in findings:
+        (inside if in_diff(finding, changes.get(finding.path)) else outside).append(finding)
+    comments = _Comments()
     seen: dict[str, int] = {}
+    lines_of: dict[str, list[str]] = {}
+    regions_in: dict[str, FixRegions] = {}
 
     def marker_for(finding: Finding, suffix: str = "") -> str:
-        base = fingerprint(finding, texts.get(finding.path, "").splitlines())
+        if finding.path not in lines_of:
+            lines_of[finding.path] = texts.get(finding.path, "").splitlines()
+        base = fingerprint(finding, lines_of[finding.path])
         count = seen.get(base + suffix, 0) + 1
         seen[base + suffix] = count
         return marker(finding.code, finding.path, base + (f"-{count}" if count > 1 else "") + suffix)
@@ -99,10 +210,14 @@ def build_review(findings: list[Finding], changes: dict[str, ChangedFile], texts
     for finding in ordered:
         changed = changes[finding.path]
         text = texts.get(finding.path)
-        regions = _fix_regions(text, finding) if text is not None and _has_safe_fix(finding) else None
+        regions = None
+        if text is not None and _has_safe_fix(finding):
+            if finding.path not in regions_in:
+                regions_in[finding.path] = FixRegions(text)
+            regions = regions_in[finding.path].of(finding)
         if regions:
             main, companions = regions
-            host = next((c for c in comments if c.path == finding.path and c.suggestion == main), None)
+            host = comments.with_suggestion(finding.path, main)
             if host is not None:
                 host.findings.append(finding)
                 host.markers.append(marker_for(finding))
@@ -111,29 +226,57 @@ def build_review(findings: list[Finding], changes: dict[str, ChangedFile], texts
                 comment = ReviewComment(
                     finding.path, main.last, main.first if main.last > main.first else None, [finding], [marker_for(finding)], main
                 )
-                comments.append(comment)
+                comments.add(comment)
                 for region in companions:
                     _add_companion(comments, comment, finding, region, changed, marker_for)
                 continue
         anchor = finding.line if finding.line in changed.added else changed.first_added(finding.line, max(finding.end_line, finding.line))
-        host = next((c for c in comments if c.path == finding.path and c.first_line <= anchor <= c.line and c.companion_of is None), None)
+        host = comments.covering(finding.path, anchor)
         if host is not None:
             host.findings.append(finding)
             host.markers.append(marker_for(finding))
             continue
         comment = ReviewComment(finding.path, anchor, None, [finding], [marker_for(finding)])
         if _has_safe_fix(finding):
-            comment.notes.append(f"A safe fix exists but reaches beyond the lines this pull request changes: `kvlint fix {finding.path}` applies it.")
-        comments.append(comment)
-    comments.sort(key=lambda c: (c.path, c.line))
-    return Review(comments, inside, outside, refused, files_checked)
+            comment.notes.append(Note("fix-beyond-diff"))
+        comments.add(comment)
+    ordered_comments = sorted(comments.all, key=lambda c: (c.path, c.line))
+    return Review(ordered_comments, inside, outside, refused, files_checked, suppressions_added=added_suppressions(changes, texts))
 
 
-def _add_companion(comments, main_comment: ReviewComment, finding: Finding, region: Region, changed: ChangedFile, marker_for) -> None:
+def cap_comments(comments: list[ReviewComment], limit: int) -> tuple[list[ReviewComment], list[Finding]]:
+    """(the first comments in file order, at most `limit`; the findings of those left out).
+
+    A fix's import suggestion stays with its main comment: both are kept or both left out, so no kept
+    comment points at a suggestion that is not there.
+    """
+    threads: dict[tuple[str, int], list[ReviewComment]] = {}
+    for comment in comments:
+        owner = comment.line if comment.companion_of is None else comment.companion_of
+        threads.setdefault((comment.path, owner), []).append(comment)
+    kept: list[ReviewComment] = []
+    dropped: list[Finding] = []
+    full = False
+    for _, thread in sorted(threads.items()):
+        if full or len(kept) + len(thread) > limit:
+            full = True
+            dropped.extend(f for c in thread if c.companion_of is None for f in c.findings)
+            continue
+        kept.extend(thread)
+    return sorted(kept, key=lambda c: (c.path, c.line)), dropped
+
+
+def limit_review(review: Review, limit: int) -> Review:
+    review.comments, dropped = cap_comments(review.comments, limit)
+    review.omitted = review.omitted + dropped
+    return review
+
+
+def _add_companion(comments: _Comments, main_comment: ReviewComment, finding: Finding, region: Region, changed: ChangedFile, marker_for) -> None:
     """The part of a fix outside the main suggestion (the resolver's import): a suggestion of its own if
     GitHub shows those lines, else a note on the main comment."""
     if all(line in changed.visible for line in range(region.first, region.last + 1)):
-        comments.append(
+        comments.add(
             ReviewComment(
                 finding.path,
                 region.last,
@@ -144,56 +287,17 @@ def _add_companion(comments, main_comment: ReviewComment, finding: Finding, regi
                 companion_of=main_comment.line,
             )
         )
-        main_comment.notes.append(f"Commit this together with the import suggestion at line {region.first}.")
+        main_comment.notes.append(Note("commit-with-imports", line=region.first))
         return
-    needed = [f"`from {change.module} import {change.name}`" for change in finding.fix.imports if change.add]
-    what = f"the fix also adds {', '.join(needed)}" if needed else f"the fix also changes lines {region.first}–{region.last}"
-    main_comment.notes.append(f"This suggestion alone is not the whole fix: {what}, outside this diff; `kvlint fix {finding.path}` applies both.")
+    needed = tuple((change.module, change.name) for change in finding.fix.imports if change.add)
+    if needed:
+        main_comment.notes.append(Note("fix-needs-imports", imports=needed))
+    else:
+        main_comment.notes.append(Note("fix-changes-lines", line=region.first, last=region.last))
 
 
 def _has_safe_fix(finding: Finding) -> bool:
     return finding.fix is not None and finding.fix.applicability is Applicability.SAFE and bool(finding.fix.edits)
-
-
-def _fix_regions(text: str, finding: Finding) -> tuple[Region, list[Region]] | None:
-    """(the region holding the fix's edits, the other regions it changes — imports), or None."""
-    try:
-        outcome = apply_fixes(text, [finding], unsafe=False)
-    except FixError:
-        return None
-    if not outcome.applied or outcome.text == text:
-        return None
-    old, new = text.splitlines(), outcome.text.splitlines()
-    blocks = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
-    if not blocks:
-        return None
-    first_edit = min(edit.line for edit in finding.fix.edits)
-    last_edit = max(edit.end_line for edit in finding.fix.edits)
-    main = [op for op in blocks if _old_span(op)[0] <= last_edit and _old_span(op)[1] >= first_edit]
-    if not main:
-        return None
-    others = [op for op in blocks if op not in main]
-    # Merging the blocks around the edit is exact: the equal lines between them map one to one.
-    merged = ("replace", min(op[1] for op in main), max(op[2] for op in main), min(op[3] for op in main), max(op[4] for op in main))
-    return _region(merged, old, new), [_region(op, old, new) for op in others]
-
-
-def _old_span(op) -> tuple[int, int]:
-    """The 1-based old lines a block touches; an insertion touches the line before it (or after, at the top)."""
-    _, i1, i2, _, _ = op
-    if i1 == i2:
-        return (i1, i1) if i1 > 0 else (1, 1)
-    return i1 + 1, i2
-
-
-def _region(op, old: list[str], new: list[str]) -> Region:
-    _, i1, i2, j1, j2 = op
-    if i1 == i2:  # a pure insertion: a suggestion must replace at least one line, so take a neighbour along
-        if i1 > 0:
-            i1, j1 = i1 - 1, j1 - 1
-        else:
-            i2, j2 = i2 + 1, j2 + 1
-    return Region(i1 + 1, i2, "\n".join(new[j1:j2]))
 
 
 def why_sentence(code: str) -> str:

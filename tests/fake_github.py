@@ -1,0 +1,102 @@
+"""A fake GitHub on 127.0.0.1 for the review tests: it records every request and keeps a pull request's
+review comments the way GitHub does (list, create through a review, delete), with their authors."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+BOT = {"login": "kvlint-bot[bot]", "id": 4242, "type": "Bot"}
+PERSON = {"login": "maintainer", "id": 7, "type": "User"}
+
+
+class FakeGitHub:
+    def __init__(self):
+        self.requests: list[dict] = []
+        self.comments: dict[int, dict] = {}
+        self.next_id = 100
+        self.failure: tuple[int, dict] | None = None  # answer every request with this
+        self.review_failure: tuple[int, dict] | None = None  # answer POST …/reviews with this
+        self.answers: dict[tuple[str, str], tuple] = {}  # (method, path) -> (status, document[, headers])
+        self.drip_s: float | None = None  # send the body one byte per drip_s seconds
+        self.graphql_refused = False
+        self.user_refused = False
+        self.head_sha = ""
+        self.identity = BOT
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _answer(self, status: int, document=None, headers: dict | None = None):
+                data = b"" if document is None else json.dumps(document).encode()
+                self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if fake.drip_s is None:
+                    self.wfile.write(data)
+                    return
+                for byte in data:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(fake.drip_s)
+
+            def _handle(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                fake.requests.append({"method": self.command, "path": self.path, "body": body, "authorization": self.headers.get("Authorization")})
+                if fake.failure:
+                    return self._answer(*fake.failure)
+                path = self.path.split("?")[0]
+                if (self.command, path) in fake.answers:
+                    return self._answer(*fake.answers[(self.command, path)])
+                if self.command == "POST" and path == "/graphql":
+                    if fake.graphql_refused:
+                        return self._answer(200, {"errors": [{"message": "Resource not accessible by integration"}]})
+                    return self._answer(200, {"data": {"viewer": {"login": fake.identity["login"].removesuffix("[bot]"), "databaseId": fake.identity["id"]}}})
+                if self.command == "GET" and path == "/user":
+                    if fake.user_refused:
+                        return self._answer(403, {"message": "Resource not accessible by integration"})
+                    return self._answer(200, fake.identity)
+                if self.command == "GET" and path == "/repos/o/r/pulls/7/comments":
+                    page = 1 if "page=1" in self.path else 2
+                    return self._answer(200, list(fake.comments.values()) if page == 1 else [])
+                if self.command == "GET" and path == "/repos/o/r/pulls/7":
+                    return self._answer(200, {"number": 7, "head": {"sha": fake.head_sha}})
+                if self.command == "POST" and path == "/repos/o/r/pulls/7/reviews":
+                    if fake.review_failure:
+                        return self._answer(*fake.review_failure)
+                    for comment in body["comments"]:
+                        fake.add_comment(comment["path"], comment["line"], comment["body"], fake.identity)
+                    return self._answer(200, {"id": 1, "state": "COMMENTED", "user": fake.identity})
+                match = re.fullmatch(r"/repos/o/r/pulls/comments/(\d+)", path)
+                if self.command == "DELETE" and match and int(match.group(1)) in fake.comments:
+                    del fake.comments[int(match.group(1))]
+                    return self._answer(204)
+                return self._answer(404, {"message": "Not Found"})
+
+            do_GET = do_POST = do_DELETE = _handle
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def add_comment(self, path: str, line: int | None, body: str, user: dict) -> int:
+        self.next_id += 1
+        self.comments[self.next_id] = {"id": self.next_id, "path": path, "line": line, "body": body, "user": dict(user), "in_reply_to_id": None}
+        return self.next_id
+
+    def of(self, method: str) -> list[dict]:
+        return [r for r in self.requests if r["method"] == method and r["path"] != "/graphql"]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
