@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvlint.analysis.containers import NAMING_WORD, ContainerReachability, container_reachability
 from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
 
 INTERFACE_MODULE = "vllm/v1/kv_cache_interface.py"
@@ -93,6 +94,8 @@ class ProjectIndex:
     resolver_reads_dcp_sharded: bool = False
     # Cross-file sizing analysis (kvlint.analysis.sizing.semantics), computed once per scan; None when not built.
     sizing: object | None = None
+    # Which spec classes a container the tree builds can hold (kvlint.analysis.containers); None: not read.
+    containers: ContainerReachability | None = None
 
     @property
     def has_resolver(self) -> bool:
@@ -212,9 +215,10 @@ def _build(root: Path, scheduler_only_paths: tuple[str, ...], could_matter_files
     from kvlint.analysis.sizing.reading import build_sizing_analysis  # imports this module
 
     sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths)
+    containers = container_reachability(root, hierarchy, could_matter_files, interface_module=INTERFACE_MODULE, container_class=CONTAINER_CLASS)
     resolver_path = _find_resolver(root)
     if resolver_path is None:
-        return ProjectIndex(root=str(root), hierarchy=hierarchy, sizing=sizing)
+        return ProjectIndex(root=str(root), hierarchy=hierarchy, sizing=sizing, containers=containers)
     relative = resolver_path.relative_to(root).with_suffix("")
     return ProjectIndex(
         root=str(root),
@@ -224,6 +228,7 @@ def _build(root: Path, scheduler_only_paths: tuple[str, ...], could_matter_files
         resolver_layer_classes=_resolver_layer_classes(resolver_path),
         resolver_reads_dcp_sharded="dcp_sharded" in _resolver_source(resolver_path),
         sizing=sizing,
+        containers=containers,
     )
 
 
@@ -235,12 +240,13 @@ def _build(root: Path, scheduler_only_paths: tuple[str, ...], could_matter_files
 # A file "could matter" when it is one the index reads whatever its text (the interface, the resolver's
 # home) or its text holds what the index's readers select files by: a DCP word (every module
 # `sizing_index.read_program` parses mentions one), the resolver's name (`_find_resolver`), or a DSA
-# indexer's `get_kv_cache_spec` (`read_program` reads the indexer layer from it). The index is rebuilt
+# indexer's `get_kv_cache_spec` (`read_program` reads the indexer layer from it), or the interface's
+# module name (`containers` reads every file that may name a spec class). The index is rebuilt
 # when a file that could matter (before or after) changed, appeared or vanished; a change elsewhere
 # cannot reach the index, so the old one is reused. tests/test_semantics.py checks on real releases that
 # reading only these files gives the same analysis as reading them all.
 
-_INDEX_WORDS = (b"dcp", b"decode_context_parallel", RESOLVER_NAME.encode())
+_INDEX_WORDS = (b"dcp", b"decode_context_parallel", RESOLVER_NAME.encode(), NAMING_WORD)
 _INDEX_FORMAT = 4
 
 
