@@ -16,7 +16,8 @@ class a possible member (fail open: KV101 keeps reporting).
 
 Files read: the interface module and the files that name `kv_cache_interface` — a file that names a spec
 class imports it from there (true of every file of the releases the tests scan). The project cache counts
-the same files among those that can change the index (NAMING_WORD). Plain `ast`; the code is never run.
+the same files among those that can change the index (NAMING_WORD). Plain `ast`, parsing only the function
+or statement around each mention where it can (kvlint.analysis.statement_units); the code is never run.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, NamedTuple
+
+from kvlint.analysis.statement_units import parse_unit, unit_spans
 
 if TYPE_CHECKING:
     from kvlint.analysis.tree_index import SpecHierarchy
@@ -126,6 +129,8 @@ class _Reader:
         self.members: dict[str, str] = {}
         self.excluded: dict[str, str] = {}
         self._trees: dict[str, ast.Module | None] = {}
+        self._lines: dict[str, list[bytes]] = {}
+        self._units: dict[str, dict[tuple[int, int], ast.Module | None]] = {}
         self._parents: dict[int, dict[ast.AST, ast.AST]] = {}
 
     def result(self) -> ContainerReachability:
@@ -166,24 +171,39 @@ class _Reader:
                 return f"{relative}:{_line_of(self.texts[relative], offset)}: returned as built", []
         sites: list[str] = []
         for relative in files:
-            tree = self._tree(relative)
-            if tree is None:
+            lines = _lines_naming(self.texts[relative], encoded)
+            trees = self._trees_holding(relative, lines)
+            if trees is None:
                 return f"{relative}: cannot be parsed", []
-            for node, ancestors in _mentions(tree, name, _lines_naming(self.texts[relative], encoded)):
-                outcome = self._mention(relative, node, ancestors)
-                if isinstance(outcome, _Leak):
-                    return outcome.reason, []
-                if isinstance(outcome, _Plain):
-                    sites.append(outcome.site)
+            for tree in trees:
+                for node, ancestors in _mentions(tree, name, lines):
+                    outcome = self._mention(relative, node, ancestors)
+                    if isinstance(outcome, _Leak):
+                        return outcome.reason, []
+                    if isinstance(outcome, _Plain):
+                        sites.append(outcome.site)
         return None, sites
 
-    def _tree(self, relative: str) -> ast.Module | None:
+    def _trees_holding(self, relative: str, lines: set[int] | None) -> list[ast.Module] | None:
+        """The functions or statements holding `lines`, each parsed alone; the whole module when that fails."""
+        text_lines = self._lines.get(relative)
+        if text_lines is None:
+            text_lines = self._lines[relative] = self.texts[relative].split(b"\n")
+        spans = unit_spans(text_lines, lines) if lines is not None else None
+        units = []
+        for span in spans or ():
+            if span not in self._units.setdefault(relative, {}):
+                self._units[relative][span] = parse_unit(text_lines, *span)
+            units.append(self._units[relative][span])
+        if spans is not None and all(unit is not None for unit in units):
+            return units
         if relative not in self._trees:
             try:
                 self._trees[relative] = ast.parse(self.texts[relative], filename=relative)
             except (SyntaxError, ValueError, RecursionError):
                 self._trees[relative] = None
-        return self._trees[relative]
+        tree = self._trees[relative]
+        return None if tree is None else [tree]
 
     # ----------------------------------------------------------------------------- one mention of a class
 
@@ -192,7 +212,8 @@ class _Reader:
             return _Leak(f"{relative}:{ancestors[-1].lineno}: imported as `{node.asname}`")
         parent = ancestors[-1]
         if isinstance(parent, ast.Call) and parent.func is node:
-            return self._value(relative, parent, ancestors[:-1], parent.lineno, set())
+            outcome = self._value(relative, parent, ancestors[:-1], parent.lineno, set())
+            return _Plain(f"{relative}:{parent.lineno} (never used)") if outcome is _INERT else outcome
         if _is_inert_mention(node, ancestors, self.hierarchy.bases):
             return _INERT
         return _Leak(f"{relative}:{node.lineno}: the class itself is used ({_describe(parent)})")
@@ -232,7 +253,7 @@ class _Reader:
                 return outcome
             if isinstance(outcome, _Plain):
                 plain.append(outcome.site)
-        return _Plain("; ".join(sorted(set(plain))) if plain else f"{relative}:{built} (never used)")
+        return _Plain("; ".join(sorted(set(plain)))) if plain else _INERT
 
     def _keyed_dict(self, relative: str, name: str, function: ast.AST, built: int, seen: set):
         """A dict the spec keys (`specs[spec].append(layer)`): its keys leave it only through `popitem()`."""
@@ -254,7 +275,7 @@ class _Reader:
                 return outcome
             if isinstance(outcome, _Plain):
                 plain.append(outcome.site)
-        return _Plain("; ".join(sorted(set(plain))) if plain else f"{relative}:{built} (never used)")
+        return _Plain("; ".join(sorted(set(plain)))) if plain else _INERT
 
     def _reads(self, function: ast.AST, name: str) -> Iterator[tuple[ast.Name, tuple[ast.AST, ...]]]:
         parents = self._parents.get(id(function))
