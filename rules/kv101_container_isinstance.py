@@ -125,6 +125,13 @@ class ContainerIsinstance(Rule):
             """,
             path="vllm/v1/core/kv_cache_coordinator.py",
         ),
+        Example(
+            """
+            def same_kind(kv_cache_config, reference: KVCacheSpec):
+                # a class computed at run time: nothing to compare with the spec family
+                return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, type(reference))]
+            """
+        ),
     ]
     INVALID = [
         Example(
@@ -202,8 +209,7 @@ class ContainerIsinstance(Rule):
             self._check(node, left.args[0].value, target.comparator)
 
     def _check(self, node: cst.CSTNode, subject: cst.BaseExpression, classes_node: cst.BaseExpression) -> None:
-        classes = class_names(classes_node)
-        checked = classes & self.family
+        checked = (class_names(classes_node) or frozenset()) & self.family
         if not checked:
             return
         if self.containers is not None and not any(map(self.containers.may_hold_instance_of, checked)):
