@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from kvlint.analysis.containers import NAMING_WORD, container_reachability
-from kvlint.analysis.tree_index import CONTAINER_CLASS, INTERFACE_MODULE, _read_hierarchy, build_project_index, could_matter, index_digests
+from kvlint.analysis.tree_index import (
+    CONTAINER_CLASS,
+    INTERFACE_MODULE,
+    _read_hierarchy,
+    build_project_index,
+    could_matter,
+    index_digests,
+)
 from kvlint.scan.config import Config
 from kvlint.scan.runner import scan
 

@@ -25,9 +25,10 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kvlint.analysis.statement_units import parse_unit, unit_spans
 
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 NAMING_WORD = b"kv_cache_interface"
 # A call of a class named so builds a group object; the spec handed to it is that group's own spec.
 _GROUP_SUFFIXES = ("Group", "GroupSpec")
+# `case Spec(...)` in a match statement tests a class (Python 3.10+).
+_MATCH_CLASS = (ast.MatchClass,) if hasattr(ast, "MatchClass") else ()
 
 
 @dataclass(frozen=True)
@@ -385,7 +388,7 @@ def _is_inert_mention(node: ast.AST, ancestors: tuple[ast.AST, ...], bases: dict
     holder = ancestors[index] if index >= 0 else None
     if isinstance(holder, ast.Call) and _callee(holder) in ("isinstance", "issubclass") and len(holder.args) == 2 and holder.args[1] is inner:
         return True
-    if isinstance(holder, ast.Compare) or isinstance(holder, getattr(ast, "MatchClass", ())):
+    if isinstance(holder, (ast.Compare, *_MATCH_CLASS)):
         return True
     if isinstance(holder, ast.ClassDef) and inner in holder.bases:
         return holder.name in bases  # a spec class of the interface: settled on its own; any other subclass is not
