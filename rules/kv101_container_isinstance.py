@@ -15,6 +15,12 @@ assigned from one, or a parameter that callers in the same module pass one. Laye
 Code that only receives the scheduler's config (the scheduler, KV cache managers and their coordinator,
 scheduler-side connector halves) never meets a container either: the engine flattens it first.
 
+Only classes a container of the scanned tree can hold are reported, read from the tree's own code: vLLM
+builds containers from the specs its layers report, while its runners build encoder-only specs themselves
+and append them as plain groups (`KVCacheGroupSpec(layer_names, spec)`). A container answers
+`isinstance(spec, EncoderOnlyAttentionSpec)` with False, as every one of its layers would, so such a check is
+correct. When the tree's code cannot settle a class, it counts as one a container can hold.
+
 ## Example
 ```python
 for group in kv_cache_config.kv_cache_groups:
@@ -119,6 +125,13 @@ class ContainerIsinstance(Rule):
             """,
             path="vllm/v1/core/kv_cache_coordinator.py",
         ),
+        Example(
+            """
+            def same_kind(kv_cache_config, reference: KVCacheSpec):
+                # a class computed at run time: nothing to compare with the spec family
+                return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, type(reference))]
+            """
+        ),
     ]
     INVALID = [
         Example(
@@ -174,6 +187,8 @@ class ContainerIsinstance(Rule):
     def __init__(self, context):
         super().__init__(context)
         self.family = context.project.hierarchy.attention_family()
+        # None (no tree read): any class may be a container's member.
+        self.containers = context.project.containers
         self.patterns = tuple(context.settings.get("scheduler-only-paths", DEFAULT_SCHEDULER_ONLY_PATHS))
         # (function, spec) pairs already reported: one finding per cause, not one per check.
         self.reported: set[tuple[int, str]] = set()
@@ -194,9 +209,11 @@ class ContainerIsinstance(Rule):
             self._check(node, left.args[0].value, target.comparator)
 
     def _check(self, node: cst.CSTNode, subject: cst.BaseExpression, classes_node: cst.BaseExpression) -> None:
-        classes = class_names(classes_node)
-        if not classes or not classes & self.family:
+        checked = (class_names(classes_node) or frozenset()) & self.family
+        if not checked:
             return
+        if self.containers is not None and not any(map(self.containers.may_hold_instance_of, checked)):
+            return  # no container the tree builds holds such a layer: its False is every layer's answer too
         provenance = self.flow.classify(subject)
         if provenance.kind is not Kind.GROUP_SPEC:
             return

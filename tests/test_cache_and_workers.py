@@ -31,7 +31,8 @@ from kvlint.scan.runner import scan
 
 # The miniature vLLM tree (hierarchy, resolver) and fixture sources the CLI tests use.
 from test_cli import BUGGY, CLEAN, INTERFACE, RESOLVER  # noqa: E402
-# A KV101 finding that no cross-file sizing analysis looks at: editing it in keeps the project index.
+# A KV101 finding that no cross-file sizing analysis looks at: editing it in rebuilds the project index (the
+# file names kv_cache_interface) to the same digests, so the other files' results stay cached.
 ISINSTANCE = """\
 from vllm.v1.kv_cache_interface import FullAttentionSpec
 

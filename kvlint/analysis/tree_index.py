@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from kvlint.analysis.containers import ContainerReachability, container_reachability
 from kvlint.analysis.hierarchy import SpecHierarchy, read_hierarchy
 from kvlint.analysis.resolver import find_resolver, read_resolver_rule
 from kvlint.analysis.sizing.matrix import SizingAnalysis, build_sizing_analysis
-from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE
+from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class TreeIndex:
     resolver_reads_dcp_sharded: bool = False
     # The cross-file sizing analysis, computed once per scan; None without a tree or when it failed.
     sizing: SizingAnalysis | None = None
+    # Which spec classes a container the tree builds can hold (kvlint.analysis.containers); None: not read.
+    containers: ContainerReachability | None = None
 
     @property
     def has_resolver(self) -> bool:
@@ -66,9 +69,12 @@ def build_tree_index(
     root) whose text the sizing analysis needs to read; `scheduler_only_paths` decides its roles."""
     hierarchy = read_hierarchy(root / INTERFACE_MODULE)
     sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths)
+    containers = container_reachability(
+        root, hierarchy, could_matter_files, interface_module=INTERFACE_MODULE, container_class=CONTAINER_CLASS
+    )
     resolver_path = find_resolver(root)
     if resolver_path is None:
-        return TreeIndex(root=str(root), hierarchy=hierarchy, sizing=sizing)
+        return TreeIndex(root=str(root), hierarchy=hierarchy, sizing=sizing, containers=containers)
     relative = resolver_path.relative_to(root).with_suffix("")
     rule = read_resolver_rule(resolver_path)
     return TreeIndex(
@@ -79,4 +85,5 @@ def build_tree_index(
         resolver_layer_classes=rule.layer_classes,
         resolver_reads_dcp_sharded=rule.reads_dcp_sharded,
         sizing=sizing,
+        containers=containers,
     )

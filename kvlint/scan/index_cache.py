@@ -6,8 +6,8 @@ a second, more than a warm scan may take. It is kept together with a snapshot of
 under vllm/, its stat, content hash and whether it could matter. A file "could matter" when it is one the
 index reads whatever its text (the interface, the resolver's home) or its text holds what the index's
 readers select files by: a DCP word (every module `read_program` parses mentions one), the resolver's
-name (`find_resolver`), or a DSA indexer's `get_kv_cache_spec` (`read_program` reads the indexer layer
-from it). The index is rebuilt when a file that could matter (before or after) changed, appeared or
+name (`find_resolver`), a DSA indexer's `get_kv_cache_spec` (`read_program` reads the indexer layer
+from it), or the interface's module name (`containers` reads every file that may name a spec class). The index is rebuilt when a file that could matter (before or after) changed, appeared or
 vanished; a change elsewhere cannot reach the index, so the old one is reused. tests/test_semantics.py
 checks on real releases that reading only these files gives the same analysis as reading them all.
 """
@@ -20,13 +20,14 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from kvlint.analysis.containers import NAMING_WORD
 from kvlint.analysis.hierarchy import builtin_hierarchy
 from kvlint.analysis.tree_index import TreeIndex, build_tree_index, find_tree_root
 from kvlint.analysis.vocabulary import DCP_WORDS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE, RESOLVER_HOME, RESOLVER_NAME
 from kvlint.scan.storage import FileStat, content_digest, load_pickle, own_source_digest, save_pickle, stable_repr, trusted_stat
 
-INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode())
-_INDEX_FORMAT = 5
+INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD)
+_INDEX_FORMAT = 6
 
 
 class IndexHandle:
