@@ -49,7 +49,9 @@ class KvlintGroup(click.Group):
                 import traceback
 
                 traceback.print_exc()
-            click.echo(f"kvlint: internal error: {type(error).__name__}: {error} (re-run with --verbose for details)", err=True)
+            click.echo(
+                f"kvlint: internal error: {type(error).__name__}: {error} (re-run with --verbose for details)", err=True
+            )
             ctx.exit(EXIT_ERROR)
 
 

@@ -83,7 +83,14 @@ class FileResult:
     detail: str | None = None
 
 
+# The engine's own diagnostic, the one code not emitted by a rule's visitor: the engine and the scan
+# report it without importing the rules (rules/kv000_unreadable_file.py documents it and checks this).
+UNREADABLE_CODE, UNREADABLE_NAME = "KV000", "unreadable-file"
+
+
 def unreadable(path: str, cause: str, line: int = 1, column: int = 1) -> FileResult:
     """The result for a file that cannot be analysed: one KV000 finding saying why."""
-    finding = Finding(path, line, column, line, column, "KV000", "unreadable-file", f"cannot analyse this file: {cause}")
+    finding = Finding(
+        path, line, column, line, column, UNREADABLE_CODE, UNREADABLE_NAME, f"cannot analyse this file: {cause}"
+    )
     return FileResult(path=path, findings=(finding,), parsed=False)

@@ -8,9 +8,9 @@ import libcst as cst
 
 from kvlint import Applicability, Fix, ImportChange, Rule, TextEdit
 from kvlint.analysis.provenance import dotted
+from kvlint.analysis.scaling import Scaling
 from kvlint.analysis.tree_index import TreeIndex
 from kvlint.analysis.vocabulary import RESOLVER_NAME
-from kvlint.analysis.scaling import Scaling
 
 FIX_TITLE = f"Replace with `{RESOLVER_NAME}(spec, dcp)`"
 NO_RESOLVER = f"no fix: this tree defines no shared `{RESOLVER_NAME}` (added in vLLM 0.29.0), so nothing can call it"
@@ -125,7 +125,11 @@ def _imported_from(module: cst.Module, name: str) -> str | None:
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
         for small in statement.body:
-            if isinstance(small, cst.ImportFrom) and small.module is not None and not isinstance(small.names, cst.ImportStar):
+            if (
+                isinstance(small, cst.ImportFrom)
+                and small.module is not None
+                and not isinstance(small.names, cst.ImportStar)
+            ):
                 for alias in small.names:
                     if alias.asname is None and dotted(alias.name) == name:
                         return "." * len(small.relative) + dotted(small.module)

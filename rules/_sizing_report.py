@@ -8,12 +8,12 @@ on its nodes. Kept out of the rule modules' names (`_…`) so that the registry 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
 from kvlint.analysis.sizing.matrix import SizingAnalysis
 from kvlint.analysis.sizing.single_file import analyse_single_file
-from kvlint.engine.registry import all_rules
 from kvlint.types import Severity
 
 # The suffix of a KV103/KV105 message when every differing kind is one the tree rejects under DCP.
@@ -87,7 +87,11 @@ class SizingReport:
             return
         position = self.context.position(node)
         for divergence in self._divergences:
-            if divergence.column is not None and divergence.line == position.start.line and divergence.column == position.start.column + 1:
+            if (
+                divergence.column is not None
+                and divergence.line == position.start.line
+                and divergence.column == position.start.column + 1
+            ):
                 self._report(node, divergence)
                 return
 
@@ -105,9 +109,10 @@ class SizingFinding:
     message: str
 
 
-def sizing_findings(analysis: SizingAnalysis) -> tuple[SizingFinding, ...]:
-    """Every divergence of the analysis worded by the rule that reports it, in the analysis' order."""
-    reporters = [rule for rule in all_rules() if issubclass(rule, SizingReport)]
+def sizing_findings(analysis: SizingAnalysis, rules: Iterable[type]) -> tuple[SizingFinding, ...]:
+    """Every divergence of the analysis worded by the rule among `rules` (the registry's) that reports it,
+    in the analysis' order."""
+    reporters = [rule for rule in rules if issubclass(rule, SizingReport)]
     found: list[SizingFinding] = []
     for divergence in analysis.divergences:
         rule = next(r for r in reporters if isinstance(divergence, r.REPORTS))

@@ -47,12 +47,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kvlint.analysis.provenance import Kind, dotted
-from kvlint.rules._resolver_call import resolver_call_fix
 from kvlint import Example, Rule
-from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS, dcp_aliases, sees_only_scheduler_config
+from kvlint.analysis.provenance import Kind, dotted
 from kvlint.analysis.scaling import class_names, match_scaling
-
+from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS, dcp_aliases, sees_only_scheduler_config
+from kvlint.rules._resolver_call import resolver_call_fix
 
 # Words in a nearby comment that show the author considered containers (e.g. "fail closed on wrappers").
 ACKNOWLEDGING_WORDS = ("wrapper", "container", "uniformtypekvcachespecs")
@@ -221,9 +220,7 @@ class ContainerIsinstance(Rule):
         subject_code = dotted(subject)
         if self.flow.checks_for_container(function, subject_code):
             return
-        if sees_only_scheduler_config(
-            self.context.module_path, self.flow.enclosing_class_names(node), self.patterns
-        ):
+        if sees_only_scheduler_config(self.context.module_path, self.flow.enclosing_class_names(node), self.patterns):
             return
         key = (id(function), subject_code)
         if key in self.reported:

@@ -38,12 +38,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kvlint.analysis.provenance import dotted
+from kvlint import Example, Rule
+from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import RESOLVER_NAME, dcp_aliases
 from kvlint.rules._resolver_call import FIX_TITLE as _FIX_TITLE
 from kvlint.rules._resolver_call import NO_RESOLVER, resolver_call_fix
-from kvlint import Example, Rule
-from kvlint.analysis.scaling import match_scaling
 
 _IMPORTS = """\
 from vllm.v1.core.kv_cache_utils import resolve_kv_cache_block_sizes

@@ -43,12 +43,15 @@ KV102 rewrites it to `resolve_dcp_kv_block_size(spec, dcp)`, after which both pa
 
 from __future__ import annotations
 
+from kvlint import Example, Rule
 from kvlint.analysis.sizing.divergences import PathDivergence
-from kvlint.engine.rule import Example, Rule
 from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing
 from kvlint.types import Severity
 
-_VIEWS = {"group": " (worker view: the container as given)", "scheduler": " (scheduler view: flattened to its first layer)"}
+_VIEWS = {
+    "group": " (worker view: the container as given)",
+    "scheduler": " (scheduler view: flattened to its first layer)",
+}
 
 
 class DivergentSizingPaths(SizingReport, Rule):

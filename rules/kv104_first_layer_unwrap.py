@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from kvlint import Example, Rule
 from kvlint.analysis.sizing.divergences import FirstLayerPick
 from kvlint.analysis.vocabulary import CONTAINER_CLASS
-from kvlint.engine.rule import Example, Rule
 from kvlint.rules._sizing_report import SizingReport
 from kvlint.types import Severity
 
@@ -49,7 +49,9 @@ class FirstLayerUnwrap(SizingReport, Rule):
     __doc__ = __doc__
     CODE = "KV104"
     NAME = "first-layer-unwrap"
-    MESSAGE = "`{function}` decides for the whole group from its first layer only: {first} gives {a} but {second} gives {b}"
+    MESSAGE = (
+        "`{function}` decides for the whole group from its first layer only: {first} gives {a} but {second} gives {b}"
+    )
     ONLY_APART = " — only when a container mixes spec families that vLLM groups apart"
     REPORTS = FirstLayerPick
 

@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from kvlint import Example, Rule
 from kvlint.analysis.sizing.divergences import PredicateDivergence
 from kvlint.analysis.sizing.program import helper_signature
-from kvlint.engine.rule import Example, Rule
 from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing
 from kvlint.types import Severity
 

@@ -51,7 +51,14 @@ class FakeGitHub:
             def _handle(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length)) if length else None
-                fake.requests.append({"method": self.command, "path": self.path, "body": body, "authorization": self.headers.get("Authorization")})
+                fake.requests.append(
+                    {
+                        "method": self.command,
+                        "path": self.path,
+                        "body": body,
+                        "authorization": self.headers.get("Authorization"),
+                    }
+                )
                 if fake.failure:
                     return self._answer(*fake.failure)
                 path = self.path.split("?")[0]
@@ -60,7 +67,17 @@ class FakeGitHub:
                 if self.command == "POST" and path == "/graphql":
                     if fake.graphql_refused:
                         return self._answer(200, {"errors": [{"message": "Resource not accessible by integration"}]})
-                    return self._answer(200, {"data": {"viewer": {"login": fake.identity["login"].removesuffix("[bot]"), "databaseId": fake.identity["id"]}}})
+                    return self._answer(
+                        200,
+                        {
+                            "data": {
+                                "viewer": {
+                                    "login": fake.identity["login"].removesuffix("[bot]"),
+                                    "databaseId": fake.identity["id"],
+                                }
+                            }
+                        },
+                    )
                 if self.command == "GET" and path == "/user":
                     if fake.user_refused:
                         return self._answer(403, {"message": "Resource not accessible by integration"})
@@ -91,7 +108,14 @@ class FakeGitHub:
 
     def add_comment(self, path: str, line: int | None, body: str, user: dict) -> int:
         self.next_id += 1
-        self.comments[self.next_id] = {"id": self.next_id, "path": path, "line": line, "body": body, "user": dict(user), "in_reply_to_id": None}
+        self.comments[self.next_id] = {
+            "id": self.next_id,
+            "path": path,
+            "line": line,
+            "body": body,
+            "user": dict(user),
+            "in_reply_to_id": None,
+        }
         return self.next_id
 
     def of(self, method: str) -> list[dict]:

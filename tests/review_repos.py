@@ -29,10 +29,19 @@ def git(repo: Path, *arguments: str, input_bytes: bytes | None = None) -> str:
 
 
 def kvlint(*arguments: str, cwd: Path, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith("GITHUB_")}
+    environment = {
+        k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith("GITHUB_")
+    }
     environment.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "kvlint", *arguments], cwd=cwd, capture_output=True, text=True, env=environment, timeout=timeout, errors="replace", check=False
+        [sys.executable, "-m", "kvlint", *arguments],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=timeout,
+        errors="replace",
+        check=False,
     )
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.engine.lint import LintRequest
 from kvlint.analysis.hierarchy import BUILTIN_BASES, SpecHierarchy
 from kvlint.analysis.tree_index import TreeIndex
+from kvlint.engine.lint import LintRequest
 from kvlint.engine.registry import all_rules
 from test_cli import BUGGY, make_tree
 
@@ -87,7 +87,12 @@ def test_every_bad_input_case(bad_tree):
 
 
 def test_text_output_is_one_line_per_problem(bad_tree):
-    completed = subprocess.run([sys.executable, "-m", "kvlint", "check", "--no-cache", *SELECT, "pkg"], capture_output=True, text=True, timeout=300)
+    completed = subprocess.run(
+        [sys.executable, "-m", "kvlint", "check", "--no-cache", *SELECT, "pkg"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     for line in completed.stdout.splitlines():
         path, row, column, rest = line.split(":", 3)
         assert path.startswith("pkg/") and row.isdigit() and column.isdigit() and rest.startswith(" KV")
@@ -115,7 +120,9 @@ def _scan_with_failing_read(tmp_path, monkeypatch, error: OSError) -> list:
 def test_file_that_vanishes_between_listing_and_reading(tmp_path, monkeypatch):
     findings = _scan_with_failing_read(tmp_path, monkeypatch, FileNotFoundError(2, "No such file or directory"))
     victim = [f for f in findings if f.path.endswith("victim.py")]
-    assert [(f.code, f.message) for f in victim] == [("KV000", "cannot analyse this file: vanished before it could be read")]
+    assert [(f.code, f.message) for f in victim] == [
+        ("KV000", "cannot analyse this file: vanished before it could be read")
+    ]
     assert sorted(f.code for f in findings if f.path.endswith("buggy.py")) == ["KV101", "KV102"]
 
 

@@ -16,21 +16,21 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.scan import index_cache
-from kvlint.scan import jobs as scan_jobs
-from kvlint.scan import progress as progress_line
-from kvlint.scan import runner
-from kvlint.scan.result_cache import ResultCache, configuration_key
-from kvlint.scan.storage import FileStat, stable_repr
-from kvlint.scan.config import Config
 from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.sizing.matrix import SizingAnalysis
 from kvlint.analysis.tree_index import TreeIndex
+from kvlint.scan import index_cache, runner
+from kvlint.scan import jobs as scan_jobs
+from kvlint.scan import progress as progress_line
+from kvlint.scan.config import Config
 from kvlint.scan.index_cache import index_digests
+from kvlint.scan.result_cache import ResultCache, configuration_key
 from kvlint.scan.runner import scan
+from kvlint.scan.storage import FileStat, stable_repr
 
 # The miniature vLLM tree (hierarchy, resolver) and fixture sources the CLI tests use.
 from test_cli import BUGGY, CLEAN, INTERFACE, RESOLVER  # noqa: E402
+
 # A KV101 finding that no cross-file sizing analysis looks at: editing it in rebuilds the project index (the
 # file names kv_cache_interface) to the same digests, so the other files' results stay cached.
 ISINSTANCE = """\
@@ -204,7 +204,9 @@ def test_project_index_is_reused_unless_a_file_that_matters_changed(tree, tmp_pa
     cache = tmp_path / "cache"
     built = []
     real_build = index_cache.build_tree_index
-    monkeypatch.setattr(index_cache, "build_tree_index", lambda root, *more: built.append(root) or real_build(root, *more))
+    monkeypatch.setattr(
+        index_cache, "build_tree_index", lambda root, *more: built.append(root) or real_build(root, *more)
+    )
 
     run(tree, cache)
     assert len(built) == 1
@@ -227,7 +229,9 @@ def test_project_index_is_reused_unless_a_file_that_matters_changed(tree, tmp_pa
     assert len(built) == 4, "a file that mattered vanished: index rebuilt"
 
 
-@pytest.mark.parametrize("garbage", [b"", b"not a pickle", pickle.dumps({"format": 1, "entries": {"x": 1}}), pickle.dumps([1, 2])])
+@pytest.mark.parametrize(
+    "garbage", [b"", b"not a pickle", pickle.dumps({"format": 1, "entries": {"x": 1}}), pickle.dumps([1, 2])]
+)
 def test_corrupt_cache_is_ignored(tree, tmp_path, garbage):
     cache = tmp_path / "cache"
     expected = outcome(run(tree, cache))
@@ -309,7 +313,13 @@ def test_key_is_the_same_in_every_process(tmp_path):
         """
     )
     keys = {
-        subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONHASHSEED": str(seed)}, capture_output=True, text=True, check=True).stdout
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         for seed in (1, 2, 3)
     }
     assert len(keys) == 1
@@ -323,7 +333,10 @@ def test_key_changes_with_each_input():
     base = key(index, {}, ("KV101",))
     assert key(index, {}, ("KV102",)) != base
     assert key(index, {"scheduler-only-paths": ("x",)}, ("KV101",)) != base
-    assert key(TreeIndex(None, SpecHierarchy({"A": ()}), sizing=SizingAnalysis((), (), (), None, None)), {}, ("KV101",)) != base
+    assert (
+        key(TreeIndex(None, SpecHierarchy({"A": ()}), sizing=SizingAnalysis((), (), (), None, None)), {}, ("KV101",))
+        != base
+    )
     assert key(TreeIndex("/elsewhere", SpecHierarchy({"A": ()})), {}, ("KV101",)) != base
 
 

@@ -131,7 +131,9 @@ def test_unknown_selector_is_a_usage_error(project):
 
 
 def test_pyproject_config(project):
-    (project / "pyproject.toml").write_text('[tool.kvlint]\nignore = ["KV102"]\nper-file-ignores = { "other*.py" = ["KV101"] }\n')
+    (project / "pyproject.toml").write_text(
+        '[tool.kvlint]\nignore = ["KV102"]\nper-file-ignores = { "other*.py" = ["KV101"] }\n'
+    )
     (project / "pkg" / "other_buggy.py").write_text(BUGGY)
     findings = json.loads(run("--format", "json", "pkg").stdout)
     assert [(f["path"], f["code"]) for f in findings] == [("pkg/buggy.py", "KV101")]
@@ -175,7 +177,9 @@ def test_missing_path_is_reported_and_scan_goes_on(project):
 
 
 def test_no_path_outside_vllm_without_vllm_installed_is_a_clear_error(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "kvlint", "check", "--no-cache"], cwd=tmp_path, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "kvlint", "check", "--no-cache"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert result.returncode == 2
     assert result.stderr.startswith("kvlint: error: no vLLM tree here") and "Traceback" not in result.stderr
 
@@ -185,7 +189,9 @@ def test_no_path_in_a_vllm_checkout_scans_it_and_says_so(tmp_path):
     interface.parent.mkdir(parents=True)
     interface.write_text("class KVCacheSpec: pass\nclass AttentionSpec(KVCacheSpec): pass\n")
     (tmp_path / "vllm" / "connector.py").write_text(BUGGY)
-    result = subprocess.run([sys.executable, "-m", "kvlint", "check", "--no-cache"], cwd=tmp_path, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "kvlint", "check", "--no-cache"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert result.returncode == 1
     assert result.stderr.splitlines()[0] == f"kvlint: scanning the vLLM checkout at {tmp_path}"
 

@@ -17,8 +17,8 @@ import pytest
 from kvlint.analysis.containers import NAMING_WORD, container_reachability
 from kvlint.analysis.hierarchy import read_hierarchy
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, INTERFACE_MODULE
-from kvlint.scan.index_cache import build_project_index, could_matter, index_digests
 from kvlint.scan.config import Config
+from kvlint.scan.index_cache import build_project_index, could_matter, index_digests
 from kvlint.scan.runner import scan
 
 INTERFACE = """\
@@ -96,7 +96,13 @@ CHECKER = "vllm/v1/worker/checks.py"
 
 
 def make_tree(root: Path, runner: str, **more: str) -> Path:
-    files = {INTERFACE_MODULE: INTERFACE, "vllm/model_executor/layers.py": LAYER, RUNNER: runner, CHECKER: CHECKS, **more}
+    files = {
+        INTERFACE_MODULE: INTERFACE,
+        "vllm/model_executor/layers.py": LAYER,
+        RUNNER: runner,
+        CHECKER: CHECKS,
+        **more,
+    }
     for relative, text in files.items():
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,7 +112,9 @@ def make_tree(root: Path, runner: str, **more: str) -> Path:
 
 def reachability(root: Path, only=None):
     hierarchy = read_hierarchy(root / INTERFACE_MODULE)
-    return container_reachability(root, hierarchy, only, interface_module=INTERFACE_MODULE, container_class=CONTAINER_CLASS)
+    return container_reachability(
+        root, hierarchy, only, interface_module=INTERFACE_MODULE, container_class=CONTAINER_CLASS
+    )
 
 
 def kv101_lines(root: Path, cache: Path | None = None) -> list[tuple[str, int]]:
@@ -127,7 +135,9 @@ def test_encoder_only_specs_appended_as_plain_groups_are_no_container_member(tmp
     assert found.may_hold_instance_of("AttentionSpec")  # a FullAttentionSpec layer is one
     assert found.may_hold_instance_of("SomeClassTheTreeDoesNotDeclare")
     assert "returned as built" in found.member_evidence["FullAttentionSpec"]
-    assert found.member_evidence["MambaSpec"].startswith("vllm/model_executor/layers.py:11: built in `get_kv_cache_spec`")
+    assert found.member_evidence["MambaSpec"].startswith(
+        "vllm/model_executor/layers.py:11: built in `get_kv_cache_spec`"
+    )
 
 
 def test_kv101_reports_encoder_only_checks_only_when_a_container_can_hold_one(tmp_path):
@@ -233,14 +243,21 @@ def test_a_flow_the_analysis_cannot_follow_keeps_the_class_a_member(tmp_path, so
 def test_a_class_never_built_by_name_is_assumed_a_member(tmp_path):
     found = reachability(make_tree(tmp_path, "def nothing():\n    return None\n"))
     assert found.evidence == {}
-    assert found.member_evidence["EncoderOnlyAttentionSpec"] == "never constructed by name in the tree (assumed a member)"
+    assert (
+        found.member_evidence["EncoderOnlyAttentionSpec"] == "never constructed by name in the tree (assumed a member)"
+    )
 
 
 def test_without_a_tree_nothing_is_decided(tmp_path):
     (tmp_path / "alone.py").write_text(CHECKS)
     assert build_project_index([tmp_path / "alone.py"]).containers is None
     hierarchy = read_hierarchy(tmp_path / "missing.py")  # the built-in default
-    assert container_reachability(tmp_path, hierarchy, interface_module=INTERFACE_MODULE, container_class=CONTAINER_CLASS).member_classes is None
+    assert (
+        container_reachability(
+            tmp_path, hierarchy, interface_module=INTERFACE_MODULE, container_class=CONTAINER_CLASS
+        ).member_classes
+        is None
+    )
 
 
 def test_only_files_naming_the_interface_are_read_and_they_could_change_the_index(tmp_path):
@@ -294,7 +311,14 @@ def test_real_releases_build_encoder_only_groups_plain(vllm_release, version):
     assert "model_states/encoder_only.py" in sites and "`AttentionGroup(…)`" in sites
     if version != "0.34.0":  # 0.34 dropped the runner's own encoder-only group
         assert f"{RUNNER_029}:" in sites and "`KVCacheGroupSpec(…)`" in sites
-    for member in ("FullAttentionSpec", "MLAAttentionSpec", "SlidingWindowSpec", "CrossAttentionSpec", "MambaSpec", "HiddenStateCacheSpec"):
+    for member in (
+        "FullAttentionSpec",
+        "MLAAttentionSpec",
+        "SlidingWindowSpec",
+        "CrossAttentionSpec",
+        "MambaSpec",
+        "HiddenStateCacheSpec",
+    ):
         assert member in found.member_classes, member
 
 
@@ -319,7 +343,9 @@ def test_real_releases_read_the_same_with_only_the_files_that_could_matter(vllm_
             only.add(relative)
         if names.search(data) and NAMING_WORD not in data and relative != INTERFACE_MODULE:
             nodes = list(ast.walk(ast.parse(data)))
-            code_names = {n.id for n in nodes if isinstance(n, ast.Name)} | {n.attr for n in nodes if isinstance(n, ast.Attribute)}
+            code_names = {n.id for n in nodes if isinstance(n, ast.Name)} | {
+                n.attr for n in nodes if isinstance(n, ast.Attribute)
+            }
             assert not code_names & set(hierarchy.bases), relative  # a comment may name one
     assert reachability(root, frozenset(only)) == reachability(root)
 

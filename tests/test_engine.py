@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from kvlint.engine.lint import LintRequest, line_offsets, lint_bytes
-from kvlint.engine.source import decode_source
 from kvlint.analysis.hierarchy import BUILTIN_BASES, SpecHierarchy
 from kvlint.analysis.tree_index import TreeIndex
+from kvlint.engine.lint import LintRequest, line_offsets, lint_bytes
 from kvlint.engine.registry import all_rules, rule_by_code
+from kvlint.engine.source import decode_source
 
 PROJECT = TreeIndex(
     root=None,

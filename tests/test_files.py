@@ -27,7 +27,13 @@ def test_depth_first_files_before_subfolders_sorted(tmp_path):
         touch(tmp_path / name)
     found, problems = displays([tmp_path])
     root = str(tmp_path)
-    assert found == [f"{root}/a.py", f"{root}/b.py", f"{root}/other/x.py", f"{root}/sub/z.py", f"{root}/sub/deeper/y.py"]
+    assert found == [
+        f"{root}/a.py",
+        f"{root}/b.py",
+        f"{root}/other/x.py",
+        f"{root}/sub/z.py",
+        f"{root}/sub/deeper/y.py",
+    ]
     assert problems == []
 
 
@@ -44,11 +50,22 @@ def test_display_root_reads_under_it_and_shows_paths_as_given(tmp_path):
     (tmp_path / "pkg" / "gone.py").symlink_to(tmp_path / "nowhere.py")
     files, problems = collect_files([Path("pkg"), Path("absent.py")], ["pkg/generated"], display_root=tmp_path)
     assert [(f.path, f.display) for f in files] == [(f"{tmp_path}/pkg/m.py", "pkg/m.py")]
-    assert [(p.display, p.cause) for p in problems] == [("pkg/gone.py", "dangling symbolic link"), ("absent.py", "no such file or directory")]
+    assert [(p.display, p.cause) for p in problems] == [
+        ("pkg/gone.py", "dangling symbolic link"),
+        ("absent.py", "no such file or directory"),
+    ]
 
 
 def test_skipped_and_excluded_folders(tmp_path):
-    for name in (".git/h.py", "__pycache__/c.py", ".venv/v.py", "build/b.py", "tests/t.py", "pkg/gen_x.py", "pkg/keep.py"):
+    for name in (
+        ".git/h.py",
+        "__pycache__/c.py",
+        ".venv/v.py",
+        "build/b.py",
+        "tests/t.py",
+        "pkg/gen_x.py",
+        "pkg/keep.py",
+    ):
         touch(tmp_path / name)
     found, _ = displays([tmp_path], exclude=["tests", "gen_*.py"])
     assert found == [f"{tmp_path}/pkg/keep.py"]

@@ -83,7 +83,9 @@ def tree(tmp_path):
 
 
 def test_crlf_bom_and_tabs_survive_byte_for_byte_outside_the_edit(tree):
-    original = ("# keep 'quotes'  \r\n" + BUGGY.replace("\n", "\r\n").replace("    ", "\t") + "x = 1  # tail\r\n").encode()
+    original = (
+        "# keep 'quotes'  \r\n" + BUGGY.replace("\n", "\r\n").replace("    ", "\t") + "x = 1  # tail\r\n"
+    ).encode()
     path = tree / "pkg" / "buggy.py"
     path.write_bytes(b"\xef\xbb\xbf" + original)
     os.chmod(path, 0o640)

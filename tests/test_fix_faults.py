@@ -31,7 +31,11 @@ def expected(tmp_path_factory):
     """(old bytes, new bytes) of one buggy module, new as `kvlint fix` writes it."""
     root = tmp_path_factory.mktemp("reference")
     make_tree(root)
-    subprocess.run([sys.executable, "-m", "kvlint", "fix", "--no-cache", str(root / "pkg" / "buggy.py")], check=False, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "kvlint", "fix", "--no-cache", str(root / "pkg" / "buggy.py")],
+        check=False,
+        capture_output=True,
+    )
     new = (root / "pkg" / "buggy.py").read_bytes()
     assert new != BUGGY.encode() and b"resolve_dcp_kv_block_size(" in new
     return BUGGY.encode(), new

@@ -84,7 +84,11 @@ def test_text_matrix_on_a_fixture_tree(fixture_tree):
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0] == f"kvlint paths: {fixture_tree}"
-    legend = {line.split("]")[0].strip(" ["): line.split("]", 1)[1].split("(")[0].strip() for line in lines if line.startswith("  [")}
+    legend = {
+        line.split("]")[0].strip(" ["): line.split("]", 1)[1].split("(")[0].strip()
+        for line in lines
+        if line.startswith("  [")
+    }
     assert legend == {
         "A": "vllm.v1.core.kv_cache_utils:resolve_kv_cache_block_sizes",
         "B": "vllm.v1.core.kv_cache_utils:resolve_dcp_kv_block_size",

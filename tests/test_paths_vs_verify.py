@@ -41,7 +41,9 @@ def runtime(vllm_runtime_env):
 def test_static_disagreements_match_runtime_disagreements(runtime):
     tree = str(runtime.site_packages)  # the very tree verify imports
     static = json.loads(CliRunner().invoke(paths, [tree, "--format", "json"]).stdout)
-    measured = CliRunner().invoke(verify, ["--python", str(runtime.python), "--vllm", tree, "--format", "json", "--dcp", str(DCP)])
+    measured = CliRunner().invoke(
+        verify, ["--python", str(runtime.python), "--vllm", tree, "--format", "json", "--dcp", str(DCP)]
+    )
     assert measured.exit_code in (0, 1), measured.output
     cells = {cell["kind"]: cell for cell in json.loads(measured.stdout)["cells"] if cell["dcp"] == DCP}
 
@@ -63,4 +65,6 @@ def test_static_disagreements_match_runtime_disagreements(runtime):
             assert static_disagrees == runtime_disagrees, (kind, column, factor, runtime_cell["paths"][column])
     assert len(compared) >= 15
     # The case the product exists for is among them.
-    assert ("dsa_container", "offloading[worker]", "1") == compared[[c[:2] for c in compared].index(("dsa_container", "offloading[worker]"))][:3]
+    assert ("dsa_container", "offloading[worker]", "1") == compared[
+        [c[:2] for c in compared].index(("dsa_container", "offloading[worker]"))
+    ][:3]

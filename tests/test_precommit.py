@@ -21,12 +21,17 @@ ROOT = Path(__file__).resolve().parents[1]
 BUGGY = "def tokens_per_block(group, dcp_size):\n    return group.kv_cache_spec.block_size * dcp_size\n"
 CLEAN = "def double(value):\n    return value * 2\n"
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("pre_commit") is None, reason="pre-commit is not installed (pip install -e '.[test]')")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("pre_commit") is None, reason="pre-commit is not installed (pip install -e '.[test]')"
+)
 
 
 def _git(repo: Path, *arguments: str) -> str:
     return subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t", *arguments], check=True, capture_output=True, text=True
+        ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t", *arguments],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
 
 
@@ -57,7 +62,9 @@ def _project(tmp_path: Path, hook_repo: tuple[Path, str], files: dict[str, str])
         (project / name).parent.mkdir(parents=True, exist_ok=True)
         (project / name).write_text(text)
     repo, rev = hook_repo
-    (project / ".pre-commit-config.yaml").write_text(f"repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: kvlint\n")
+    (project / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: kvlint\n"
+    )
     _git(project, "init", "-q")
     _git(project, "add", "-A")
     return project

@@ -7,11 +7,11 @@ import ast
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvlint.engine.lint import LintRequest, lint_text
-from kvlint.fixing.apply import apply_fixes
 from kvlint.analysis.hierarchy import BUILTIN_BASES, SpecHierarchy
 from kvlint.analysis.tree_index import TreeIndex
+from kvlint.engine.lint import LintRequest, lint_text
 from kvlint.engine.registry import all_rules
+from kvlint.fixing.apply import apply_fixes
 
 PROJECT = TreeIndex(
     root=None,
@@ -40,7 +40,10 @@ def programs(draw) -> str:
     shape = draw(st.sampled_from(["inline", "multiline", "reversed", "unconditional", "assigned"]))
     indent = draw(st.sampled_from(["    ", "\t", "  "]))
     if shape == "inline":
-        body = [f"{indent}for {group} in kv_cache_config.kv_cache_groups:", f"{indent}{indent}yield {spec}.block_size * {gate}"]
+        body = [
+            f"{indent}for {group} in kv_cache_config.kv_cache_groups:",
+            f"{indent}{indent}yield {spec}.block_size * {gate}",
+        ]
     elif shape == "multiline":
         body = [
             f"{indent}for {group} in kv_cache_config.kv_cache_groups:",
@@ -54,9 +57,15 @@ def programs(draw) -> str:
             f"{indent}{indent})",
         ]
     elif shape == "reversed":
-        body = [f"{indent}for {group} in kv_cache_config.kv_cache_groups:", f"{indent}{indent}yield {gate} * {spec}.block_size"]
+        body = [
+            f"{indent}for {group} in kv_cache_config.kv_cache_groups:",
+            f"{indent}{indent}yield {gate} * {spec}.block_size",
+        ]
     elif shape == "unconditional":
-        body = [f"{indent}for {group} in kv_cache_config.kv_cache_groups:", f"{indent}{indent}yield {spec}.block_size * {dcp}"]
+        body = [
+            f"{indent}for {group} in kv_cache_config.kv_cache_groups:",
+            f"{indent}{indent}yield {spec}.block_size * {dcp}",
+        ]
     else:
         name = draw(identifiers)
         body = [
@@ -68,7 +77,13 @@ def programs(draw) -> str:
     before = draw(st.lists(st.sampled_from(["x = 1", "y = 'a'  # c", "def f():\n    return 2", ""]), max_size=3))
     after = draw(st.lists(st.sampled_from(["z = [1,\n     2]", "print('done')", ""]), max_size=3))
     imports = "from vllm.v1.kv_cache_interface import AttentionSpec, FullAttentionSpec, MLAAttentionSpec, MambaSpec\n"
-    parts = [imports, *before, "def spans(kv_cache_config, dcp, dcp_size, dcp_world_size, parallel_config):", *body, *after]
+    parts = [
+        imports,
+        *before,
+        "def spans(kv_cache_config, dcp, dcp_size, dcp_world_size, parallel_config):",
+        *body,
+        *after,
+    ]
     newline = draw(newlines)
     return newline.join("\n".join(parts).split("\n")) + newline
 
@@ -92,7 +107,9 @@ def test_fix_properties(source, unsafe):
         body_start = head.index("def spans")
         assert fixed.endswith(tail)
         assert head[body_start:] in fixed
-        assert ("\r\n" in source) == ("\r\n" in fixed) and ("\n" not in source.replace("\r\n", "")) == ("\n" not in fixed.replace("\r\n", ""))
+        assert ("\r\n" in source) == ("\r\n" in fixed) and ("\n" not in source.replace("\r\n", "")) == (
+            "\n" not in fixed.replace("\r\n", "")
+        )
     else:
         assert fixed == source
     # Idempotent, and nothing fixable of the applied kinds is left.
@@ -100,7 +117,11 @@ def test_fix_properties(source, unsafe):
     again = apply_fixes(fixed, list(second.findings), unsafe=unsafe)
     assert again.text == fixed
     applied_codes = {f.code for f in outcome.applied}
-    assert not [f for f in second.findings if f.code in applied_codes and f.fix and (unsafe or f.fix.applicability.value == "safe")]
+    assert not [
+        f
+        for f in second.findings
+        if f.code in applied_codes and f.fix and (unsafe or f.fix.applicability.value == "safe")
+    ]
 
 
 # A bounded fuzz (a few seconds): mutated programs and random bytes never crash the engine.
@@ -110,7 +131,9 @@ def test_fix_properties(source, unsafe):
 @given(st.data())
 def test_engine_never_crashes_on_mutated_source(data):
     source = data.draw(programs())
-    operations = data.draw(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 40), st.text(max_size=8)), max_size=4))
+    operations = data.draw(
+        st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 40), st.text(max_size=8)), max_size=4)
+    )
     for position, length, insert in operations:
         position %= len(source) + 1
         source = source[:position] + insert + source[position + length :]
@@ -123,5 +146,7 @@ def test_engine_never_crashes_on_mutated_source(data):
 def test_engine_never_crashes_on_random_bytes(blob):
     from kvlint.engine.lint import lint_bytes
 
-    result = lint_bytes(LintRequest(PATH, PATH, PROJECT, RULES), b"kv_cache_groups isinstance( Spec block_size dcp\n" + blob)
+    result = lint_bytes(
+        LintRequest(PATH, PATH, PROJECT, RULES), b"kv_cache_groups isinstance( Spec block_size dcp\n" + blob
+    )
     assert not [f for f in result.findings if "internal error" in f.message]

@@ -51,7 +51,12 @@ def test_029_precision_against_the_naive_pattern(scan_029, vllm_release):
     tree = vllm_release("0.29.0")
     _, findings = scan_029
     naive = subprocess.run(
-        ["grep", "-rnE", r"isinstance\(.*(Attention|MLA|SlidingWindow|ChunkedLocal)[A-Za-z]*Spec|block_size \*", str(tree / "vllm")],
+        [
+            "grep",
+            "-rnE",
+            r"isinstance\(.*(Attention|MLA|SlidingWindow|ChunkedLocal)[A-Za-z]*Spec|block_size \*",
+            str(tree / "vllm"),
+        ],
         capture_output=True,
         text=True,
     ).stdout.splitlines()
@@ -69,7 +74,11 @@ def test_029_precision_against_the_naive_pattern(scan_029, vllm_release):
 def test_029_sarif_and_json_are_valid(vllm_release):
     tree = vllm_release("0.29.0")
     target = str(tree / OFFLOADING_CONFIG)
-    sarif = subprocess.run([sys.executable, "-m", "kvlint", "check", "--no-cache", "--format", "sarif", target], capture_output=True, text=True)
+    sarif = subprocess.run(
+        [sys.executable, "-m", "kvlint", "check", "--no-cache", "--format", "sarif", target],
+        capture_output=True,
+        text=True,
+    )
     assert sarif.returncode == 1
     document = json.loads(sarif.stdout)
     jsonschema.validate(document, sarif_schema())

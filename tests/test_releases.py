@@ -83,12 +83,19 @@ def make_wheel(members: dict[str, bytes], links: dict[str, str] | None = None) -
             wheel.writestr(info, target)
         info_dir = f"vllm-{VERSION}.dist-info"
         wheel.writestr(f"{info_dir}/METADATA", f"Metadata-Version: 2.1\nName: vllm\nVersion: {VERSION}\n")
-        wheel.writestr(f"{info_dir}/WHEEL", "Wheel-Version: 1.0\nGenerator: kvlint-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr(
+            f"{info_dir}/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: kvlint-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
         wheel.writestr(f"{info_dir}/RECORD", "")
     return buffer.getvalue()
 
 
-WHEEL_MEMBERS = {"vllm/__init__.py": b"", "vllm/v1/kv_cache_interface.py": b"class KVCacheSpec:\n    pass\n", "vllm/_C.abi3.so": b"\x7fELF"}
+WHEEL_MEMBERS = {
+    "vllm/__init__.py": b"",
+    "vllm/v1/kv_cache_interface.py": b"class KVCacheSpec:\n    pass\n",
+    "vllm/_C.abi3.so": b"\x7fELF",
+}
 WHEEL_NAME = f"vllm-{VERSION}-py3-none-any.whl"
 SDIST_NAME = f"vllm-{VERSION}.tar.gz"
 
@@ -135,7 +142,9 @@ class FakeIndex:
         entries = []
         for name, data in files.items():
             digest = hashlib.sha256(data if not wrong_digest else data + b"tampered").hexdigest()
-            entries.append({"filename": name, "url": f"../../files/{name}", "hashes": {"sha256": digest}, "size": len(data)})
+            entries.append(
+                {"filename": name, "url": f"../../files/{name}", "hashes": {"sha256": digest}, "size": len(data)}
+            )
             self.routes[f"/files/{name}"] = ("application/octet-stream", data)
         page = {"meta": {"api-version": "1.0"}, "name": "vllm", "files": entries}
         self.routes["/simple/vllm/"] = ("application/vnd.pypi.simple.v1+json", json.dumps(page).encode())
@@ -179,7 +188,10 @@ def test_the_sdist_is_fetched_and_its_sources_and_tests_are_kept_apart(index, tm
     assert tests == tmp_path / "releases" / f"vllm-{VERSION}-tests"
     assert files_under(tests) == KEPT_TESTS
     assert index.downloads() == [f"/files/{SDIST_NAME}"]  # once, and never the wheel
-    assert {p.name for p in (tmp_path / "releases").iterdir()} == {f"vllm-{VERSION}", f"vllm-{VERSION}-tests"}  # no scratch left
+    assert {p.name for p in (tmp_path / "releases").iterdir()} == {
+        f"vllm-{VERSION}",
+        f"vllm-{VERSION}-tests",
+    }  # no scratch left
 
 
 def test_a_digest_mismatch_is_refused_in_one_line_and_nothing_is_kept(index, tmp_path):
@@ -194,12 +206,18 @@ def test_the_command_line_reports_a_refused_download_in_one_line(index, tmp_path
     index.publish({SDIST_NAME: make_sdist(SOURCES)}, wrong_digest=True)
     completed = subprocess.run(
         [sys.executable, "-m", "kvlint", "check", "--vllm-release", VERSION],
-        cwd=tmp_path, env={**os.environ, "KVLINT_CACHE_DIR": str(tmp_path / "cache")},
-        capture_output=True, text=True, timeout=120, check=False,
+        cwd=tmp_path,
+        env={**os.environ, "KVLINT_CACHE_DIR": str(tmp_path / "cache")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     errors = [line for line in completed.stderr.splitlines() if "error" in line]
     assert completed.returncode == 2, completed.stderr
-    assert len(errors) == 1 and errors[0].startswith("kvlint: error: ") and "sha256 mismatch" in errors[0], completed.stderr
+    assert len(errors) == 1 and errors[0].startswith("kvlint: error: ") and "sha256 mismatch" in errors[0], (
+        completed.stderr
+    )
 
 
 @pytest.mark.parametrize("name", [f"{TOP}/vllm/../../escaped.py", "/tmp/kvlint-absolute.py", f"{TOP}/vllm/a\nb.py"])
@@ -343,7 +361,10 @@ def test_two_spellings_of_one_release_share_one_folder(index, tmp_path):
     assert len(index.downloads()) == 1
 
 
-@pytest.mark.parametrize("version", ["0.29.0\n", " 0.29.0", "0.29.0 ", "0.29.0; echo", "../0.29.0", "0.29.0/..", "", "latest", "0.29.0\u212a"])
+@pytest.mark.parametrize(
+    "version",
+    ["0.29.0\n", " 0.29.0", "0.29.0 ", "0.29.0; echo", "../0.29.0", "0.29.0/..", "", "latest", "0.29.0\u212a"],
+)
 def test_what_is_not_a_version_is_refused_before_any_request(index, tmp_path, version):
     with pytest.raises(KvlintError, match="not a version number"):
         release_sources(version, quiet=True, cache_dir=tmp_path)
@@ -374,7 +395,9 @@ def test_versions_are_read_as_pep_440_says(text, normal, key):
 
 def test_the_index_url_is_pips_own(tmp_path, monkeypatch):
     config = tmp_path / "pip.conf"
-    config.write_text("[global]\nindex-url = https://global.example/simple\n[download]\nindex-url = https://download.example/simple\n")
+    config.write_text(
+        "[global]\nindex-url = https://global.example/simple\n[download]\nindex-url = https://download.example/simple\n"
+    )
     monkeypatch.setenv("PIP_CONFIG_FILE", str(config))
     monkeypatch.delenv("PIP_INDEX_URL", raising=False)
     assert pip_settings(tmp_path).index_url == "https://download.example/simple"  # as `pip download` reads it
@@ -422,13 +445,20 @@ def test_0_34_0_comes_in_under_60_mb_and_scans_like_the_wheel(tmp_path):
     proxy.daemon_threads, proxy.lock, proxy.received = True, threading.Lock(), 0
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     address = f"http://127.0.0.1:{proxy.server_address[1]}"
-    environment = {key: value for key, value in os.environ.items() if key.lower() not in ("no_proxy", "http_proxy", "all_proxy")}
+    environment = {
+        key: value for key, value in os.environ.items() if key.lower() not in ("no_proxy", "http_proxy", "all_proxy")
+    }
     environment.update(KVLINT_CACHE_DIR=str(tmp_path / "cache"), https_proxy=address, HTTPS_PROXY=address)
     environment.pop("PIP_INDEX_URL", None)
     try:
         completed = subprocess.run(
             [sys.executable, "-m", "kvlint", "check", "--no-cache", "--format", "json", "--vllm-release", "0.34.0"],
-            cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=900, check=False,
+            cwd=tmp_path,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
         )
     finally:
         proxy.shutdown()

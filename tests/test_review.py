@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_github import BOT, PERSON, FakeGitHub
 from unidiff import PatchSet
 
+from fake_github import BOT, PERSON, FakeGitHub
 from kvlint.review.diff import ReviewError, safe_relative_path
 from kvlint.review.render import escape_message, escape_text, fence_for
 from kvlint.review.saved import review_from_data
@@ -40,9 +40,18 @@ def _git(repo: Path, *arguments: str) -> str:
 
 
 def _kvlint(*arguments: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith("GITHUB_")}
+    environment = {
+        k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith("GITHUB_")
+    }
     environment.update(env or {})
-    return subprocess.run([sys.executable, "-m", "kvlint", *arguments], cwd=cwd, capture_output=True, text=True, env=environment, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "kvlint", *arguments],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +88,11 @@ def pr_repo(vllm_release, tmp_path_factory) -> Path:
 
 def _diff_lines(repo: Path, head: str) -> tuple[dict[str, set[int]], dict[str, set[int]]]:
     """(added lines, lines GitHub shows) per file, from git's own diff."""
-    patch = PatchSet(subprocess.run(["git", "-C", str(repo), "diff", "main..." + head], capture_output=True, text=True, check=True).stdout)
+    patch = PatchSet(
+        subprocess.run(
+            ["git", "-C", str(repo), "diff", "main..." + head], capture_output=True, text=True, check=True
+        ).stdout
+    )
     added: dict[str, set[int]] = {}
     shown: dict[str, set[int]] = {}
     for patched in patch:
@@ -124,7 +137,9 @@ def test_review_comments_sit_inside_the_diff_with_a_suggestion_that_restores_the
     comments = payload["comments"]
     assert comments, payload
     for comment in comments:
-        assert comment["path"] == OFFLOADING  # nothing on the mooncake connector's untouched finding, nor on untouched files
+        assert (
+            comment["path"] == OFFLOADING
+        )  # nothing on the mooncake connector's untouched finding, nor on untouched files
         assert comment["side"] == "RIGHT"
         span = set(range(comment.get("start_line", comment["line"]), comment["line"] + 1))
         assert span <= shown[OFFLOADING] and span & added[OFFLOADING], comment
@@ -203,7 +218,9 @@ def test_paths_that_leave_the_repository_are_refused(pr_repo, tmp_path):
         assert run.returncode == 1, run.stderr
         assert "vllm/leak.py" in run.stderr and "symbolic link" in run.stderr
         assert all(c["path"] != "vllm/leak.py" for c in json.loads(run.stdout)["comments"])
-    assert safe_relative_path("../outside.py") and safe_relative_path("/etc/passwd") and safe_relative_path("a/../../b.py")
+    assert (
+        safe_relative_path("../outside.py") and safe_relative_path("/etc/passwd") and safe_relative_path("a/../../b.py")
+    )
     assert safe_relative_path("vllm/ok.py") is None
 
 
@@ -215,7 +232,9 @@ def test_bad_revision_is_one_line_and_exit_2(pr_repo):
 
 
 def test_quoted_content_is_escaped():
-    rendered = escape_message("`isinstance(x, <img src=y onerror=alert(1)>)` pings @octocat with <b>bold</b> *and* [a](b)")
+    rendered = escape_message(
+        "`isinstance(x, <img src=y onerror=alert(1)>)` pings @octocat with <b>bold</b> *and* [a](b)"
+    )
     assert rendered.startswith("`isinstance(x, <img src=y onerror=alert(1)>)`")  # a code span shows it literally
     assert "<b>" not in rendered and "&lt;b&gt;" in rendered
     assert "@octocat" not in rendered and "\\*and\\*" in rendered and "\\[a\\]" in rendered
@@ -226,12 +245,29 @@ def test_quoted_content_is_escaped():
 
 
 def test_saved_review_is_rebuilt_from_known_fields_only():
-    finding = {"code": "KV102", "message": "`x * dcp` scales", "fingerprint": "0123456789ab", "safe_fix": False, "fix_title": None}
+    finding = {
+        "code": "KV102",
+        "message": "`x * dcp` scales",
+        "fingerprint": "0123456789ab",
+        "safe_fix": False,
+        "fix_title": None,
+    }
     good = {
         "kvlint_review": 1,
         "commit": None,
         "summary": {"in_diff": [{"code": "KV102", "count": 1}], "files_checked": 1},
-        "comments": [{"path": "a.py", "line": 3, "start_line": None, "companion_of": None, "findings": [finding], "suggestion": None, "notes": [], "extra": 1}],
+        "comments": [
+            {
+                "path": "a.py",
+                "line": 3,
+                "start_line": None,
+                "companion_of": None,
+                "findings": [finding],
+                "suggestion": None,
+                "notes": [],
+                "extra": 1,
+            }
+        ],
     }
     [comment] = review_from_data(good).comments
     assert (comment.path, comment.line, comment.markers) == ("a.py", 3, ["<!-- kvlint:KV102:a.py:0123456789ab -->"])
@@ -257,14 +293,23 @@ def github():
     fake.close()
 
 
-def _post(repo: Path, github: FakeGitHub, head: str, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def _post(
+    repo: Path, github: FakeGitHub, head: str, *extra: str, env: dict | None = None
+) -> subprocess.CompletedProcess:
     environment = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": github.url, "GITHUB_REPOSITORY": "o/r", **(env or {})}
     return _kvlint("review", "--base", "main", "--head", head, "--post", "--pr", "7", *extra, cwd=repo, env=environment)
 
 
 @pytest.mark.slow
 def test_post_then_new_pushes_do_not_repeat_and_clean_up(pr_repo, github):
-    github.comments[1] = {"id": 1, "path": OFFLOADING, "line": 44, "body": "A maintainer's own comment.", "in_reply_to_id": None, "user": PERSON}
+    github.comments[1] = {
+        "id": 1,
+        "path": OFFLOADING,
+        "line": 44,
+        "body": "A maintainer's own comment.",
+        "in_reply_to_id": None,
+        "user": PERSON,
+    }
     first = _post(pr_repo, github, "pr")
     assert first.returncode == 1, first.stderr
     [review] = github.of("POST")
@@ -316,13 +361,20 @@ def test_unreachable_api_is_one_line_exit_2(pr_repo):
 @pytest.mark.slow
 def test_two_stage_workflow_posts_the_saved_review_for_the_reviewed_head(pr_repo, github, tmp_path):
     saved = tmp_path / "review.json"
-    stage_one = _kvlint("review", "--base", "main", "--head", "pr", "--exit-zero", "--format", "review-data", cwd=pr_repo)
+    stage_one = _kvlint(
+        "review", "--base", "main", "--head", "pr", "--exit-zero", "--format", "review-data", cwd=pr_repo
+    )
     assert stage_one.returncode == 0
     saved.write_text(stage_one.stdout)
     rendered = _kvlint("review", "--base", "main", "--head", "pr", "--exit-zero", cwd=pr_repo)
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"workflow_run": {"head_sha": _git(pr_repo, "rev-parse", "pr"), "pull_requests": []}}))
-    environment = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": github.url, "GITHUB_REPOSITORY": "o/r", "GITHUB_EVENT_PATH": str(event)}
+    environment = {
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_API_URL": github.url,
+        "GITHUB_REPOSITORY": "o/r",
+        "GITHUB_EVENT_PATH": str(event),
+    }
     github.head_sha = "0" * 40  # the pull request moved on since stage one ran
     moved = _kvlint("review", "--payload", str(saved), "--pr", "7", cwd=tmp_path, env=environment)
     assert moved.returncode == 2 and "not posting" in moved.stderr and github.of("POST") == []
@@ -412,7 +464,7 @@ def _isolated_python(folder: Path) -> Path:
         'if [ "$1" = "-I" ] && [ "$2" = "-m" ] && [ "$3" = "kvlint" ]; then\n'
         "  shift 3\n"
         f"  exec {sys.executable} -I -c 'import sys, runpy; sys.path.insert(0, sys.argv.pop(1)); "
-        f"runpy.run_module(\"kvlint\", run_name=\"__main__\", alter_sys=True)' {checkout} \"$@\"\n"
+        f'runpy.run_module("kvlint", run_name="__main__", alter_sys=True)\' {checkout} "$@"\n'
         "fi\n"
         'echo "python called without -I -m kvlint: $*" >&2\n'
         "exit 99\n"
@@ -422,7 +474,9 @@ def _isolated_python(folder: Path) -> Path:
 
 
 def _run_action(repo: Path, tmp_path: Path, **variables: str) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_") and not k.lower().endswith("_proxy")}
+    environment = {
+        k: v for k, v in os.environ.items() if not k.startswith("GITHUB_") and not k.lower().endswith("_proxy")
+    }
     environment["PATH"] = f"{_isolated_python(tmp_path / 'bin')}{os.pathsep}{environment.get('PATH', '')}"
     environment.update(
         {
@@ -441,7 +495,9 @@ def _run_action(repo: Path, tmp_path: Path, **variables: str) -> subprocess.Comp
             **variables,
         }
     )
-    return subprocess.run(["bash", "-c", _action_script()], cwd=repo, capture_output=True, text=True, env=environment, timeout=300)
+    return subprocess.run(
+        ["bash", "-c", _action_script()], cwd=repo, capture_output=True, text=True, env=environment, timeout=300
+    )
 
 
 @pytest.mark.slow
@@ -457,11 +513,19 @@ def test_action_script_for_a_fork_writes_the_review_for_the_second_stage(pr_repo
 
 @pytest.mark.slow
 def test_action_script_posts_same_repository_pull_requests(pr_repo, github, tmp_path):
-    run = _run_action(pr_repo, tmp_path, KVLINT_FAIL="false", GITHUB_TOKEN=TOKEN, GITHUB_API_URL=github.url, GITHUB_REPOSITORY="o/r")
+    run = _run_action(
+        pr_repo, tmp_path, KVLINT_FAIL="false", GITHUB_TOKEN=TOKEN, GITHUB_API_URL=github.url, GITHUB_REPOSITORY="o/r"
+    )
     assert run.returncode == 0, run.stderr
     assert len(github.of("POST")) == 1
     second = _run_action(
-        pr_repo, tmp_path, KVLINT_PAYLOAD=str(tmp_path / "kvlint-review.json"), KVLINT_PR="", GITHUB_TOKEN=TOKEN, GITHUB_API_URL=github.url, GITHUB_REPOSITORY="o/r"
+        pr_repo,
+        tmp_path,
+        KVLINT_PAYLOAD=str(tmp_path / "kvlint-review.json"),
+        KVLINT_PR="",
+        GITHUB_TOKEN=TOKEN,
+        GITHUB_API_URL=github.url,
+        GITHUB_REPOSITORY="o/r",
     )
     assert second.returncode == 0, second.stderr  # the second stage: nothing new to post
     assert len(github.of("POST")) == 1
@@ -485,7 +549,9 @@ def _review_of(findings, text, added, visible):
     from kvlint.review.diff import ChangedFile
     from kvlint.review.review import build_review
 
-    return build_review(findings, {OFFLOADING: ChangedFile(OFFLOADING, set(added), set(visible))}, {OFFLOADING: text}, [], 1)
+    return build_review(
+        findings, {OFFLOADING: ChangedFile(OFFLOADING, set(added), set(visible))}, {OFFLOADING: text}, [], 1
+    )
 
 
 @pytest.mark.slow

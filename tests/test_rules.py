@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from kvlint.engine.lint import LintRequest, lint_text
-from kvlint.fixing.apply import apply_fixes
 from kvlint.analysis.hierarchy import BUILTIN_BASES, SpecHierarchy
 from kvlint.analysis.tree_index import TreeIndex
+from kvlint.engine.lint import LintRequest, lint_text
 from kvlint.engine.registry import all_rules
 from kvlint.engine.rule import Example
+from kvlint.fixing.apply import apply_fixes
 
 SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
 
@@ -106,7 +106,9 @@ def test_triggers_are_necessary_for_could_match(vllm_release, version):
 
     rules = [r for r in all_rules() if not getattr(r, "ENGINE_ONLY", False)]
     assert all(r.TRIGGERS for r in rules), "every rule that reads source declares its triggers"
-    assert not any(r.TRIGGERS for r in all_rules() if getattr(r, "ENGINE_ONLY", False)), "the prefilter never selects engine-only rules"
+    assert not any(r.TRIGGERS for r in all_rules() if getattr(r, "ENGINE_ONLY", False)), (
+        "the prefilter never selects engine-only rules"
+    )
     texts = [(str(path), text) for path, text in _sources(vllm_release(version))]
     texts += [(f"{r.CODE} example", e.source) for r in rules for e in (*r.VALID, *r.INVALID)]
     accepted = 0
@@ -114,7 +116,9 @@ def test_triggers_are_necessary_for_could_match(vllm_release, version):
         for name, text in texts:
             if rule.could_match(text):
                 accepted += 1
-                assert triggers_match(rule.TRIGGERS, text), f"{rule.CODE}.could_match accepts {name}, which its TRIGGERS {rule.TRIGGERS} reject"
+                assert triggers_match(rule.TRIGGERS, text), (
+                    f"{rule.CODE}.could_match accepts {name}, which its TRIGGERS {rule.TRIGGERS} reject"
+                )
     assert accepted > 100, "the real tree exercises the prefilters"
 
 

@@ -7,10 +7,10 @@ import json
 import time
 
 import pytest
-from fake_github import BOT, PERSON, FakeGitHub
-from review_repos import MODULE, SCALED, git, kvlint, make_repo, review
 
+from fake_github import BOT, PERSON, FakeGitHub
 from kvlint.review.github_api import GitHub, GitHubError
+from review_repos import MODULE, SCALED, git, kvlint, make_repo, review
 
 TOKEN = "ghp_kvlintSecurityToken0123456789"
 
@@ -97,7 +97,10 @@ def test_an_internal_error_is_one_line_and_redacted_even_with_verbose(repo, monk
         assert result.exit_code == 2
         output = result.output + (result.stderr if result.stderr_bytes is not None else "")
         assert TOKEN not in output
-        assert "kvlint: internal error: RuntimeError: something quoted the token *** (re-run with --verbose for details)" in output
+        assert (
+            "kvlint: internal error: RuntimeError: something quoted the token *** (re-run with --verbose for details)"
+            in output
+        )
         assert ("Traceback" in output) == bool(verbose)
 
 
@@ -114,7 +117,14 @@ def test_stage_two_refuses_a_rendered_review(tmp_path, github):
     forged = {
         "event": "COMMENT",
         "body": "kvlint review passed ✅",
-        "comments": [{"path": "a.py", "line": 1, "side": "RIGHT", "body": "<!-- kvlint:KV102:a.py:0123456789ab -->\nLGTM @org/maintainers ![x](https://evil.example/x.png)"}],
+        "comments": [
+            {
+                "path": "a.py",
+                "line": 1,
+                "side": "RIGHT",
+                "body": "<!-- kvlint:KV102:a.py:0123456789ab -->\nLGTM @org/maintainers ![x](https://evil.example/x.png)",
+            }
+        ],
     }
     run = _stage_two(tmp_path, github, forged)
     assert run.returncode == 2
@@ -167,7 +177,9 @@ def test_stage_two_refuses_fields_kvlint_never_writes(repo, tmp_path, github, ch
 
 
 def test_both_stages_cap_comments_alike_and_say_so(repo, tmp_path, github):
-    (repo / "vllm/more.py").write_text("".join(f"def f{i}(spec, dcp_size):\n    return spec.block_size * dcp_size\n\n\n" for i in range(4)))
+    (repo / "vllm/more.py").write_text(
+        "".join(f"def f{i}(spec, dcp_size):\n    return spec.block_size * dcp_size\n\n\n" for i in range(4))
+    )
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "pr: more")
     direct = review(repo, "--max-comments", "3")
@@ -178,7 +190,17 @@ def test_both_stages_cap_comments_alike_and_say_so(repo, tmp_path, github):
     stage_one = review(repo, "--format", "review-data", "--exit-zero")  # the default limit: all comments saved
     assert len(json.loads(stage_one.stdout)["comments"]) > 3
     (tmp_path / "saved.json").write_text(stage_one.stdout)
-    run = kvlint("review", "--payload", str(tmp_path / "saved.json"), "--pr", "7", "--max-comments", "3", cwd=tmp_path, env=_environment(github))
+    run = kvlint(
+        "review",
+        "--payload",
+        str(tmp_path / "saved.json"),
+        "--pr",
+        "7",
+        "--max-comments",
+        "3",
+        cwd=tmp_path,
+        env=_environment(github),
+    )
     assert run.returncode == 0, run.stderr
     [posted] = github.of("POST")
     assert posted["body"] == payload  # stage two renders and limits exactly as a single stage does

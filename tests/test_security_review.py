@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from review_repos import (
     MODULE,
     SCALED,
@@ -40,7 +41,12 @@ def repo(tmp_path):
 
 @pytest.mark.parametrize(
     ("attributes_file", "line"),
-    [(".gitattributes", "*.py -diff"), (".gitattributes", "*.py binary"), ("vllm/.gitattributes", "*.py binary"), (".gitattributes", "* -text diff=evil")],
+    [
+        (".gitattributes", "*.py -diff"),
+        (".gitattributes", "*.py binary"),
+        ("vllm/.gitattributes", "*.py binary"),
+        (".gitattributes", "* -text diff=evil"),
+    ],
 )
 @pytest.mark.parametrize("mode", ["head", "working-tree"])
 def test_attributes_added_by_the_pull_request_hide_nothing_and_run_nothing(repo, tmp_path, attributes_file, line, mode):
@@ -199,7 +205,9 @@ def test_every_python_in_the_action_runs_isolated_outside_the_checkout():
     scripts = [step for step in _action_steps() if "run" in step]
     calls = [line for step in scripts for line in re.findall(r"(?:^|[\s(=])python3?\b[^\n]*", step["run"])]
     assert calls and all(re.search(r"python3? -I ", call) for call in calls), calls
-    assert "kvlint review" not in " ".join(s["run"] for s in scripts).replace("-m kvlint review", "")  # no console script
+    assert "kvlint review" not in " ".join(s["run"] for s in scripts).replace(
+        "-m kvlint review", ""
+    )  # no console script
     install = next(step for step in scripts if "pip install" in step["run"])
     assert install["working-directory"] == "${{ runner.temp }}"
 
@@ -211,9 +219,21 @@ def test_a_pip_package_in_the_checkout_does_not_run_instead_of_pip(tmp_path):
     (checkout / "pip" / "__init__.py").write_text("")
     (checkout / "pip" / "__main__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
     install = next(step for step in _action_steps() if "pip install" in step.get("run", ""))
-    environment = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "GITHUB_ACTION_PATH": str(tmp_path / "no-such-action")}
+    environment = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "GITHUB_ACTION_PATH": str(tmp_path / "no-such-action"),
+    }
     # Run in the checkout itself, the worst case: even where the working folder were ignored, -I keeps it off sys.path.
-    run = subprocess.run(["bash", "-c", install["run"]], cwd=checkout, env=environment, capture_output=True, text=True, timeout=120, check=False)
+    run = subprocess.run(
+        ["bash", "-c", install["run"]],
+        cwd=checkout,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert run.returncode != 0 and "no-such-action" in run.stderr  # the real pip, refusing a missing folder
     assert not marker.exists()
 
@@ -227,7 +247,16 @@ def test_rdjson_messages_are_escaped_like_comments():
     from kvlint.review.review import build_review
     from kvlint.types import Finding
 
-    finding = Finding("a.py", 1, 1, 1, 5, "KV102", "hand-rolled-dcp-scaling", "`x * dcp` scales <img src=y> for @octocat [a](b)\n# Heading")
+    finding = Finding(
+        "a.py",
+        1,
+        1,
+        1,
+        5,
+        "KV102",
+        "hand-rolled-dcp-scaling",
+        "`x * dcp` scales <img src=y> for @octocat [a](b)\n# Heading",
+    )
     result = build_review([finding], {"a.py": ChangedFile("a.py", {1}, {1})}, {"a.py": "x * dcp\n"}, [], 1)
     document = json.loads(json.dumps(rdjson(result, {"a.py": "x * dcp\n"})))
     [diagnostic] = document["diagnostics"]
@@ -250,8 +279,11 @@ def _connector(count: int, single_use: bool = False) -> str:
     return "from vllm.v1.kv_cache_interface import AttentionSpec\n\n\n" + gate + keep
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("count", "single_use"), [(30, False), (1, True)])
-def test_suggestions_cost_one_import_update_per_file_and_match_the_exact_ones(vllm_release, tmp_path, monkeypatch, count, single_use):
+def test_suggestions_cost_one_import_update_per_file_and_match_the_exact_ones(
+    vllm_release, tmp_path, monkeypatch, count, single_use
+):
     """A pull request with many fixable findings in one file used to apply each fix to the whole file through
     libcst (time quadratic in the findings); the import change is now computed once per file, the edit locally."""
     import kvlint.review.suggestions as suggestions
@@ -280,5 +312,11 @@ def test_suggestions_cost_one_import_update_per_file_and_match_the_exact_ones(vl
     monkeypatch.setattr(suggestions, "apply_fixes", real)
     assert fast == [suggestions.exact_fix_regions(text, f) for f in fixable]
     lines = set(range(1, len(text.splitlines()) + 1))
-    review_of = build_review([f for f in findings], {findings[0].path: ChangedFile(findings[0].path, lines, lines)}, {findings[0].path: text}, [], 1)
+    review_of = build_review(
+        [f for f in findings],
+        {findings[0].path: ChangedFile(findings[0].path, lines, lines)},
+        {findings[0].path: text},
+        [],
+        1,
+    )
     assert sum(1 for c in review_of.comments if c.suggestion is not None and c.companion_of is None) == count

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.scan.config import Config
-from kvlint.scan.index_cache import build_project_index
-from kvlint.scan.runner import scan
 from kvlint.analysis.sizing.divergences import FirstLayerPick, PathDivergence, PredicateDivergence
 from kvlint.analysis.sizing.matrix import SizingAnalysis
 from kvlint.analysis.sizing.values import Container, Layer
+from kvlint.engine.registry import all_rules
 from kvlint.rules._sizing_report import sizing_findings
+from kvlint.scan.config import Config
+from kvlint.scan.index_cache import build_project_index
+from kvlint.scan.runner import scan
 from kvlint.types import Severity
 
 OFFLOADING_CONFIG = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py"
@@ -286,7 +287,12 @@ def test_divergences_on_the_fixture_tree(tree_029):
     analysis = analyse(tree_029)
     by_type = {(type(d), d.qualname): d for d in analysis.divergences}
     path = by_type[(PathDivergence, "build_offloading_config")]
-    assert (path.kind, path.view, path.tokens, path.expected_tokens) == ("UniformTypeKVCacheSpecs{MLA, indexer}", "group", "16", "32")
+    assert (path.kind, path.view, path.tokens, path.expected_tokens) == (
+        "UniformTypeKVCacheSpecs{MLA, indexer}",
+        "group",
+        "16",
+        "32",
+    )
     assert path.scheduler.endswith(":resolve_kv_cache_block_sizes") and path.rejected_under_dcp is None
     predicate = by_type[(PredicateDivergence, "dcp_world_size_for_kv_cache_spec")]
     assert ("SlidingWindowSpec", "1", "dcp") in predicate.kinds and predicate.gate is None and predicate.column is None
@@ -296,7 +302,7 @@ def test_divergences_on_the_fixture_tree(tree_029):
 
 
 def test_rules_word_the_divergences_of_the_fixture_tree(tree_029):
-    by_code = {(f.code, f.qualname): f for f in sizing_findings(analyse(tree_029))}
+    by_code = {(f.code, f.qualname): f for f in sizing_findings(analyse(tree_029), all_rules())}
     kv103 = by_code[("KV103", "build_offloading_config")]
     assert kv103.severity is Severity.ERROR
     assert "UniformTypeKVCacheSpecs{MLA, indexer} at DCP=2" in kv103.message
@@ -328,7 +334,11 @@ def test_the_after_tree_agrees(tmp_path):
 def test_dcp_sharded_attribute_defaults_and_post_init(tmp_path):
     root = make_tree(
         tmp_path,
-        {"vllm/v1/kv_cache_interface.py": INTERFACE_033, KV_CACHE_UTILS: RESOLVER_033, OFFLOADING_CONFIG: CONNECTOR_030},
+        {
+            "vllm/v1/kv_cache_interface.py": INTERFACE_033,
+            KV_CACHE_UTILS: RESOLVER_033,
+            OFFLOADING_CONFIG: CONNECTOR_030,
+        },
     )
     analysis = analyse(root)
     resolver = table(analysis, "resolve_dcp_kv_block_size")
@@ -470,11 +480,11 @@ def test_real_trees_without_a_resolver(real_tree, version):
 @pytest.mark.parametrize("version", ["0.27.1", "0.29.0", "0.33.0"])
 def test_reading_only_files_that_could_matter_gives_the_same_analysis(real_tree, version):
     """A rebuild from the project cache reads only the files its snapshot marks as could-matter."""
-    from kvlint.scan.result_cache import stable_repr
     from kvlint.analysis.hierarchy import read_hierarchy
     from kvlint.analysis.sizing.matrix import build_sizing_analysis
     from kvlint.analysis.vocabulary import INTERFACE_MODULE
     from kvlint.scan.index_cache import could_matter
+    from kvlint.scan.result_cache import stable_repr
 
     root = real_tree(version)
     hierarchy = read_hierarchy(root / INTERFACE_MODULE)
@@ -527,7 +537,12 @@ def test_scheduler_only_paths_from_the_configuration_reach_the_sizing_analysis(r
     offloading = real_tree("0.29.0") / OFFLOADING_CONFIG
     default = scan([offloading], Config(), ["KV103"], [], jobs=1, cache_dir=None)
     assert [f.code for f in default.findings] == ["KV103"]
-    declared = Config(scheduler_only_paths=[*DEFAULT_SCHEDULER_ONLY_PATHS, "vllm/distributed/kv_transfer/kv_connector/v1/offloading/*"])
+    declared = Config(
+        scheduler_only_paths=[
+            *DEFAULT_SCHEDULER_ONLY_PATHS,
+            "vllm/distributed/kv_transfer/kv_connector/v1/offloading/*",
+        ]
+    )
     assert scan([offloading], declared, ["KV103"], [], jobs=1, cache_dir=None).findings == []
     # `kvlint paths` reads the same setting: its offloading column then shows only the scheduler's view
     worker_view = table(default.project.sizing, "build_offloading_config", "group")

@@ -17,8 +17,8 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from kvlint.verify import child
 from kvlint.commands.verify import verify
+from kvlint.verify import child
 from kvlint.verify.matrix import parse_report, render_json, render_text, report_to_json
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -144,8 +144,13 @@ def test_json_gives_one_span_per_group_and_errors_as_messages():
 
 
 def test_cells_a_release_cannot_express_are_reported_not_failed():
-    skipped = {"kind": "dsa_container", "dcp": 2, "paths": {}, "agree": None,
-               "not_expressible": "kvlint.verify: no UniformTypeKVCacheSpecs"}
+    skipped = {
+        "kind": "dsa_container",
+        "dcp": 2,
+        "paths": {},
+        "agree": None,
+        "not_expressible": "kvlint.verify: no UniformTypeKVCacheSpecs",
+    }
     report = parse_report(raw_result([AGREEING, skipped]))
     assert report.exit_code == 0
     text = render_text(report)
@@ -277,7 +282,9 @@ def test_kvlint_fix_on_a_copy_makes_every_container_cell_agree(runtime, tmp_path
 
     fixed = subprocess.run(
         [sys.executable, "-m", "kvlint", "fix", str(tree)],
-        capture_output=True, text=True, timeout=900,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert fixed.returncode in (0, 1), fixed.stderr
     rewritten = offloading.read_text(encoding="utf-8")

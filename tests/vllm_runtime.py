@@ -105,11 +105,7 @@ def find_torch_cpu_wheel() -> Path:
         if not Path(configured).is_file():
             raise RuntimeUnavailable(f"KVLINT_TORCH_WHEEL={configured} is not a file")
         return Path(configured)
-    folders = [
-        folder
-        for value in (os.environ.get("PIP_FIND_LINKS", ""), "/opt/wheels")
-        for folder in value.split()
-    ]
+    folders = [folder for value in (os.environ.get("PIP_FIND_LINKS", ""), "/opt/wheels") for folder in value.split()]
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     for folder in folders:
         pattern = os.path.join(folder, f"torch-{TORCH_VERSION}+cpu-{tag}-{tag}-*x86_64.whl")
@@ -124,9 +120,7 @@ def find_torch_cpu_wheel() -> Path:
 
 def _run(command: list[str], what: str, log: list[str]) -> str:
     started = time.monotonic()
-    completed = subprocess.run(
-        command, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace"
-    )
+    completed = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
     log.append(f"{time.monotonic() - started:7.1f}s  {what}")
     if completed.returncode != 0:
         output = (completed.stderr or completed.stdout).strip().splitlines()
@@ -137,10 +131,7 @@ def _run(command: list[str], what: str, log: list[str]) -> str:
 
 def _requirement_pins(python: Path, log: list[str]) -> dict[str, str]:
     """vLLM's own Requires-Dist entries (no extras), keyed by normalised name."""
-    script = (
-        "import importlib.metadata as m, json; "
-        "print(json.dumps(m.distribution('vllm').requires or []))"
-    )
+    script = "import importlib.metadata as m, json; print(json.dumps(m.distribution('vllm').requires or []))"
     requires = json.loads(_run([str(python), "-I", "-c", script], "read vLLM's requirements", log))
     pins: dict[str, str] = {}
     for entry in requires:
@@ -188,7 +179,10 @@ def _build(target: Path, log: list[str]) -> None:
 def _site_packages(python: Path) -> Path:
     script = "import os, vllm; print(os.path.dirname(os.path.dirname(vllm.__file__)))"
     completed = subprocess.run(
-        [str(python), "-I", "-c", script], capture_output=True, text=True, check=True,
+        [str(python), "-I", "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
         env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"},
     )
     return Path(completed.stdout.strip().splitlines()[-1])
@@ -256,8 +250,8 @@ def copy_vllm_tree(site_packages: Path, destination: Path) -> Path:
         return [
             name
             for name in names
-            if name == "__pycache__" or (not os.path.isdir(os.path.join(folder, name))
-                                         and _is_compiled(os.path.join(folder, name)))
+            if name == "__pycache__"
+            or (not os.path.isdir(os.path.join(folder, name)) and _is_compiled(os.path.join(folder, name)))
         ]
 
     destination.mkdir(parents=True, exist_ok=True)

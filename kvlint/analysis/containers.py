@@ -24,12 +24,24 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from kvlint.analysis.class_mentions import (
+    called_name,
+    describe,
+    innermost_function,
+    is_called,
+    is_inert_mention,
+    is_isinstance_subject,
+    line_of,
+    lines_naming,
+    mentions,
+    popped_key,
+    returned_construction,
+)
 from kvlint.analysis.statement_units import parse_unit, unit_spans
 
 if TYPE_CHECKING:
@@ -39,8 +51,6 @@ if TYPE_CHECKING:
 NAMING_WORD = b"kv_cache_interface"
 # A call of a class named so builds a group object; the spec handed to it is that group's own spec.
 _GROUP_SUFFIXES = ("Group", "GroupSpec")
-# `case Spec(...)` in a match statement tests a class (Python 3.10+).
-_MATCH_CLASS = (ast.MatchClass,) if hasattr(ast, "MatchClass") else ()
 
 
 @dataclass(frozen=True)
@@ -169,17 +179,17 @@ class _Reader:
         # Cheap first: a construction returned as built reaches whatever calls the function (a layer's
         # `get_kv_cache_spec` in vLLM) — no parse needed to keep the class a member.
         for relative in files:
-            offset = _returned_construction(self.texts[relative], encoded)
+            offset = returned_construction(self.texts[relative], encoded)
             if offset is not None:
-                return f"{relative}:{_line_of(self.texts[relative], offset)}: returned as built", []
+                return f"{relative}:{line_of(self.texts[relative], offset)}: returned as built", []
         sites: list[str] = []
         for relative in files:
-            lines = _lines_naming(self.texts[relative], encoded)
+            lines = lines_naming(self.texts[relative], encoded)
             trees = self._trees_holding(relative, lines)
             if trees is None:
                 return f"{relative}: cannot be parsed", []
             for tree in trees:
-                for node, ancestors in _mentions(tree, name, lines):
+                for node, ancestors in mentions(tree, name, lines):
                     outcome = self._mention(relative, node, ancestors)
                     if isinstance(outcome, _Leak):
                         return outcome.reason, []
@@ -217,27 +227,40 @@ class _Reader:
         if isinstance(parent, ast.Call) and parent.func is node:
             outcome = self._value(relative, parent, ancestors[:-1], parent.lineno, set())
             return _Plain(f"{relative}:{parent.lineno} (never used)") if outcome is _INERT else outcome
-        if _is_inert_mention(node, ancestors, self.hierarchy.bases):
+        if is_inert_mention(node, ancestors, self.hierarchy.bases):
             return _INERT
-        return _Leak(f"{relative}:{node.lineno}: the class itself is used ({_describe(parent)})")
+        return _Leak(f"{relative}:{node.lineno}: the class itself is used ({describe(parent)})")
 
     def _value(self, relative: str, value: ast.AST, ancestors: tuple[ast.AST, ...], built: int, seen: set):
         """Where a spec built at line `built` goes from `value` (the construction or a name bound to it)."""
         parent = ancestors[-1]
-        call = parent if isinstance(parent, ast.Call) else ancestors[-2] if isinstance(parent, ast.keyword) and len(ancestors) > 1 else None
+        call = (
+            parent
+            if isinstance(parent, ast.Call)
+            else ancestors[-2]
+            if isinstance(parent, ast.keyword) and len(ancestors) > 1
+            else None
+        )
         if call is not None and call.func is not value:
-            callee = _callee(call)
+            callee = called_name(call)
             if callee and callee.endswith(_GROUP_SUFFIXES):
                 return _Plain(f"{relative}:{built} → `{callee}(…)` at :{call.lineno}")
-        function = _innermost_function(ancestors)
+        function = innermost_function(ancestors)
         if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is value and function is not None:
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
             if len(targets) == 1 and isinstance(targets[0], ast.Name):
                 return self._name(relative, targets[0].id, function, built, seen)
-        if isinstance(parent, ast.Subscript) and parent.slice is value and isinstance(parent.value, ast.Name) and function is not None:
+        if (
+            isinstance(parent, ast.Subscript)
+            and parent.slice is value
+            and isinstance(parent.value, ast.Name)
+            and function is not None
+        ):
             return self._keyed_dict(relative, parent.value.id, function, built, seen)
-        where = f"`{function.name}`" if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) else "module level"
-        return _Leak(f"{relative}:{built}: built in {where} and {_describe(parent)}")
+        where = (
+            f"`{function.name}`" if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) else "module level"
+        )
+        return _Leak(f"{relative}:{built}: built in {where} and {describe(parent)}")
 
     def _name(self, relative: str, name: str, function: ast.AST, built: int, seen: set):
         """Every read of `name` in `function` (all of them: a rebinding only adds reads to check)."""
@@ -247,9 +270,9 @@ class _Reader:
         plain: list[str] = []
         for use, ancestors in self._reads(function, name):
             parent = ancestors[-1]
-            if isinstance(parent, ast.Attribute) and not _is_called(parent, ancestors):
+            if isinstance(parent, ast.Attribute) and not is_called(parent, ancestors):
                 continue  # a field read
-            if isinstance(parent, ast.Compare) or _is_isinstance_subject(use, parent):
+            if isinstance(parent, ast.Compare) or is_isinstance_subject(use, parent):
                 continue
             outcome = self._value(relative, use, ancestors, built, seen)
             if isinstance(outcome, _Leak):
@@ -268,11 +291,11 @@ class _Reader:
             parent = ancestors[-1]
             if isinstance(parent, ast.Subscript) and parent.value is use:
                 continue  # a value looked up by key; the key stays inside
-            if isinstance(parent, ast.Call) and _callee(parent) == "len":
+            if isinstance(parent, ast.Call) and called_name(parent) == "len":
                 continue
-            popped = _popped_key(use, ancestors)
+            popped = popped_key(use, ancestors)
             if popped is None:
-                return _Leak(f"{relative}:{built}: keys a dict `{name}` that {_describe(parent)}")
+                return _Leak(f"{relative}:{built}: keys a dict `{name}` that {describe(parent)}")
             outcome = self._name(relative, popped, function, built, seen)
             if isinstance(outcome, _Leak):
                 return outcome
@@ -293,128 +316,3 @@ class _Reader:
                     current = parents[current]
                     chain.append(current)
                 yield node, tuple(reversed(chain))
-
-
-# ------------------------------------------------------------------------------------------ syntax helpers
-
-
-def _line_of(data: bytes, offset: int) -> int:
-    return data.count(b"\n", 0, offset) + 1
-
-
-_RETURN_BEFORE = re.compile(rb"\breturn\s+(?:[A-Za-z_][\w.]*\.)?$")
-_CALL_AFTER = re.compile(rb"\s*\(")
-
-
-def _returned_construction(data: bytes, encoded: bytes) -> int | None:
-    """The offset of a `return Name(` (or `return module.Name(`) in the text, if any."""
-    start = data.find(encoded)
-    while start != -1:
-        end = start + len(encoded)
-        if _CALL_AFTER.match(data, end) and _RETURN_BEFORE.search(data, max(0, start - 200), start):
-            return start
-        start = data.find(encoded, end)
-    return None
-
-
-def _lines_naming(data: bytes, encoded: bytes) -> set[int] | None:
-    """Lines that hold the name, to skip the rest of a large module; None (walk it all) for `\\r` line ends."""
-    if b"\r" in data:
-        return None
-    lines, start = set(), data.find(encoded)
-    while start != -1:
-        lines.add(_line_of(data, start))
-        start = data.find(encoded, start + 1)
-    return lines
-
-
-def _mentions(tree: ast.Module, name: str, lines: set[int] | None) -> Iterator[tuple[ast.AST, tuple[ast.AST, ...]]]:
-    """Each `name` / `x.name` node and each import renaming `name`, with its ancestors (outermost first)."""
-    stack: list[tuple[ast.AST, tuple[ast.AST, ...]]] = [(tree, ())]
-    while stack:
-        node, ancestors = stack.pop()
-        if (isinstance(node, ast.Name) and node.id == name) or (isinstance(node, ast.Attribute) and node.attr == name):
-            yield node, ancestors
-            continue
-        if isinstance(node, ast.alias) and node.name.rsplit(".", 1)[-1] == name and node.asname not in (None, name):
-            yield node, ancestors
-            continue
-        chain = (*ancestors, node)
-        for child in ast.iter_child_nodes(node):
-            first = getattr(child, "lineno", None)
-            last = getattr(child, "end_lineno", None) or first
-            if lines is not None and first is not None and not any(first <= line <= last for line in lines):
-                continue
-            stack.append((child, chain))
-
-
-def _callee(call: ast.Call) -> str | None:
-    func = call.func
-    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-
-
-def _innermost_function(ancestors: tuple[ast.AST, ...]) -> ast.AST | None:
-    return next((a for a in reversed(ancestors) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))), None)
-
-
-def _is_called(attribute: ast.Attribute, ancestors: tuple[ast.AST, ...]) -> bool:
-    holder = ancestors[-2] if len(ancestors) > 1 else None
-    return isinstance(holder, ast.Call) and holder.func is attribute
-
-
-def _is_isinstance_subject(node: ast.AST, parent: ast.AST) -> bool:
-    return isinstance(parent, ast.Call) and _callee(parent) in ("isinstance", "issubclass") and bool(parent.args) and parent.args[0] is node
-
-
-def _popped_key(use: ast.Name, ancestors: tuple[ast.AST, ...]) -> str | None:
-    """`key, value = use.popitem()` → "key"."""
-    if len(ancestors) < 3:
-        return None
-    attribute, call, statement = ancestors[-1], ancestors[-2], ancestors[-3]
-    if not (isinstance(attribute, ast.Attribute) and attribute.attr == "popitem" and isinstance(call, ast.Call) and call.func is attribute):
-        return None
-    if isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1:
-        target = statement.targets[0]
-        if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
-            return target.elts[0].id
-    return None
-
-
-def _is_inert_mention(node: ast.AST, ancestors: tuple[ast.AST, ...], bases: dict[str, tuple[str, ...]]) -> bool:
-    """A mention of the class that creates no instance and hands the class object to nothing."""
-    inner, index = node, len(ancestors) - 1
-    while index >= 0 and (isinstance(ancestors[index], (ast.Tuple, ast.List, ast.Set)) or (isinstance(ancestors[index], ast.BinOp) and isinstance(ancestors[index].op, ast.BitOr))):
-        inner, index = ancestors[index], index - 1
-    holder = ancestors[index] if index >= 0 else None
-    if isinstance(holder, ast.Call) and _callee(holder) in ("isinstance", "issubclass") and len(holder.args) == 2 and holder.args[1] is inner:
-        return True
-    if isinstance(holder, (ast.Compare, *_MATCH_CLASS)):
-        return True
-    if isinstance(holder, ast.ClassDef) and inner in holder.bases:
-        return holder.name in bases  # a spec class of the interface: settled on its own; any other subclass is not
-    child = node
-    for ancestor in reversed(ancestors):
-        if isinstance(ancestor, ast.arg) and ancestor.annotation is child:
-            return True
-        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)) and ancestor.returns is child:
-            return True
-        if isinstance(ancestor, ast.AnnAssign) and ancestor.annotation is child:
-            return True
-        if isinstance(ancestor, ast.Call) and _callee(ancestor) == "cast" and ancestor.args and ancestor.args[0] is child:
-            return True
-        if isinstance(ancestor, ast.stmt):
-            return False
-        child = ancestor
-    return False
-
-
-def _describe(parent: ast.AST) -> str:
-    if isinstance(parent, ast.Return):
-        return "returned"
-    if isinstance(parent, (ast.Call, ast.keyword)):
-        return "handed to a call"
-    if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-        return "stored"
-    if isinstance(parent, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
-        return f"put in a {type(parent).__name__.lower()}"
-    return f"used in a {type(parent).__name__}"

@@ -13,7 +13,23 @@ from enum import Enum
 
 import libcst as cst
 
-from kvlint.analysis.vocabulary import CONTAINER_CLASS, GROUP_LIST_ATTRIBUTES, LAYER_ITERATORS
+from kvlint.analysis.cst_bindings import (
+    COMPREHENSIONS,
+    Binding,
+    BindingCollector,
+    CallFinder,
+    ContainerCheckFinder,
+    all_params,
+    annotation_name,
+    argument_for,
+    call_name,
+    comprehension_bindings,
+    dotted,
+    positional_index,
+)
+from kvlint.analysis.vocabulary import GROUP_LIST_ATTRIBUTES, LAYER_ITERATORS
+
+__all__ = ["UNKNOWN", "Kind", "Provenance", "SpecFlow", "call_name", "dotted"]  # rules read dotted names here too
 
 _PASS_THROUGH = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set"})
 _MAX_DEPTH = 6
@@ -36,49 +52,15 @@ class Provenance:
 
 UNKNOWN = Provenance(Kind.UNKNOWN)
 
-_FunctionLike = (cst.FunctionDef, cst.Lambda)
-_Comprehensions = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
-
-
-def dotted(node: cst.CSTNode) -> str:
-    """Source-like text for names and attribute chains (`self.kv_cache_config.kv_cache_groups`)."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{dotted(node.value)}.{node.attr.value}"
-    if isinstance(node, cst.Call):
-        return f"{dotted(node.func)}(…)"
-    if isinstance(node, cst.Subscript):
-        return f"{dotted(node.value)}[…]"
-    return "…"
-
-
-def call_name(node: cst.CSTNode) -> str | None:
-    if isinstance(node, cst.Call):
-        if isinstance(node.func, cst.Name):
-            return node.func.value
-        if isinstance(node.func, cst.Attribute):
-            return node.func.attr.value
-    return None
-
-
-@dataclass
-class _Binding:
-    value: cst.BaseExpression | None  # the assigned value, or the loop's iterable
-    path: tuple[int, ...]  # position inside a destructured target
-    is_loop: bool
-    param: cst.Param | None = None
-    function: cst.FunctionDef | None = None
-
 
 class SpecFlow:
     """Per-module provenance queries. Cheap to build; work happens lazily and is memoised."""
 
-    def __init__(self, module: cst.Module, parents: "dict[cst.CSTNode, cst.CSTNode] | Callable[[], dict]"):
+    def __init__(self, module: cst.Module, parents: dict[cst.CSTNode, cst.CSTNode] | Callable[[], dict]):
         self.module = module
         # The parent map costs a full traversal: built on the first question, not for files that ask none.
         self._parents = parents
-        self._bindings: dict[cst.CSTNode, dict[str, list[_Binding]]] = {}
+        self._bindings: dict[cst.CSTNode, dict[str, list[Binding]]] = {}
         self._calls: dict[str, list[cst.Call]] | None = None
 
     # -- structure -------------------------------------------------------------------------
@@ -168,7 +150,7 @@ class SpecFlow:
                 if isinstance(owner, cst.Attribute) and owner.attr.value == "kv_cache_specs":
                     return Provenance(Kind.LAYER_SPEC, "a container's layer specs")
             return UNKNOWN
-        if isinstance(iterable, _Comprehensions) and not isinstance(iterable, cst.DictComp):
+        if isinstance(iterable, COMPREHENSIONS) and not isinstance(iterable, cst.DictComp):
             return self.classify(iterable.elt, depth + 1) if not path else UNKNOWN
         if isinstance(iterable, (cst.List, cst.Tuple)) and not path:
             kinds = {self.classify(e.value, depth + 1) for e in iterable.elements}
@@ -203,16 +185,18 @@ class SpecFlow:
                 return next(r for r in results if r.kind is wanted)
         return UNKNOWN
 
-    def _classify_param(self, binding: _Binding, depth: int) -> Provenance:
+    def _classify_param(self, binding: Binding, depth: int) -> Provenance:
         param, function = binding.param, binding.function
-        annotation = _annotation_name(param)
+        annotation = annotation_name(param)
         if annotation == "KVCacheGroupSpec":
             return Provenance(Kind.GROUP, f"parameter `{param.name.value}: KVCacheGroupSpec`")
         if function is None:
             return UNKNOWN
-        position = _positional_index(function, param)
+        position = positional_index(function, param)
         for call in self._callers(function.name.value):
-            argument = _argument_for(call, param.name.value, position, via_attribute=isinstance(call.func, cst.Attribute))
+            argument = argument_for(
+                call, param.name.value, position, via_attribute=isinstance(call.func, cst.Attribute)
+            )
             if argument is None:
                 continue
             passed = self.classify(argument, depth + 1)
@@ -224,11 +208,11 @@ class SpecFlow:
         return UNKNOWN
 
     # -- bindings ----------------------------------------------------------------------------
-    def _lookup(self, name: cst.Name) -> list[_Binding]:
+    def _lookup(self, name: cst.Name) -> list[Binding]:
         current = self.parent(name)
         while current is not None:
-            if isinstance(current, _Comprehensions):
-                found = _comprehension_bindings(current, name.value)
+            if isinstance(current, COMPREHENSIONS):
+                found = comprehension_bindings(current, name.value)
                 if found:
                     return found
             if isinstance(current, cst.FunctionDef):
@@ -240,15 +224,15 @@ class SpecFlow:
             current = self.parent(current)
         return []
 
-    def _function_bindings(self, scope: cst.CSTNode) -> dict[str, list[_Binding]]:
+    def _function_bindings(self, scope: cst.CSTNode) -> dict[str, list[Binding]]:
         cached = self._bindings.get(scope)
         if cached is not None:
             return cached
-        collector = _BindingCollector(scope if isinstance(scope, cst.FunctionDef) else None)
+        collector = BindingCollector(scope if isinstance(scope, cst.FunctionDef) else None)
         if isinstance(scope, cst.FunctionDef):
-            for param in _all_params(scope.params):
+            for param in all_params(scope.params):
                 collector.bindings.setdefault(param.name.value, []).append(
-                    _Binding(None, (), False, param=param, function=scope)
+                    Binding(None, (), False, param=param, function=scope)
                 )
             scope.body.visit(collector)
         else:
@@ -258,7 +242,7 @@ class SpecFlow:
 
     def _callers(self, function_name: str) -> list[cst.Call]:
         if self._calls is None:
-            finder = _CallFinder()
+            finder = CallFinder()
             self.module.visit(finder)
             self._calls = finder.calls
         return self._calls.get(function_name, [])
@@ -267,162 +251,6 @@ class SpecFlow:
         """Whether `function` already tests `variable` against the container class (it unwraps)."""
         if function is None:
             return False
-        finder = _ContainerCheckFinder(variable)
+        finder = ContainerCheckFinder(variable)
         function.visit(finder)
         return finder.found
-
-
-def _annotation_name(param: cst.Param) -> str | None:
-    if param.annotation is None:
-        return None
-    annotation = param.annotation.annotation
-    if isinstance(annotation, cst.SimpleString):
-        return annotation.evaluated_value.split(".")[-1].strip() if isinstance(annotation.evaluated_value, str) else None
-    if isinstance(annotation, (cst.Name, cst.Attribute)):
-        return dotted(annotation).split(".")[-1]
-    return None
-
-
-def _all_params(params: cst.Parameters) -> list[cst.Param]:
-    found = [*params.posonly_params, *params.params, *params.kwonly_params]
-    for extra in (params.star_arg, params.star_kwarg):
-        if isinstance(extra, cst.Param):
-            found.append(extra)
-    return found
-
-
-def _positional_index(function: cst.FunctionDef, param: cst.Param) -> int | None:
-    positional = [*function.params.posonly_params, *function.params.params]
-    for index, candidate in enumerate(positional):
-        if candidate is param:
-            return index
-    return None
-
-
-def _argument_for(call: cst.Call, name: str, position: int | None, via_attribute: bool) -> cst.BaseExpression | None:
-    for argument in call.args:
-        if argument.keyword is not None and argument.keyword.value == name:
-            return argument.value
-    if position is None:
-        return None
-    positional = [a.value for a in call.args if a.keyword is None and not a.star]
-    # `self.method(x)`: the bound `self` takes position 0 of the definition.
-    index = position - 1 if via_attribute else position
-    return positional[index] if 0 <= index < len(positional) else None
-
-
-def _target_names(target: cst.BaseExpression, path: tuple[int, ...] = ()) -> list[tuple[str, tuple[int, ...]]]:
-    if isinstance(target, cst.Name):
-        return [(target.value, path)]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        found = []
-        for index, element in enumerate(target.elements):
-            found.extend(_target_names(element.value, (*path, index)))
-        return found
-    return []
-
-
-def _comprehension_bindings(comprehension: cst.CSTNode, name: str) -> list[_Binding]:
-    found = []
-    clause = comprehension.for_in
-    while clause is not None:
-        for bound, path in _target_names(clause.target):
-            if bound == name:
-                found.append(_Binding(clause.iter, path, True))
-        clause = clause.inner_for_in
-    return found
-
-
-class _BindingCollector(cst.CSTVisitor):
-    """Names bound in one function body (not in nested functions, classes or comprehensions)."""
-
-    def __init__(self, function: cst.FunctionDef | None):
-        self.function = function
-        self.bindings: dict[str, list[_Binding]] = {}
-
-    def _add(self, target: cst.BaseExpression, value: cst.BaseExpression | None, is_loop: bool) -> None:
-        for name, path in _target_names(target):
-            self.bindings.setdefault(name, []).append(_Binding(value, path, is_loop))
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.bindings.setdefault(node.name.value, []).append(_Binding(None, (), False))
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_ListComp(self, node: cst.ListComp) -> bool:
-        return False
-
-    def visit_SetComp(self, node: cst.SetComp) -> bool:
-        return False
-
-    def visit_DictComp(self, node: cst.DictComp) -> bool:
-        return False
-
-    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> bool:
-        return False
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._add(target.target, node.value, False)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._add(node.target, node.value, False)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._add(node.target, None, False)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._add(node.target, node.value, False)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._add(node.target, node.iter, True)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._add(node.asname.name, None, False)
-
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        if node.name is not None:
-            self._add(node.name.name, None, False)
-
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            bound = alias.asname.name if alias.asname else alias.name
-            if isinstance(bound, cst.Name):
-                self._add(bound, None, False)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if isinstance(node.names, cst.ImportStar):
-            return
-        for alias in node.names:
-            bound = alias.asname.name if alias.asname else alias.name
-            if isinstance(bound, cst.Name):
-                self._add(bound, None, False)
-
-
-class _CallFinder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.calls: dict[str, list[cst.Call]] = {}
-
-    def visit_Call(self, node: cst.Call) -> None:
-        name = call_name(node)
-        if name is not None:
-            self.calls.setdefault(name, []).append(node)
-
-
-class _ContainerCheckFinder(cst.CSTVisitor):
-    def __init__(self, variable: str):
-        self.variable = variable
-        self.found = False
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if call_name(node) == "isinstance" and len(node.args) == 2:
-            if dotted(node.args[0].value) == self.variable and CONTAINER_CLASS in cst.Module([]).code_for_node(node.args[1].value):
-                self.found = True
-        elif call_name(node) in LAYER_ITERATORS and node.args and dotted(node.args[0].value) == self.variable:
-            self.found = True

@@ -49,14 +49,23 @@ def find_resolver(root: Path) -> Path | None:
 
 def read_resolver_rule(path: Path) -> ResolverRule:
     module = parse_file(path)
-    function = next(
-        (n for n in ast.walk(module) if isinstance(n, ast.FunctionDef) and n.name == RESOLVER_NAME),
-        None,
-    ) if module is not None else None
+    function = (
+        next(
+            (n for n in ast.walk(module) if isinstance(n, ast.FunctionDef) and n.name == RESOLVER_NAME),
+            None,
+        )
+        if module is not None
+        else None
+    )
     if function is None:
         return ResolverRule()
     classes: set[str] = set()
     for call in ast.walk(function):
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "isinstance" and len(call.args) == 2:
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == "isinstance"
+            and len(call.args) == 2
+        ):
             classes.update(class_names(call.args[1]))
     return ResolverRule(frozenset(classes), "dcp_sharded" in ast.unparse(function))

@@ -68,7 +68,14 @@ def _unit_of(text_lines: list[bytes], line: int) -> tuple[int, int] | None:
         if first == line or _FUNCTION.match(header) or not _COMPOUND.match(header):
             return first, last
         # Inside a compound statement's body: the statement there at the body's indentation.
-        body = next((i for i in range(first + 1, last + 1) if text_lines[i - 1].strip() and not text_lines[i - 1].lstrip().startswith(b"#")), None)
+        body = next(
+            (
+                i
+                for i in range(first + 1, last + 1)
+                if text_lines[i - 1].strip() and not text_lines[i - 1].lstrip().startswith(b"#")
+            ),
+            None,
+        )
         if body is None or _indent(text_lines[body - 1]) <= indent:
             return None
         if _indent(text_lines[line - 1]) < _indent(text_lines[body - 1]):

@@ -16,10 +16,25 @@ from kvlint.reporters import FORMATS, load_reporter
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings (text format).")
-def check(paths, release, select, ignore, config_path, jobs, verbose, no_cache, cache_dir, output_format, exit_zero, statistics):
+def check(
+    paths,
+    release,
+    select,
+    ignore,
+    config_path,
+    jobs,
+    verbose,
+    no_cache,
+    cache_dir,
+    output_format,
+    exit_zero,
+    statistics,
+):
     """Report findings. Exit 0 clean, 1 findings, 2 usage/config/internal error."""
     reporter = load_reporter(output_format)()
-    options = resolve_options(paths, release, config_path, select, ignore, jobs, no_cache, cache_dir, quiet=reporter.MACHINE)
+    options = resolve_options(
+        paths, release, config_path, select, ignore, jobs, no_cache, cache_dir, quiet=reporter.MACHINE
+    )
     result = run_scan(options, progress=not reporter.MACHINE)
     summary = Summary(result.findings, len(result.files))
     if statistics and output_format == "text":

@@ -17,7 +17,9 @@ from kvlint.types import Applicability, Finding
 @click.command()
 @scan_options
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff of the fixes and write nothing.")
-@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change behaviour beyond the intended one.")
+@click.option(
+    "--unsafe-fixes", is_flag=True, help="Also apply fixes that may change behaviour beyond the intended one."
+)
 def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, cache_dir, show_diff, unsafe_fixes):
     """Apply safe fixes in place, atomically. Exit 0 when no finding is left, 1 when some remain."""
     # libcst's codemod machinery: only `fix` needs it

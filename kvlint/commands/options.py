@@ -32,14 +32,31 @@ def scan_options(function):
     """The options of a command that scans a tree (`check`, `fix`)."""
     options = [
         click.argument("paths", nargs=-1, type=click.Path()),
-        click.option("--vllm-release", "release", metavar="VERSION", help="Fetch this vLLM release's sources from PyPI and scan them."),
+        click.option(
+            "--vllm-release",
+            "release",
+            metavar="VERSION",
+            help="Fetch this vLLM release's sources from PyPI and scan them.",
+        ),
         click.option("--select", multiple=True, help="Rule codes or prefixes to run (comma-separated)."),
         click.option("--ignore", multiple=True, help="Rule codes or prefixes to skip (comma-separated)."),
-        click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml to read [tool.kvlint] from."),
-        click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores)."),
+        click.option(
+            "--config",
+            "config_path",
+            type=click.Path(dir_okay=False),
+            help="pyproject.toml to read [tool.kvlint] from.",
+        ),
+        click.option(
+            "--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores)."
+        ),
         click.option("--verbose", "-v", is_flag=True, help="Show tracebacks of internal errors."),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the per-file result cache."),
-        click.option("--cache-dir", type=click.Path(file_okay=False), envvar="KVLINT_CACHE_DIR", help="Cache folder (default: ~/.cache/kvlint)."),
+        click.option(
+            "--cache-dir",
+            type=click.Path(file_okay=False),
+            envvar="KVLINT_CACHE_DIR",
+            help="Cache folder (default: ~/.cache/kvlint).",
+        ),
     ]
     for option in reversed(options):
         function = option(function)
@@ -63,7 +80,9 @@ def resolve_options(
     if config_path and not pyproject.is_file():
         raise ConfigError(f"{config_path}: no such config file")
     config = load_config(pyproject)
-    return Options(targets, config, split_codes(select) or None, split_codes(ignore), jobs, _cache_folder(no_cache, cache_dir))
+    return Options(
+        targets, config, split_codes(select) or None, split_codes(ignore), jobs, _cache_folder(no_cache, cache_dir)
+    )
 
 
 def _targets(paths: tuple[str, ...], release: str | None, quiet: bool, cache_dir: Path | None) -> list[Path]:

@@ -21,7 +21,12 @@ from kvlint.scan.index_cache import build_project_index
 
 @click.command("paths")
 @click.argument("path", required=False, type=click.Path())
-@click.option("--vllm-release", "release", metavar="VERSION", help="Fetch this vLLM release's sources from PyPI and show its matrix.")
+@click.option(
+    "--vllm-release",
+    "release",
+    metavar="VERSION",
+    help="Fetch this vLLM release's sources from PyPI and show its matrix.",
+)
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def paths(path, release, output_format):
     """Show the sizing-path matrix: spec kinds x every sizing path (`module:function`), each cell the DCP factor."""

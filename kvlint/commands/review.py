@@ -47,8 +47,12 @@ def _split(values: tuple[str, ...]) -> list[str]:
 
 
 @click.command()
-@click.option("--base", metavar="REF", help="The branch or commit the pull request merges into (required unless --payload).")
-@click.option("--head", metavar="REF", help="The pull request's commit (default: the working tree). Read with git, never run.")
+@click.option(
+    "--base", metavar="REF", help="The branch or commit the pull request merges into (required unless --payload)."
+)
+@click.option(
+    "--head", metavar="REF", help="The pull request's commit (default: the working tree). Read with git, never run."
+)
 @click.option(
     "--format",
     "output_format",
@@ -57,7 +61,9 @@ def _split(values: tuple[str, ...]) -> list[str]:
     show_default=True,
     help="review-data: the review as data, the only input --payload accepts.",
 )
-@click.option("--post", is_flag=True, help="Post the review to GitHub (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL).")
+@click.option(
+    "--post", is_flag=True, help="Post the review to GitHub (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL)."
+)
 @click.option("--pr", "pull", type=click.IntRange(min=1), help="Pull request number (default: from GITHUB_EVENT_PATH).")
 @click.option(
     "--payload",
@@ -65,10 +71,21 @@ def _split(values: tuple[str, ...]) -> list[str]:
     type=click.Path(dir_okay=False),
     help="Post this saved review (written with --format review-data) instead of reviewing: the second stage of a fork-safe workflow.",
 )
-@click.option("--repo", "repo_path", type=click.Path(file_okay=False), default=".", help="The git checkout (default: the current folder).")
+@click.option(
+    "--repo",
+    "repo_path",
+    type=click.Path(file_okay=False),
+    default=".",
+    help="The git checkout (default: the current folder).",
+)
 @click.option("--select", multiple=True, help="Rule codes or prefixes to run (comma-separated).")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to skip (comma-separated).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml to read (default: the base revision's).")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="pyproject.toml to read (default: the base revision's).",
+)
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
 @click.option(
     "--max-comments",
@@ -79,7 +96,22 @@ def _split(values: tuple[str, ...]) -> list[str]:
 )
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when the diff has findings.")
 @click.option("--verbose", "-v", is_flag=True, help="Show the traceback of an internal error.")
-def review(base, head, output_format, post, pull, payload_path, repo_path, select, ignore, config_path, jobs, max_comments, exit_zero, verbose):
+def review(
+    base,
+    head,
+    output_format,
+    post,
+    pull,
+    payload_path,
+    repo_path,
+    select,
+    ignore,
+    config_path,
+    jobs,
+    max_comments,
+    exit_zero,
+    verbose,
+):
     """Lint only what a pull request changes; emit (or --post) a GitHub review with suggestions.
 
     Exit 0 when the lines the pull request changes are clean, 1 when they have findings, 2 on errors.
@@ -91,7 +123,9 @@ def review(base, head, output_format, post, pull, payload_path, repo_path, selec
         if not base:
             raise click.UsageError("--base REF is required (the branch or commit the pull request merges into)")
         # Settings for posting are checked before the scan: a missing or malformed token fails fast.
-        client, number = (github_api.client_from_environment(), github_api.pull_request_number(pull)) if post else (None, None)
+        client, number = (
+            (github_api.client_from_environment(), github_api.pull_request_number(pull)) if post else (None, None)
+        )
         repo = repository_root(Path(repo_path))
         from kvlint.review.pipeline import (
             make_review,  # the scan and the analysis, only once the settings hold
@@ -107,16 +141,26 @@ def review(base, head, output_format, post, pull, payload_path, repo_path, selec
         elif output_format == "rdjson":
             output.out(json.dumps(rdjson(result, texts), indent=2, ensure_ascii=False))
         else:
-            output.out(json.dumps(saved.review_data(result, summarise(result, max_comments)), indent=2, ensure_ascii=False))
+            output.out(
+                json.dumps(saved.review_data(result, summarise(result, max_comments)), indent=2, ensure_ascii=False)
+            )
         for line in result.refused:
             output.say(f"kvlint: not read: {line}")
         if result.suppressions_added:
-            output.say(f"kvlint: the pull request adds {len(result.suppressions_added)} `# kvlint: ignore` comment(s) (said in the review).")
+            output.say(
+                f"kvlint: the pull request adds {len(result.suppressions_added)} `# kvlint: ignore` comment(s) (said in the review)."
+            )
         if client is not None:
             outcome = github_api.sync_review(client, number, payload)
-            output.say(f"kvlint: review posted: {outcome.posted} new comment(s), {outcome.kept} kept, {outcome.deleted} outdated deleted.")
-        outside = f"; {len(result.outside_diff)} more in the changed files, outside the diff" if result.outside_diff else ""
-        output.say(f"kvlint: {len(result.in_diff)} finding(s) on changed lines in {result.files_checked} file(s){outside}.")
+            output.say(
+                f"kvlint: review posted: {outcome.posted} new comment(s), {outcome.kept} kept, {outcome.deleted} outdated deleted."
+            )
+        outside = (
+            f"; {len(result.outside_diff)} more in the changed files, outside the diff" if result.outside_diff else ""
+        )
+        output.say(
+            f"kvlint: {len(result.in_diff)} finding(s) on changed lines in {result.files_checked} file(s){outside}."
+        )
     except KvlintError as error:
         output.say(f"kvlint: error: {' '.join(str(error).split())}")
         sys.exit(EXIT_ERROR)
@@ -126,7 +170,9 @@ def review(base, head, output_format, post, pull, payload_path, repo_path, selec
         if verbose:
             for line in traceback.format_exc().splitlines():
                 output.say(line)
-        output.say(f"kvlint: internal error: {type(error).__name__}: {' '.join(str(error).split())} (re-run with --verbose for details)")
+        output.say(
+            f"kvlint: internal error: {type(error).__name__}: {' '.join(str(error).split())} (re-run with --verbose for details)"
+        )
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_CLEAN if exit_zero or not result.in_diff else EXIT_FINDINGS)
 
@@ -140,5 +186,7 @@ def _post_saved(output: _Output, payload_path: str, pull: int | None, max_commen
     number = github_api.pull_request_number(pull)
     github_api.check_head(client, number, saved_review.commit)
     outcome = github_api.sync_review(client, number, payload)
-    output.say(f"kvlint: review posted: {outcome.posted} new comment(s), {outcome.kept} kept, {outcome.deleted} outdated deleted.")
+    output.say(
+        f"kvlint: review posted: {outcome.posted} new comment(s), {outcome.kept} kept, {outcome.deleted} outdated deleted."
+    )
     return EXIT_CLEAN

@@ -46,7 +46,10 @@ def lint_bytes(request: LintRequest, data: bytes) -> FileResult:
     except RecursionError:
         return unreadable(request.path, "nested too deeply to analyse")
     except Exception as error:  # a rule bug must not end the scan; say which file tripped it
-        result = unreadable(request.path, f"internal error in kvlint ({type(error).__name__}: {error}); re-run with --verbose for details")
+        result = unreadable(
+            request.path,
+            f"internal error in kvlint ({type(error).__name__}: {error}); re-run with --verbose for details",
+        )
         return replace(result, detail=traceback.format_exc())
 
 
@@ -58,7 +61,9 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         detail = error.message.split(": ", 1)[-1] if error.message.startswith("parser error") else error.message
-        return unreadable(request.path, f"syntax error: {' '.join(detail.split())}", error.raw_line, error.raw_column + 1)
+        return unreadable(
+            request.path, f"syntax error: {' '.join(detail.split())}", error.raw_line, error.raw_column + 1
+        )
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     context = RuleContext(
         path=request.path,

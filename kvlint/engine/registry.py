@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 from kvlint.errors import RegistryError
@@ -44,13 +44,17 @@ def rule_codes() -> tuple[str, ...]:
     return tuple(sorted(rule_modules()))
 
 
-@lru_cache(maxsize=None)
+@cache
 def rule_class(code: str) -> type[Rule]:
     """Import the module of `code` and return its Rule subclass."""
     from kvlint.engine.rule import Rule
 
     module = importlib.import_module(rule_modules()[code])
-    found = [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, Rule) and v is not Rule and v.__module__ == module.__name__]
+    found = [
+        v
+        for v in vars(module).values()
+        if isinstance(v, type) and issubclass(v, Rule) and v is not Rule and v.__module__ == module.__name__
+    ]
     if len(found) != 1:
         raise RegistryError(f"{module.__name__} must define exactly one rule class, found {len(found)}")
     if found[0].CODE != code:

@@ -43,7 +43,7 @@ class Example:
 
 @dataclass
 class PendingReport:
-    rule: "Rule"
+    rule: Rule
     node: cst.CSTNode
     message: str
     severity: Severity

@@ -80,7 +80,9 @@ def _update_imports(text: str, adds: set[tuple[str, str]], removes: set[tuple[st
 
 def _wrap_long_import(code: str, module_name: str, newline: str) -> str:
     """A merged `from m import a, b` longer than the line limit becomes the parenthesised form black writes."""
-    pattern = re.compile(rf"^(?P<indent>[ \t]*)from {re.escape(module_name)} import (?P<names>[\w, ]+?)[ \t]*$", re.MULTILINE)
+    pattern = re.compile(
+        rf"^(?P<indent>[ \t]*)from {re.escape(module_name)} import (?P<names>[\w, ]+?)[ \t]*$", re.MULTILINE
+    )
 
     def wrap(match: re.Match) -> str:
         if len(match.group(0)) <= LINE_LIMIT:

@@ -22,7 +22,10 @@ def finding_to_dict(f: Finding) -> dict:
                 }
                 for e in f.fix.edits
             ],
-            "imports": [{"module": i.module, "name": i.name, "action": "add" if i.add else "remove-if-unused"} for i in f.fix.imports],
+            "imports": [
+                {"module": i.module, "name": i.name, "action": "add" if i.add else "remove-if-unused"}
+                for i in f.fix.imports
+            ],
         }
     return {
         "code": f.code,

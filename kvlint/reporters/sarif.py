@@ -31,7 +31,10 @@ class SarifReporter(Reporter):
                     "name": rule.NAME if rule else code,
                     "shortDescription": {"text": rule.NAME.replace("-", " ") if rule else code},
                     "fullDescription": {"text": (rule.doc_section("What it does") or rule.NAME) if rule else code},
-                    "help": {"text": rule.documentation() if rule else code, "markdown": rule.documentation() if rule else code},
+                    "help": {
+                        "text": rule.documentation() if rule else code,
+                        "markdown": rule.documentation() if rule else code,
+                    },
                     "helpUri": f"{INFORMATION_URI}#{code.lower()}",
                     "defaultConfiguration": {"level": "error"},
                 }
@@ -64,7 +67,14 @@ class SarifReporter(Reporter):
             "version": "2.1.0",
             "runs": [
                 {
-                    "tool": {"driver": {"name": "kvlint", "version": __version__, "informationUri": INFORMATION_URI, "rules": descriptors}},
+                    "tool": {
+                        "driver": {
+                            "name": "kvlint",
+                            "version": __version__,
+                            "informationUri": INFORMATION_URI,
+                            "rules": descriptors,
+                        }
+                    },
                     "results": results,
                 }
             ],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from kvlint.analysis.sizing.matrix import SizingAnalysis, SizingPath
+from kvlint.engine.registry import all_rules
 from kvlint.rules._sizing_report import sizing_findings
 
 _VIEW_TAGS = {"group": "w", "scheduler": "s", "single-group": "1g"}
@@ -53,13 +54,15 @@ def render_text(analysis: SizingAnalysis, root: str) -> str:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
     lines.append("")
     lines.append("* disagrees with the scheduler's path (for paths) or with the resolver (for predicates)")
-    lines.append("w: worker view (container as given), s: scheduler view (flattened to the first layer), 1g: single-group config")
+    lines.append(
+        "w: worker view (container as given), s: scheduler view (flattened to the first layer), 1g: single-group config"
+    )
     reasons = sorted({k.rejected_under_dcp for k in analysis.kinds if k.rejected_under_dcp})
     for reason in reasons:
         lines.append(f"† rejected under DCP: {reason}")
     if analysis.divergences:
         lines.append("")
-        for issue in sorted(sizing_findings(analysis), key=lambda i: (i.module_path, i.line, i.code)):
+        for issue in sorted(sizing_findings(analysis, all_rules()), key=lambda i: (i.module_path, i.line, i.code)):
             lines.append(f"{issue.module_path}:{issue.line}: {issue.code} [{issue.severity.value}] {issue.message}")
     return "\n".join(lines) + "\n"
 
@@ -98,7 +101,7 @@ def render_json(analysis: SizingAnalysis, root: str) -> str:
                 "severity": i.severity.value,
                 "message": i.message,
             }
-            for i in sizing_findings(analysis)
+            for i in sizing_findings(analysis, all_rules())
         ],
     }
     return json.dumps(document, indent=2) + "\n"

@@ -12,9 +12,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from kvlint.engine.lint import lint_bytes
 from kvlint.engine.rule import Rule
@@ -27,7 +27,11 @@ from kvlint.types import Finding
 def issue_key(divergence) -> tuple:
     """What a divergence of the sizing analysis says, wherever it sits: the same kind of record about the
     same function with the same paths and counterexamples, at any line, is the same divergence."""
-    said = tuple((f.name, getattr(divergence, f.name)) for f in dataclasses.fields(divergence) if f.name not in ("line", "column"))
+    said = tuple(
+        (f.name, getattr(divergence, f.name))
+        for f in dataclasses.fields(divergence)
+        if f.name not in ("line", "column")
+    )
     return (type(divergence).__name__, *said)
 
 
@@ -64,7 +68,9 @@ def _repository_path(root: str, module_path: str, tree: Path) -> str | None:
         return None
 
 
-def touched_targets(project, tree: Path, changes: dict[str, ChangedFile], texts: dict[str, str]) -> dict[str, tuple[str, str, int]]:
+def touched_targets(
+    project, tree: Path, changes: dict[str, ChangedFile], texts: dict[str, str]
+) -> dict[str, tuple[str, str, int]]:
     """role ("reference" | "resolver") -> (path name, repository path, first changed line in it)."""
     analysis = project.sizing
     if analysis is None or project.root is None:
@@ -124,7 +130,9 @@ def findings_through_touched_targets(
             candidates = linted[repository_path]
         # Through the engine, so that suppression comments and per-file-ignores still hold.
         finding = next((f for f in candidates if f.code == rule.CODE and f.line == divergence.line), None)
-        if finding is None or changes.get(repository_path, ChangedFile("")).touches(finding.line, max(finding.end_line, finding.line)):
+        if finding is None or changes.get(repository_path, ChangedFile("")).touches(
+            finding.line, max(finding.end_line, finding.line)
+        ):
             continue
         name, target_path, anchor = touched[roles[0]]
         what = "the scheduler's sizing path" if roles[0] == "reference" else "the shared resolver"
@@ -145,7 +153,9 @@ def findings_through_touched_targets(
     return anchored, replaced
 
 
-def _lint_one(tree: Path, repository_path: str, project, rules: tuple[type[Rule], ...], config: Config) -> list[Finding]:
+def _lint_one(
+    tree: Path, repository_path: str, project, rules: tuple[type[Rule], ...], config: Config
+) -> list[Finding]:
     """The findings of one file the pull request does not touch, linted as a scan would lint it."""
     path = tree / repository_path
     if path.is_symlink():

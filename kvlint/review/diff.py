@@ -211,5 +211,3 @@ def review_trees(repo: Path, base_commit: str, head_commit: str | None, scratch:
         return Trees(merge_base(repo, base_commit, head_commit), head_commit)
     tree, environment, left_out = snapshot_working_tree(repo, scratch)
     return Trees(merge_base(repo, base_commit, resolve_commit(repo, "HEAD")), tree, environment, left_out)
-
-

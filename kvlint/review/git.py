@@ -29,13 +29,17 @@ _GIT_CONFIG = (
     "-c", "core.attributesFile=/dev/null",
     "-c", "diff.suppressBlankEmpty=false",
 )  # fmt: skip
-_GIT_ENVIRONMENT = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "GIT_ATTR_NOSYSTEM": "1", "GIT_NO_REPLACE_OBJECTS": "1"}
+_GIT_ENVIRONMENT = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+}
 
 
-
-
-
-def git(repo: Path, *arguments: str, input_bytes: bytes | None = None, environment: dict[str, str] | None = None) -> bytes:
+def git(
+    repo: Path, *arguments: str, input_bytes: bytes | None = None, environment: dict[str, str] | None = None
+) -> bytes:
     """Run git in `repo` and return its stdout; a failure becomes a ReviewError with git's own first line."""
     completed = _run_git(repo, arguments, input_bytes, environment)
     if completed.returncode != 0:
@@ -50,11 +54,18 @@ def _git_environment(environment: dict[str, str] | None) -> dict[str, str]:
     return {**inherited, **_GIT_ENVIRONMENT, **(environment or {})}
 
 
-def _run_git(repo: Path, arguments, input_bytes: bytes | None, environment: dict[str, str] | None) -> subprocess.CompletedProcess:
+def _run_git(
+    repo: Path, arguments, input_bytes: bytes | None, environment: dict[str, str] | None
+) -> subprocess.CompletedProcess:
     command = ["git", "-C", str(repo), *_GIT_CONFIG, *arguments]
     try:
         return subprocess.run(
-            command, input=input_bytes, capture_output=True, timeout=_GIT_TIMEOUT_S, env=_git_environment(environment), check=False
+            command,
+            input=input_bytes,
+            capture_output=True,
+            timeout=_GIT_TIMEOUT_S,
+            env=_git_environment(environment),
+            check=False,
         )
     except FileNotFoundError:
         raise ReviewError("git is not installed (kvlint review reads the pull request with git)") from None
@@ -175,7 +186,9 @@ def _write_blobs(repo: Path, wanted: list[tuple[str, str]], root: Path) -> list[
         requests.seek(0)
         command = ["git", "-C", str(repo), *_GIT_CONFIG, "cat-file", "--batch"]
         try:
-            process = subprocess.Popen(command, stdin=requests, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_git_environment(None))
+            process = subprocess.Popen(
+                command, stdin=requests, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_git_environment(None)
+            )
         except FileNotFoundError:
             raise ReviewError("git is not installed (kvlint review reads the pull request with git)") from None
         try:

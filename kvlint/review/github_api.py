@@ -63,7 +63,9 @@ class Identity:
             return user["id"] == self.user_id
         login = user.get("login")
         # GraphQL names a bot `name`, REST `name[bot]`.
-        return isinstance(login, str) and login.lower().removesuffix("[bot]") == self.login.lower().removesuffix("[bot]")
+        return isinstance(login, str) and login.lower().removesuffix("[bot]") == self.login.lower().removesuffix(
+            "[bot]"
+        )
 
 
 class GitHub:
@@ -88,13 +90,17 @@ class GitHub:
         self.graphql_url = (graphql_url or _graphql_url_for(self.api_url)).rstrip("/")
         graphql = urllib.parse.urlsplit(self.graphql_url)
         if (graphql.scheme, graphql.netloc) != (parsed.scheme, parsed.netloc):
-            raise GitHubError("GITHUB_GRAPHQL_URL must be on the same host as GITHUB_API_URL (the token goes nowhere else)")
+            raise GitHubError(
+                "GITHUB_GRAPHQL_URL must be on the same host as GITHUB_API_URL (the token goes nowhere else)"
+            )
         self.repository = repository
         self._request_deadline_s = request_deadline_s
         self._session_deadline_s = session_deadline_s
         self._session_ends = time.monotonic() + session_deadline_s
 
-    def request(self, method: str, path: str, payload: dict | None = None, query: dict | None = None, url: str | None = None):
+    def request(
+        self, method: str, path: str, payload: dict | None = None, query: dict | None = None, url: str | None = None
+    ):
         url = url or f"{self.api_url}{path}"
         if query:
             url += "?" + urllib.parse.urlencode(query)
@@ -108,7 +114,9 @@ class GitHub:
             request.add_header("Content-Type", "application/json")
         seconds = min(self._request_deadline_s, self._session_ends - time.monotonic())
         if seconds <= 0:
-            raise GitHubError(f"the GitHub API calls of this review took longer than {self._session_deadline_s:.0f}s in all ({method} {path} not sent)")
+            raise GitHubError(
+                f"the GitHub API calls of this review took longer than {self._session_deadline_s:.0f}s in all ({method} {path} not sent)"
+            )
         deadline = Deadline(seconds)
         opener = opener_for(deadline)
         failure: str | None = None
@@ -122,13 +130,17 @@ class GitHub:
                 failure, status = self._http_error(method, path, error), error.code
             except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as error:
                 reason = getattr(error, "reason", None) or error
-                failure = f"cannot reach the GitHub API at {self.api_url} ({method} {path}): {type(error).__name__}: {reason}"
+                failure = (
+                    f"cannot reach the GitHub API at {self.api_url} ({method} {path}): {type(error).__name__}: {reason}"
+                )
         if deadline.expired:
             raise GitHubError(f"GitHub API did not answer {method} {path} within {deadline.seconds:.0f}s")
         if failure is not None:
             raise GitHubError(self.redact(" ".join(failure.split())), status)
         if len(body) > _MAX_ANSWER_BYTES:
-            raise GitHubError(f"GitHub API answered {method} {path} with more than {_MAX_ANSWER_BYTES // (1024 * 1024)} MiB")
+            raise GitHubError(
+                f"GitHub API answered {method} {path} with more than {_MAX_ANSWER_BYTES // (1024 * 1024)} MiB"
+            )
         if not body:
             return None
         try:
@@ -161,7 +173,9 @@ class GitHub:
             viewer = ((answer or {}).get("data") or {}).get("viewer") if isinstance(answer, dict) else None
             if isinstance(viewer, dict) and isinstance(viewer.get("login"), str) and viewer["login"]:
                 user_id = viewer.get("databaseId")
-                return Identity(viewer["login"], user_id if isinstance(user_id, int) and not isinstance(user_id, bool) else None)
+                return Identity(
+                    viewer["login"], user_id if isinstance(user_id, int) and not isinstance(user_id, bool) else None
+                )
             first = "GraphQL answered no viewer"
         except GitHubError as error:
             if error.status is None:  # not an answer (unreachable, too slow): asking again elsewhere won't help
@@ -251,7 +265,8 @@ def sync_review(client: GitHub, pull: int, payload: dict) -> SyncOutcome:
 def _kvlint_comments(comments: list[dict], me: Identity) -> list[dict]:
     """The comments this account wrote that start with complete kvlint markers (replies excluded), oldest first."""
     return sorted(
-        (c for c in comments if me.wrote(c) and leading_markers(c.get("body") or "") and not c.get("in_reply_to_id")), key=lambda c: c["id"]
+        (c for c in comments if me.wrote(c) and leading_markers(c.get("body") or "") and not c.get("in_reply_to_id")),
+        key=lambda c: c["id"],
     )
 
 
@@ -264,7 +279,12 @@ def _standing(mine: list[dict], wanted: dict) -> dict[tuple[str, ...], int]:
     for old in mine:
         key = leading_markers(old.get("body") or "")
         new = wanted.get(key)
-        if new is not None and key not in standing and old.get("line") == new["line"] and old.get("path") == new["path"]:
+        if (
+            new is not None
+            and key not in standing
+            and old.get("line") == new["line"]
+            and old.get("path") == new["path"]
+        ):
             standing[key] = old["id"]
     return standing
 

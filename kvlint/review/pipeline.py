@@ -57,7 +57,13 @@ def load_review_config(repo: Path, base: str, config_path: str | None, scratch: 
 
 
 def make_review(
-    repo: Path, base: str, head: str | None, config_path: str | None, select: list[str] | None, ignore: list[str], jobs: int | None
+    repo: Path,
+    base: str,
+    head: str | None,
+    config_path: str | None,
+    select: list[str] | None,
+    ignore: list[str],
+    jobs: int | None,
 ) -> tuple[Review, dict[str, str]]:
     """The review of `head` (the working tree when None) against its merge base with `base`, and the texts read."""
     base_commit = resolve_commit(repo, base)
@@ -74,13 +80,21 @@ def make_review(
         else:
             tree = repo
         python = sorted(
-            path for path in change.files if path.endswith(".py") and not is_excluded(path, config.exclude) and (tree / path).is_file()
+            path
+            for path in change.files
+            if path.endswith(".py") and not is_excluded(path, config.exclude) and (tree / path).is_file()
         )
         findings, texts, files_checked = [], {}, 0
         if python:
             # Paths relative to the tree: findings, excludes and per-file-ignores see repository paths.
             result = scan(
-                [Path(p) for p in python], config, select, ignore, _worker_count(jobs), cache_dir=None, display_root=tree
+                [Path(p) for p in python],
+                config,
+                select,
+                ignore,
+                _worker_count(jobs),
+                cache_dir=None,
+                display_root=tree,
             )
             for path in python:
                 try:

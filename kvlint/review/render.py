@@ -98,7 +98,9 @@ def summary_body(summary: Summary) -> str:
     except the file names of added suppressions, escaped."""
     lines = [SUMMARY_MARKER]
     if summary.in_diff:
-        lines.append(f"**kvlint** found {summary.in_diff_total} KV-cache sizing issue(s) on lines this pull request changes:")
+        lines.append(
+            f"**kvlint** found {summary.in_diff_total} KV-cache sizing issue(s) on lines this pull request changes:"
+        )
         lines.append("")
         lines.append("| rule | findings |")
         lines.append("|---|---|")
@@ -109,7 +111,9 @@ def summary_body(summary: Summary) -> str:
                 f"{summary.fixable} have a safe fix, offered as a suggestion where the diff allows; `kvlint fix` applies them with their imports."
             )
     else:
-        lines.append(f"**kvlint** found no KV-cache sizing issue on the lines this pull request changes ({summary.files_checked} file(s) checked).")
+        lines.append(
+            f"**kvlint** found no KV-cache sizing issue on the lines this pull request changes ({summary.files_checked} file(s) checked)."
+        )
     if summary.omitted:
         omitted = sum(count for _, _, count in summary.omitted)
         lines.append("")
@@ -126,7 +130,9 @@ def summary_body(summary: Summary) -> str:
     if summary.suppressions_added:
         shown = summary.suppressions_added[:_SUPPRESSIONS_SHOWN]
         more = len(summary.suppressions_added) - len(shown)
-        places = ", ".join(f"{code_span(path)} line {line}" for path, line in shown) + (f" and {more} more" if more else "")
+        places = ", ".join(f"{code_span(path)} line {line}" for path, line in shown) + (
+            f" and {more} more" if more else ""
+        )
         lines.append("")
         lines.append(
             f"This pull request adds {len(summary.suppressions_added)} `# kvlint: ignore` comment(s), which silence kvlint on "
@@ -134,7 +140,9 @@ def summary_body(summary: Summary) -> str:
         )
     if summary.refused:
         lines.append("")
-        lines.append(f"Not read: {summary.refused} path(s) that leave the repository, are symbolic links or cannot be read safely.")
+        lines.append(
+            f"Not read: {summary.refused} path(s) that leave the repository, are symbolic links or cannot be read safely."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -145,7 +153,9 @@ def note_sentence(note: Note, path: str) -> str:
     if note.kind == "commit-with-imports":
         return f"Commit this together with the import suggestion at line {note.line}."
     if note.kind == "fix-needs-imports":
-        what = "the fix also adds " + ", ".join(code_span(f"from {module} import {name}") for module, name in note.imports)
+        what = "the fix also adds " + ", ".join(
+            code_span(f"from {module} import {name}") for module, name in note.imports
+        )
     else:
         what = f"the fix also changes lines {note.line}–{note.last}"
     return f"This suggestion alone is not the whole fix: {what}, outside this diff; {code_span(f'kvlint fix {path}')} applies both."
@@ -156,7 +166,9 @@ def comment_body(comment: ReviewComment, markers: bool = True, language: str = "
     parts = ["\n".join(comment.markers)] if markers else []
     if comment.companion_of is not None:
         finding = comment.findings[0]
-        parts.append(f"**kvlint {escape_text(finding.code)}**: the import part of the fix suggested at line {comment.companion_of}.")
+        parts.append(
+            f"**kvlint {escape_text(finding.code)}**: the import part of the fix suggested at line {comment.companion_of}."
+        )
     else:
         for finding in comment.findings:
             why = why_sentence(finding.code)
@@ -234,11 +246,17 @@ def rdjson(review: Review, texts: dict[str, str]) -> dict:
                 text = lines[line - 1] if 0 < line <= len(lines) else ""
                 return {"line": line, "column": _utf8_column(text, column)}
 
-            if getattr(rule_class(finding.code), "REPORTS_WHOLE_FUNCTION", False) or finding.end_line - finding.line > 20:
+            if (
+                getattr(rule_class(finding.code), "REPORTS_WHOLE_FUNCTION", False)
+                or finding.end_line - finding.line > 20
+            ):
                 # A whole function: point at the changed line the comment sits on.
                 location_range = {"start": {"line": comment.line}}
             else:
-                location_range = {"start": position(finding.line, finding.column), "end": position(finding.end_line, finding.end_column)}
+                location_range = {
+                    "start": position(finding.line, finding.column),
+                    "end": position(finding.end_line, finding.end_column),
+                }
             diagnostic: dict = {
                 # reviewdog posts the message as markdown: escaped like a review comment's.
                 "message": escape_message(finding.message),
@@ -250,7 +268,12 @@ def rdjson(review: Review, texts: dict[str, str]) -> dict:
                 suggestions = [comment.suggestion, *companions.get((comment.path, comment.line), [])]
                 # Line-wise ranges (no columns): the lines first..last, replaced by the text.
                 diagnostic["suggestions"] = [
-                    {"range": {"start": {"line": s.first}, "end": {"line": s.last}}, "text": s.text} for s in suggestions
+                    {"range": {"start": {"line": s.first}, "end": {"line": s.last}}, "text": s.text}
+                    for s in suggestions
                 ]
             diagnostics.append(diagnostic)
-    return {"source": {"name": SOURCE_NAME, "url": SOURCE_URL}, "severity": "ERROR" if diagnostics else "INFO", "diagnostics": diagnostics}
+    return {
+        "source": {"name": SOURCE_NAME, "url": SOURCE_URL},
+        "severity": "ERROR" if diagnostics else "INFO",
+        "diagnostics": diagnostics,
+    }

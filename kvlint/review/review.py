@@ -186,7 +186,13 @@ class _Comments:
         return self._by_line.get((path, line))
 
 
-def build_review(findings: list[Finding], changes: dict[str, ChangedFile], texts: dict[str, str], refused: list[str], files_checked: int) -> Review:
+def build_review(
+    findings: list[Finding],
+    changes: dict[str, ChangedFile],
+    texts: dict[str, str],
+    refused: list[str],
+    files_checked: int,
+) -> Review:
     inside: list[Finding] = []
     outside: list[Finding] = []
     for finding in findings:
@@ -224,13 +230,22 @@ def build_review(findings: list[Finding], changes: dict[str, ChangedFile], texts
                 continue
             if all(line in changed.visible for line in range(main.first, main.last + 1)):
                 comment = ReviewComment(
-                    finding.path, main.last, main.first if main.last > main.first else None, [finding], [marker_for(finding)], main
+                    finding.path,
+                    main.last,
+                    main.first if main.last > main.first else None,
+                    [finding],
+                    [marker_for(finding)],
+                    main,
                 )
                 comments.add(comment)
                 for region in companions:
                     _add_companion(comments, comment, finding, region, changed, marker_for)
                 continue
-        anchor = finding.line if finding.line in changed.added else changed.first_added(finding.line, max(finding.end_line, finding.line))
+        anchor = (
+            finding.line
+            if finding.line in changed.added
+            else changed.first_added(finding.line, max(finding.end_line, finding.line))
+        )
         host = comments.covering(finding.path, anchor)
         if host is not None:
             host.findings.append(finding)
@@ -241,7 +256,9 @@ def build_review(findings: list[Finding], changes: dict[str, ChangedFile], texts
             comment.notes.append(Note("fix-beyond-diff"))
         comments.add(comment)
     ordered_comments = sorted(comments.all, key=lambda c: (c.path, c.line))
-    return Review(ordered_comments, inside, outside, refused, files_checked, suppressions_added=added_suppressions(changes, texts))
+    return Review(
+        ordered_comments, inside, outside, refused, files_checked, suppressions_added=added_suppressions(changes, texts)
+    )
 
 
 def cap_comments(comments: list[ReviewComment], limit: int) -> tuple[list[ReviewComment], list[Finding]]:
@@ -272,7 +289,9 @@ def limit_review(review: Review, limit: int) -> Review:
     return review
 
 
-def _add_companion(comments: _Comments, main_comment: ReviewComment, finding: Finding, region: Region, changed: ChangedFile, marker_for) -> None:
+def _add_companion(
+    comments: _Comments, main_comment: ReviewComment, finding: Finding, region: Region, changed: ChangedFile, marker_for
+) -> None:
     """The part of a fix outside the main suggestion (the resolver's import): a suggestion of its own if
     GitHub shows those lines, else a note on the main comment."""
     if all(line in changed.visible for line in range(region.first, region.last + 1)):

@@ -16,6 +16,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from kvlint.engine.registry import rule_by_code, rule_codes
 from kvlint.review.diff import ReviewError, safe_relative_path
 from kvlint.review.review import (
     FINGERPRINT,
@@ -92,8 +93,13 @@ def _comment_data(comment: ReviewComment) -> dict:
         "start_line": comment.start_line,
         "companion_of": comment.companion_of,
         "findings": findings,
-        "suggestion": None if suggestion is None else {"first": suggestion.first, "last": suggestion.last, "text": suggestion.text},
-        "notes": [{"kind": n.kind, "line": n.line, "last": n.last, "imports": [list(pair) for pair in n.imports]} for n in comment.notes],
+        "suggestion": None
+        if suggestion is None
+        else {"first": suggestion.first, "last": suggestion.last, "text": suggestion.text},
+        "notes": [
+            {"kind": n.kind, "line": n.line, "last": n.last, "imports": [list(pair) for pair in n.imports]}
+            for n in comment.notes
+        ],
     }
 
 
@@ -114,8 +120,6 @@ def load(path: str) -> dict:
 
 def review_from_data(data) -> SavedReview:
     """The saved review, every field checked; a ReviewError naming the first field that is wrong."""
-    from kvlint.engine.registry import rule_by_code, rule_codes
-
     known = set(rule_codes())
     names: dict[str, str] = {}
 
@@ -197,7 +201,8 @@ def _summary_from(raw: dict, name_of) -> Summary:
         files_checked=_integer(raw.get("files_checked", 0), "summary.files_checked"),
         refused=_integer(raw.get("refused", 0), "summary.refused"),
         suppressions_added=[
-            (_path(_dict(s, "suppression").get("path")), _integer(s.get("line"), "suppression line", 1, _MAX_LINE)) for s in suppressions
+            (_path(_dict(s, "suppression").get("path")), _integer(s.get("line"), "suppression line", 1, _MAX_LINE))
+            for s in suppressions
         ],
         max_comments=0,  # the posting stage's own limit
     )
@@ -228,7 +233,11 @@ def _comment_from(raw: dict, name_of) -> ReviewComment:
             _refuse("finding fingerprint")
         fix = None
         if entry.get("safe_fix") is True:
-            fix = Fix(title=_text(entry.get("fix_title"), "finding fix_title", 200), applicability=Applicability.SAFE, edits=())
+            fix = Fix(
+                title=_text(entry.get("fix_title"), "finding fix_title", 200),
+                applicability=Applicability.SAFE,
+                edits=(),
+            )
         message = _text(entry.get("message"), "finding message")
         findings.append(Finding(path, line, 1, line, 1, code, name, message, fix=fix))
         markers.append(marker(code, path, fingerprint))
@@ -266,7 +275,12 @@ def _note_from(raw: dict) -> Note:
         ):
             _refuse("note imports")
         pairs.append((pair[0], pair[1]))
-    return Note(kind, _integer(raw.get("line", 0), "note line", 0, _MAX_LINE), _integer(raw.get("last", 0), "note last", 0, _MAX_LINE), tuple(pairs))
+    return Note(
+        kind,
+        _integer(raw.get("line", 0), "note line", 0, _MAX_LINE),
+        _integer(raw.get("last", 0), "note last", 0, _MAX_LINE),
+        tuple(pairs),
+    )
 
 
 def with_limit(saved: SavedReview, max_comments: int) -> tuple[Summary, list[ReviewComment]]:

@@ -31,7 +31,9 @@ def snapshot_working_tree(repo: Path, scratch: Path) -> tuple[str, dict[str, str
     read it, path -> why a file was left as the index has it)."""
     objects = scratch / "objects"
     objects.mkdir(parents=True, exist_ok=True)
-    repository_objects = Path(repo, git(repo, "rev-parse", "--git-path", "objects").decode("utf-8", "surrogateescape").strip())
+    repository_objects = Path(
+        repo, git(repo, "rev-parse", "--git-path", "objects").decode("utf-8", "surrogateescape").strip()
+    )
     environment = {
         "GIT_INDEX_FILE": str(scratch / "snapshot-index"),
         "GIT_OBJECT_DIRECTORY": str(objects),
@@ -73,12 +75,16 @@ def snapshot_working_tree(repo: Path, scratch: Path) -> tuple[str, dict[str, str
     if pending:
         # Scratch copies have plain names outside the repository: no attribute can apply, and --no-filters says so.
         names = b"".join(str(copy).encode() + b"\n" for _, _, copy in pending)
-        hashed = git(repo, "hash-object", "-w", "--no-filters", "--stdin-paths", input_bytes=names, environment=environment).split()
+        hashed = git(
+            repo, "hash-object", "-w", "--no-filters", "--stdin-paths", input_bytes=names, environment=environment
+        ).split()
         if len(hashed) != len(pending):
             raise ReviewError("git hash-object did not hash every changed file")
         for (raw_path, new_mode, _), object_id in zip(pending, hashed):
             entries[raw_path] = (new_mode, object_id.decode("ascii"))
-    index_info = b"".join(f"{mode} {object_id}\t".encode() + raw_path + b"\0" for raw_path, (mode, object_id) in entries.items())
+    index_info = b"".join(
+        f"{mode} {object_id}\t".encode() + raw_path + b"\0" for raw_path, (mode, object_id) in entries.items()
+    )
     git(repo, "update-index", "-z", "--index-info", input_bytes=index_info, environment=environment)
     tree = git(repo, "write-tree", environment=environment).decode().strip()
     return tree, environment, left_out

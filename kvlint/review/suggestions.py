@@ -74,7 +74,9 @@ class FixRegions:
         new_window = _spliced(self.text[window_start:window_end], edits, window_start).splitlines()
         old_window = self.lines[top : bottom + 1]
         blocks = _changed_blocks(old_window, new_window)
-        if any((op[1] == 0 and top > 0) or (op[2] == len(old_window) and bottom < len(self.lines) - 1) for op in blocks):
+        if any(
+            (op[1] == 0 and top > 0) or (op[2] == len(old_window) and bottom < len(self.lines) - 1) for op in blocks
+        ):
             return _EXACT  # the change reaches the window's edge: only the whole file can say
         first_edit = min(edit.line for edit in fix.edits)
         last_edit = max(edit.end_line for edit in fix.edits)
@@ -87,15 +89,33 @@ class FixRegions:
             return _EXACT
         if not main:
             return None
-        merged = ("replace", min(op[1] for op in main), max(op[2] for op in main), min(op[3] for op in main), max(op[4] for op in main))
-        return _region(merged, old_window, new_window, top), [_region(op, self.lines, new_lines, 0) for op in import_blocks]
+        merged = (
+            "replace",
+            min(op[1] for op in main),
+            max(op[2] for op in main),
+            min(op[3] for op in main),
+            max(op[4] for op in main),
+        )
+        return _region(merged, old_window, new_window, top), [
+            _region(op, self.lines, new_lines, 0) for op in import_blocks
+        ]
 
     def _import_blocks(self, fix: Fix):
         """The changed blocks (whole-file coordinates) and new lines of this file with only the fix's imports applied."""
         key = tuple(sorted((change.module, change.name, change.add) for change in fix.imports))
         if key not in self._imports:
             # A no-op edit at the top carries the imports through apply_fixes, which then only updates them.
-            carrier = Finding("", 1, 1, 1, 1, "", "", "", fix=Fix(fix.title, fix.applicability, (TextEdit(0, 0, "", 1, 1, 1, 1),), fix.imports))
+            carrier = Finding(
+                "",
+                1,
+                1,
+                1,
+                1,
+                "",
+                "",
+                "",
+                fix=Fix(fix.title, fix.applicability, (TextEdit(0, 0, "", 1, 1, 1, 1),), fix.imports),
+            )
             try:
                 updated = apply_fixes(self.text, [carrier], unsafe=True).text
             except FixError:
@@ -135,7 +155,9 @@ class FixRegions:
                         at_start = False
                     if token.type == tokenize.NAME and not in_import and previous != ".":
                         row, column = token.start
-                        uses.setdefault(token.string, []).append(self._starts[row - 1] + column if row - 1 < len(self._starts) else -1)
+                        uses.setdefault(token.string, []).append(
+                            self._starts[row - 1] + column if row - 1 < len(self._starts) else -1
+                        )
                     previous = token.string if token.type == tokenize.OP else ""
             except (tokenize.TokenError, SyntaxError):
                 return None
@@ -165,7 +187,13 @@ def exact_fix_regions(text: str, finding: Finding) -> Regions | None:
         return None
     others = [op for op in blocks if op not in main]
     # Merging the blocks around the edit is exact: the equal lines between them map one to one.
-    merged = ("replace", min(op[1] for op in main), max(op[2] for op in main), min(op[3] for op in main), max(op[4] for op in main))
+    merged = (
+        "replace",
+        min(op[1] for op in main),
+        max(op[2] for op in main),
+        min(op[3] for op in main),
+        max(op[4] for op in main),
+    )
     return _region(merged, old, new, 0), [_region(op, old, new, 0) for op in others]
 
 

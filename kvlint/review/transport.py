@@ -16,8 +16,6 @@ import urllib.request
 from kvlint.errors import GitHubError
 
 
-
-
 def checked_token(raw: str) -> str:
     """The token without surrounding whitespace (a file read with a trailing newline); any other space,
     control or non-ASCII character is refused, without echoing the value."""
@@ -25,7 +23,9 @@ def checked_token(raw: str) -> str:
     if not token:
         raise GitHubError("no token: set GITHUB_TOKEN to post the review")
     if not all("!" <= char <= "~" for char in token):
-        raise GitHubError("GITHUB_TOKEN holds a space, control or non-ASCII character: refused (its value is not shown)")
+        raise GitHubError(
+            "GITHUB_TOKEN holds a space, control or non-ASCII character: refused (its value is not shown)"
+        )
     return token
 
 

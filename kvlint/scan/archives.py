@@ -61,7 +61,7 @@ def extract_python(archive: Path, selections: Mapping[str, Path], limits: Limits
             budget = min(limits.member_bytes, limits.kept_bytes - kept_bytes)
             if member.size > budget:
                 raise ArchiveError(_over_limit(archive, member.name, limits, kept_bytes))
-            target = selections[prefix] / member.name[len(prefix):]
+            target = selections[prefix] / member.name[len(prefix) :]
             target.parent.mkdir(parents=True, exist_ok=True)
             with member.open() as source:
                 copied = _copy(source, target, budget)
@@ -111,9 +111,10 @@ def _copy(source: BinaryIO, target: Path, budget: int) -> int:
 def _tar_members(archive: Path, limits: Limits) -> Iterator[_Member]:
     # Stream mode ("r|"): one pass, no seeking; the counting reader caps the decompressed stream, which
     # also bounds what tarfile itself reads into memory (long names, pax headers).
-    with gzip.open(archive, "rb") as compressed, tarfile.open(
-        fileobj=_CountingReader(compressed, limits.stream_bytes, archive), mode="r|"
-    ) as tar:
+    with (
+        gzip.open(archive, "rb") as compressed,
+        tarfile.open(fileobj=_CountingReader(compressed, limits.stream_bytes, archive), mode="r|") as tar,
+    ):
         for info in tar:
             regular = info.type in (tarfile.REGTYPE, tarfile.AREGTYPE)  # not sparse, links, devices, fifos
             yield _Member(info.name, regular, info.size, lambda info=info: tar.extractfile(info))

@@ -74,5 +74,7 @@ def load_config(path: Path | None) -> Config:
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         raise ConfigError(f"{path}: [tool.kvlint] per-file-ignores must be a table of glob = [codes]")
-    config.per_file_ignores = {glob: _string_list(codes, f"per-file-ignores.{glob}", path) for glob, codes in per_file.items()}
+    config.per_file_ignores = {
+        glob: _string_list(codes, f"per-file-ignores.{glob}", path) for glob, codes in per_file.items()
+    }
     return config

@@ -9,7 +9,24 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 # Never worth descending into.
-SKIPPED_FOLDERS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", ".mypy_cache", ".pytest_cache", "node_modules", "build", "dist", ".kvlint_cache"})
+SKIPPED_FOLDERS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        "node_modules",
+        "build",
+        "dist",
+        ".kvlint_cache",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -32,7 +49,11 @@ def is_excluded(display: str, patterns: list[str]) -> bool:
 
     def matches(pattern: str) -> bool:
         folder = pattern.rstrip("/") + "/*"
-        if fnmatchcase(posix, pattern) or fnmatchcase(posix, folder) or any(fnmatchcase(part, pattern) for part in parts):
+        if (
+            fnmatchcase(posix, pattern)
+            or fnmatchcase(posix, folder)
+            or any(fnmatchcase(part, pattern) for part in parts)
+        ):
             return True
         # A relative pattern (`vllm/v1/worker/*`) also matches inside an absolute or prefixed path,
         # as a scan of `--vllm-release` or of a checkout from elsewhere produces.
@@ -41,7 +62,9 @@ def is_excluded(display: str, patterns: list[str]) -> bool:
     return any(matches(pattern) for pattern in patterns)
 
 
-def collect_files(paths: list[Path], exclude: list[str], display_root: Path | None = None) -> tuple[list[SourceFile], list[PathProblem]]:
+def collect_files(
+    paths: list[Path], exclude: list[str], display_root: Path | None = None
+) -> tuple[list[SourceFile], list[PathProblem]]:
     """The files under `paths`, in walk order, each once. With `display_root`, a relative path is read
     under that folder but shown (and matched against excludes and per-file-ignores) as given."""
     files: list[SourceFile] = []
@@ -109,7 +132,12 @@ def walk_python(
                 entries = list(listing)
         except OSError as error:
             if problems is not None:
-                problems.append(PathProblem(str(error.filename if error.filename is not None else folder), f"cannot list folder: {error.strerror}"))
+                problems.append(
+                    PathProblem(
+                        str(error.filename if error.filename is not None else folder),
+                        f"cannot list folder: {error.strerror}",
+                    )
+                )
             continue
         folders: list[os.DirEntry] = []
         names: list[os.DirEntry] = []
@@ -128,7 +156,9 @@ def walk_python(
         for entry in folders:
             name = entry.name
             if name not in SKIPPED_FOLDERS and not (skip_folder is not None and skip_folder(entry.path)):
-                stack.append((entry.path, os.path.realpath(entry.path) if entry.is_symlink() else f"{real_folder}{os.sep}{name}"))
+                stack.append(
+                    (entry.path, os.path.realpath(entry.path) if entry.is_symlink() else f"{real_folder}{os.sep}{name}")
+                )
 
 
 def _python_file(entry: os.DirEntry, real_folder: str, problems: list[PathProblem] | None) -> tuple[str, str] | None:

@@ -23,8 +23,22 @@ from pathlib import Path
 from kvlint.analysis.containers import NAMING_WORD
 from kvlint.analysis.hierarchy import builtin_hierarchy
 from kvlint.analysis.tree_index import TreeIndex, build_tree_index, find_tree_root
-from kvlint.analysis.vocabulary import DCP_WORDS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE, RESOLVER_HOME, RESOLVER_NAME
-from kvlint.scan.storage import FileStat, content_digest, load_pickle, own_source_digest, save_pickle, stable_repr, trusted_stat
+from kvlint.analysis.vocabulary import (
+    DCP_WORDS,
+    DEFAULT_SCHEDULER_ONLY_PATHS,
+    INTERFACE_MODULE,
+    RESOLVER_HOME,
+    RESOLVER_NAME,
+)
+from kvlint.scan.storage import (
+    FileStat,
+    content_digest,
+    load_pickle,
+    own_source_digest,
+    save_pickle,
+    stable_repr,
+    trusted_stat,
+)
 
 INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD)
 _INDEX_FORMAT = 6
@@ -86,7 +100,9 @@ def index_digests(index: TreeIndex) -> IndexDigests:
 
 
 def build_project_index(
-    paths: list[Path], cache_dir: Path | None = None, scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS
+    paths: list[Path],
+    cache_dir: Path | None = None,
+    scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS,
 ) -> TreeIndex:
     """The index of the tree `paths` belong to; with `cache_dir`, reused while the tree's relevant files are unchanged."""
     return open_project_index(paths, cache_dir, scheduler_only_paths=scheduler_only_paths).index
@@ -149,7 +165,9 @@ def _tree_files(root: Path, known_stats: dict) -> dict[str, tuple | None]:
     return found
 
 
-def _snapshot(root: Path, old: dict[str, tuple], current: dict[str, tuple | None], started_ns: int) -> tuple[dict[str, tuple], bool]:
+def _snapshot(
+    root: Path, old: dict[str, tuple], current: dict[str, tuple | None], started_ns: int
+) -> tuple[dict[str, tuple], bool]:
     """(the new snapshot, whether the index is stale): files whose stat is unchanged keep their record;
     the others are read, hashed and judged again."""
     snapshots: dict[str, tuple] = {}
@@ -180,12 +198,20 @@ def _snapshot(root: Path, old: dict[str, tuple], current: dict[str, tuple | None
 def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_paths: tuple[str, ...]) -> IndexHandle:
     """The snapshot file maps each .py file under vllm/ to (stat or None, content digest, could matter)."""
     started_ns = time.time_ns()
-    key = hashlib.sha256(repr((_INDEX_FORMAT, str(root), own_source_digest(), scheduler_only_paths)).encode("utf-8", "backslashreplace")).hexdigest()
+    key = hashlib.sha256(
+        repr((_INDEX_FORMAT, str(root), own_source_digest(), scheduler_only_paths)).encode("utf-8", "backslashreplace")
+    ).hexdigest()
     snapshot_path = cache_dir / f"project-{key}.pickle"
     index_path = cache_dir / f"project-{key}-index.pickle"
     stored = load_pickle(snapshot_path)
-    valid = isinstance(stored, dict) and isinstance(stored.get("digests"), IndexDigests) and isinstance(stored.get("files"), dict)
-    old: dict[str, tuple] = {k: v for k, v in stored["files"].items() if type(v) is tuple and len(v) == 3} if valid else {}
+    valid = (
+        isinstance(stored, dict)
+        and isinstance(stored.get("digests"), IndexDigests)
+        and isinstance(stored.get("files"), dict)
+    )
+    old: dict[str, tuple] = (
+        {k: v for k, v in stored["files"].items() if type(v) is tuple and len(v) == 3} if valid else {}
+    )
     snapshots, stale = _snapshot(root, old, _tree_files(root, known_stats), started_ns)
 
     if valid and not stale:
@@ -195,12 +221,16 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_
             kept = load_pickle(index_path)
             if isinstance(kept, dict) and kept.get("digests") == digests and isinstance(kept.get("index"), TreeIndex):
                 return kept["index"]
-            return build_tree_index(root, scheduler_only_paths)  # the index file is gone or damaged: the unchanged tree rebuilds the same index
+            return build_tree_index(
+                root, scheduler_only_paths
+            )  # the index file is gone or damaged: the unchanged tree rebuilds the same index
 
         if snapshots != old:
             save_pickle(snapshot_path, {"digests": digests, "files": snapshots})
         return IndexHandle(str(root), load, digests=digests)
-    index = build_tree_index(root, scheduler_only_paths, frozenset(relative for relative, snapshot in snapshots.items() if snapshot[2]))
+    index = build_tree_index(
+        root, scheduler_only_paths, frozenset(relative for relative, snapshot in snapshots.items() if snapshot[2])
+    )
     digests = index_digests(index)
     # The index first: a snapshot never names an index that is not on disk.
     if save_pickle(index_path, {"digests": digests, "index": index}):

@@ -75,11 +75,15 @@ def module_path_of(path: str | Path, root: str | None, real_folders: dict[str, s
 
 def codes_for(display: str, codes: tuple[str, ...], config: Config) -> tuple[str, ...]:
     """The codes that run on one file, after its per-file-ignores."""
-    ignored = [code for glob, globbed in config.per_file_ignores.items() if is_excluded(display, [glob]) for code in globbed]
+    ignored = [
+        code for glob, globbed in config.per_file_ignores.items() if is_excluded(display, [glob]) for code in globbed
+    ]
     return tuple(c for c in codes if not matches(c, ignored)) if ignored else codes
 
 
-def job_for_file(path: Path, display: str, codes: tuple[str, ...], config: Config, project: ProjectIndex, data: bytes) -> Job:
+def job_for_file(
+    path: Path, display: str, codes: tuple[str, ...], config: Config, project: ProjectIndex, data: bytes
+) -> Job:
     """The job for one file linted on its own (by `fix` or the review), as a scan would have planned it."""
     return Job(0, display, module_path_of(path, project.root), codes_for(display, codes, config), data)
 
@@ -123,7 +127,13 @@ def _run_in_pool(work: Iterable[Job], workers: int, state: WorkerState) -> Itera
                 try:
                     yield job, future.result()
                 except Exception as error:  # a worker died (killed, out of memory): say which file, go on
-                    yield job, unreadable(job.display, f"internal error in kvlint (worker process failed: {type(error).__name__}); re-run with --jobs 1")
+                    yield (
+                        job,
+                        unreadable(
+                            job.display,
+                            f"internal error in kvlint (worker process failed: {type(error).__name__}); re-run with --jobs 1",
+                        ),
+                    )
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise

@@ -60,7 +60,11 @@ def pip_settings(work_dir: Path) -> PipSettings:
     try:
         completed = subprocess.run(
             [sys.executable, "-I", "-m", "pip", "config", "list"],
-            cwd=work_dir, capture_output=True, text=True, timeout=60, check=False,
+            cwd=work_dir,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         lines = completed.stdout.splitlines() if completed.returncode == 0 else []
     except (OSError, subprocess.TimeoutExpired):
@@ -77,7 +81,7 @@ def pip_settings(work_dir: Path) -> PipSettings:
                 except (ValueError, SyntaxError):
                     continue
                 if isinstance(value, str):
-                    values[name[len(section) + 1:].replace("_", "-")] = value
+                    values[name[len(section) + 1 :].replace("_", "-")] = value
     return PipSettings(
         index_url=values.get("index-url") or DEFAULT_INDEX,
         cert=values.get("cert") or None,

@@ -127,7 +127,9 @@ def _fetch(spelled: str, key: str, releases: Path, quiet: bool, need_tests: bool
             _fetch_sdist(settings, sdist, scratch, releases, quiet, deadline)
         elif need_tests:
             index = redact(settings.index_url)
-            raise ReleaseError(f"{index} lists no source distribution of vllm {spelled}, the only file that holds its tests")
+            raise ReleaseError(
+                f"{index} lists no source distribution of vllm {spelled}, the only file that holds its tests"
+            )
         else:
             _fetch_wheel(spelled, key, scratch, releases, quiet, deadline)
 
@@ -138,7 +140,9 @@ def _find_sdist(settings: PipSettings, key: str, deadline: float) -> IndexFile |
     matches = [
         file
         for file in project_files(settings, "vllm", deadline)
-        if file.filename.startswith("vllm-") and file.filename.endswith(".tar.gz") and _key_or_none(_sdist_version(file)) == key
+        if file.filename.startswith("vllm-")
+        and file.filename.endswith(".tar.gz")
+        and _key_or_none(_sdist_version(file)) == key
     ]
     return min(matches, key=lambda file: file.filename, default=None)
 
@@ -147,13 +151,18 @@ def _sdist_version(sdist: IndexFile) -> str:
     return sdist.filename[len("vllm-") : -len(".tar.gz")]
 
 
-def _fetch_sdist(settings: PipSettings, sdist: IndexFile, scratch: Path, releases: Path, quiet: bool, deadline: float) -> None:
+def _fetch_sdist(
+    settings: PipSettings, sdist: IndexFile, scratch: Path, releases: Path, quiet: bool, deadline: float
+) -> None:
     spelled = normalize(_sdist_version(sdist))
     top = sdist.filename[: -len(".tar.gz")] + "/"  # an sdist holds one folder, vllm-<version>/
     if not quiet:
         size = f" ({sdist.size / 1e6:.1f} MB)" if sdist.size else ""
         host = urlsplit(sdist.url).hostname
-        print(f"kvlint: fetching {sdist.filename}{size} from {host}; its Python sources and tests are kept", file=sys.stderr)
+        print(
+            f"kvlint: fetching {sdist.filename}{size} from {host}; its Python sources and tests are kept",
+            file=sys.stderr,
+        )
     archive = scratch / "release.tar.gz"  # not the index's file name: that is not ours to trust
     download(settings, sdist, archive, SDIST_LIMIT_BYTES, deadline)
     sources, tests = scratch / "sources", scratch / "tests"
@@ -206,9 +215,13 @@ def _pip_download_wheel(spelled: str, scratch: Path, deadline: float) -> Path:
                 except subprocess.TimeoutExpired:
                     pass
                 if _size_of(scratch) > WHEEL_LIMIT_BYTES:
-                    raise ReleaseError(f"the wheel of vllm {spelled} is over the {WHEEL_LIMIT_BYTES // MB} MB limit: stopped")
+                    raise ReleaseError(
+                        f"the wheel of vllm {spelled} is over the {WHEEL_LIMIT_BYTES // MB} MB limit: stopped"
+                    )
                 if time.monotonic() > deadline:
-                    raise ReleaseError(f"gave up fetching the wheel of vllm {spelled}: over the {TIME_LIMIT_S} s time limit")
+                    raise ReleaseError(
+                        f"gave up fetching the wheel of vllm {spelled}: over the {TIME_LIMIT_S} s time limit"
+                    )
         finally:
             if process.poll() is None:
                 process.kill()

@@ -58,7 +58,15 @@ def _is_triggers(value: object) -> bool:
 
 def configuration_key(project_digest: str, settings: dict, codes: tuple[str, ...]) -> str:
     """A hash of everything besides a file's own content, path and rules that its result depends on."""
-    parts = (FORMAT, __version__, own_source_digest(), sys.version_info[:2], codes, stable_repr(settings), project_digest)
+    parts = (
+        FORMAT,
+        __version__,
+        own_source_digest(),
+        sys.version_info[:2],
+        codes,
+        stable_repr(settings),
+        project_digest,
+    )
     return hashlib.sha256(repr(parts).encode("utf-8", "backslashreplace")).hexdigest()
 
 
@@ -100,7 +108,9 @@ class ResultCache:
             return None
         return _unpack(entry[4], display)
 
-    def matching(self, display: str, digest: str, stat: FileStat | None, scope: object, codes: tuple[str, ...]) -> FileResult | None:
+    def matching(
+        self, display: str, digest: str, stat: FileStat | None, scope: object, codes: tuple[str, ...]
+    ) -> FileResult | None:
         """The cached result when the file's content is the same (its stat changed, e.g. `touch`)."""
         entry = self._entry(display, scope, codes)
         if entry is None or entry[1] != digest:
@@ -109,7 +119,15 @@ class ResultCache:
         self.store(display, stat, digest, scope, codes, result)
         return result
 
-    def store(self, display: str, stat: FileStat | None, digest: str, scope: object, codes: tuple[str, ...], result: FileResult) -> None:
+    def store(
+        self,
+        display: str,
+        stat: FileStat | None,
+        digest: str,
+        scope: object,
+        codes: tuple[str, ...],
+        result: FileResult,
+    ) -> None:
         trusted = trusted_stat(stat, self.started_ns)
         entry = (None if trusted is None else tuple(trusted), digest, scope, codes, _pack(result))
         if self.entries.get(display) != entry:
@@ -122,7 +140,9 @@ class ResultCache:
             self.changed = True
 
     def save(self) -> None:
-        if self.changed and save_pickle(self.path, {"format": FORMAT, "entries": self.entries, "triggers": self.triggers}):
+        if self.changed and save_pickle(
+            self.path, {"format": FORMAT, "entries": self.entries, "triggers": self.triggers}
+        ):
             self.changed = False
             self._prune()
 
@@ -131,7 +151,10 @@ class ResultCache:
         try:
             with os.scandir(self.folder) as listing:
                 for item in listing:
-                    if item.name.startswith(("manifest-", ".manifest-", "project-", ".project-")) and item.stat().st_mtime < cutoff:
+                    if (
+                        item.name.startswith(("manifest-", ".manifest-", "project-", ".project-"))
+                        and item.stat().st_mtime < cutoff
+                    ):
                         os.unlink(item.path)
         except OSError:
             pass

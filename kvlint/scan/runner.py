@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
-from kvlint.scan.index_cache import IndexHandle, open_project_index
 from kvlint.engine.registry import matches, rules_for_codes, select_codes
 from kvlint.scan.config import Config
 from kvlint.scan.files import PathProblem, SourceFile, collect_files
+from kvlint.scan.index_cache import IndexHandle, open_project_index
 from kvlint.scan.jobs import Job, WorkerState, codes_for, lint_job, module_path_of, run_jobs
 from kvlint.scan.progress import Progress
 from kvlint.scan.result_cache import ResultCache, configuration_key
 from kvlint.scan.storage import FileStat, content_digest
 from kvlint.scan.triage import Triage, Verdict
-from kvlint.types import FileResult, Finding, unreadable
+from kvlint.types import UNREADABLE_CODE, FileResult, Finding, unreadable
 
 if TYPE_CHECKING:
     from kvlint.engine.rule import Rule
@@ -104,7 +104,9 @@ def scan(
     return _result(run)
 
 
-def _plan(paths: list[Path], config: Config, codes: tuple[str, ...], cache_dir: Path | None, display_root: Path | None) -> _Scan:
+def _plan(
+    paths: list[Path], config: Config, codes: tuple[str, ...], cache_dir: Path | None, display_root: Path | None
+) -> _Scan:
     """Which files, which project index, which cache: all decided before the first file is read."""
     files, problems = collect_files(paths, config.exclude, display_root)
     settings = config.rule_settings()
@@ -112,7 +114,11 @@ def _plan(paths: list[Path], config: Config, codes: tuple[str, ...], cache_dir: 
     known = {source.real: stat for source, stat in zip(files, stats) if source.real is not None and stat is not None}
     on_disk = paths if display_root is None else [display_root / path for path in paths]
     index = open_project_index(on_disk, cache_dir, known, tuple(config.scheduler_only_paths))
-    cache = ResultCache(cache_dir, configuration_key(index.digests.shared, settings, codes)) if cache_dir is not None else None
+    cache = (
+        ResultCache(cache_dir, configuration_key(index.digests.shared, settings, codes))
+        if cache_dir is not None
+        else None
+    )
     triage = Triage(codes, cache.triggers if cache is not None else None)
     run = _Scan(config, codes, files, problems, index, settings, cache, stats, triage)
     run.results = [None] * len(files)
@@ -189,15 +195,22 @@ def _store(run: _Scan, cache: ResultCache) -> None:
 
 
 def _result(run: _Scan) -> ScanResult:
-    done = [unreadable(p.display, p.cause) for p in run.problems if matches("KV000", run.codes)]
+    done = [unreadable(p.display, p.cause) for p in run.problems if matches(UNREADABLE_CODE, run.codes)]
     done.extend(r for r in run.results if r is not None)
     findings = sorted((f for r in done for f in r.findings if f.code in run.codes), key=Finding.sort_key)
     return ScanResult(files=done, index=run.index, codes=run.codes, findings=findings, cache_hits=run.hits)
 
 
 def _source_module_path(source: SourceFile, root: str | None, real_folders: dict[str, str]) -> str:
+    if root is None:  # outside a tree: the path as shown, not where `display_root` put it on disk
+        return module_path_of(source.display, None)
     # The walk already knows most files' real paths: then it is a string operation.
-    if source.real is not None and root is not None and source.real.startswith(root) and source.real[len(root) : len(root) + 1] == os.sep:
+    if (
+        source.real is not None
+        and root is not None
+        and source.real.startswith(root)
+        and source.real[len(root) : len(root) + 1] == os.sep
+    ):
         return source.real[len(root) + 1 :].replace(os.sep, "/")
     return module_path_of(source.path, root, real_folders)
 
@@ -218,7 +231,7 @@ def read_source(path: str, display: str) -> bytes | FileResult:
 
 def _cacheable(result: FileResult) -> bool:
     # A KV000 (syntax error, internal error, …) is cheap to reproduce and may be an environment accident.
-    return not any(f.code == "KV000" for f in result.findings)
+    return not any(f.code == UNREADABLE_CODE for f in result.findings)
 
 
 def _stat(path: str) -> FileStat | None:

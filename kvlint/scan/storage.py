@@ -15,6 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+import kvlint
+import kvlint.rules
 from kvlint.scan.files import walk_python
 
 # A file modified this close to (or after) the scan's start may change again within the same
@@ -42,7 +44,7 @@ class FileStat(NamedTuple):
     inode: int
 
     @classmethod
-    def of(cls, stat: os.stat_result) -> "FileStat":
+    def of(cls, stat: os.stat_result) -> FileStat:
         return cls(stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
 
 
@@ -80,17 +82,9 @@ def stable_repr(value: object) -> str:
 @lru_cache(maxsize=1)
 def own_source_digest() -> str:
     """Hash of kvlint's own sources, so an edited rule invalidates results even without a version bump."""
-    import kvlint
-
     digest = hashlib.sha256()
     package = Path(kvlint.__file__).parent
-    folders = [package]
-    try:
-        import kvlint.rules as rules
-
-        folders.extend(Path(p) for p in rules.__path__)
-    except ImportError:  # pragma: no cover - rules always ship with kvlint
-        pass
+    folders = [package, *(Path(p) for p in kvlint.rules.__path__)]
     for folder in folders:
         base = str(folder)
 

@@ -24,7 +24,8 @@ import math
 import os
 import sys
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 DCP_SIZES = (1, 2, 4, 8)
 # Large enough that every DCP size above divides it, as vLLM requires.
@@ -68,9 +69,7 @@ def construct(cls: type, wanted: dict[str, Any]) -> Any:
     missing = [
         name
         for name, field in fields.items()
-        if name not in wanted
-        and field.default is dataclasses.MISSING
-        and field.default_factory is dataclasses.MISSING  # type: ignore[misc]
+        if name not in wanted and field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING  # type: ignore[misc]
     ]
     if missing:
         raise NotExpressible(f"{cls.__name__} needs {', '.join(missing)} (unknown to kvlint)")
@@ -197,7 +196,7 @@ def build_kinds(specs: SpecFactory) -> dict[str, Callable[[], list[tuple[list[st
 
 def build_kv_cache_tensors(interface: Any, groups: list[tuple[list[str], Any]]) -> list[Any]:
     """One tensor per layer, all in one backing allocation (layer-outermost placement)."""
-    tensor_class = getattr(interface, "KVCacheTensor")
+    tensor_class = interface.KVCacheTensor
     field_names = {field.name for field in dataclasses.fields(tensor_class)}
     pages: list[tuple[str, int]] = []
     for layer_names, spec in groups:
@@ -277,9 +276,7 @@ def build_vllm_config(
         config_module.ParallelConfig,
         {"tensor_parallel_size": tensor_parallel_size, "decode_context_parallel_size": dcp},
     )
-    cache = construct(
-        config_module.CacheConfig, {"block_size": BLOCK_SIZE, "enable_prefix_caching": True}
-    )
+    cache = construct(config_module.CacheConfig, {"block_size": BLOCK_SIZE, "enable_prefix_caching": True})
     transfer = construct(
         config_module.KVTransferConfig,
         {
@@ -448,8 +445,7 @@ class SizingPaths:
         spans = [int(resolver(group.kv_cache_spec, dcp)) for group in groups]
         if math.lcm(*spans) != scheduler_block_size:
             raise AssertionError(
-                f"per-group spans {spans} do not have the scheduler block size "
-                f"{scheduler_block_size} as their LCM"
+                f"per-group spans {spans} do not have the scheduler block size {scheduler_block_size} as their LCM"
             )
         return spans
 

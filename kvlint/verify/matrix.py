@@ -8,11 +8,12 @@ dataclasses, which know their exit code and never print; `render_text` and
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Union
+from typing import Any, Union
 
 # One span per group, in group order; None where a path does not size that group.
-Spans = tuple[Union[int, None], ...]
+Spans = tuple[int | None, ...]
 # What a path gave for a cell: its spans, or the message of what it raised.
 PathResult = Union[Spans, str]
 
@@ -44,8 +45,7 @@ class CellResult:
         if not isinstance(reference, tuple) or name == "scheduler":
             return False
         return any(
-            mine is not None and theirs is not None and mine != theirs
-            for mine, theirs in zip(result, reference)
+            mine is not None and theirs is not None and mine != theirs for mine, theirs in zip(result, reference)
         )
 
 
@@ -147,16 +147,8 @@ def report_to_json(report: VerifyReport) -> dict[str, Any]:
                     if cell.scheduler_block_size is not None
                     else {}
                 ),
-                **(
-                    {"not_expressible": cell.not_expressible}
-                    if cell.not_expressible is not None
-                    else {}
-                ),
-                **(
-                    {"not_expressible_paths": dict(cell.not_expressible_paths)}
-                    if cell.not_expressible_paths
-                    else {}
-                ),
+                **({"not_expressible": cell.not_expressible} if cell.not_expressible is not None else {}),
+                **({"not_expressible_paths": dict(cell.not_expressible_paths)} if cell.not_expressible_paths else {}),
             }
             for cell in report.cells
         ],
@@ -182,9 +174,7 @@ def render_text(report: VerifyReport) -> str:
 
     def cell_text(cell: CellResult, name: str) -> str:
         if name in cell.not_expressible_paths:
-            number = footnotes.setdefault(
-                f"not evaluated: {cell.not_expressible_paths[name]}", len(footnotes) + 1
-            )
+            number = footnotes.setdefault(f"not evaluated: {cell.not_expressible_paths[name]}", len(footnotes) + 1)
             return f"n/a[{number}]"
         result = cell.paths.get(name)
         if result is None:
@@ -210,8 +200,7 @@ def render_text(report: VerifyReport) -> str:
         if len(row) != len(header):  # a "cannot express" row spans the path columns
             return "  ".join([row[0].ljust(widths[0]), row[1].rjust(widths[1]), row[2]])
         parts = [
-            text.rjust(widths[column]) if column == 1 else text.ljust(widths[column])
-            for column, text in enumerate(row)
+            text.rjust(widths[column]) if column == 1 else text.ljust(widths[column]) for column, text in enumerate(row)
         ]
         return "  ".join(parts).rstrip()
 

@@ -10,7 +10,18 @@ import ast
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kvlint.analysis.sizing.values import UNKNOWN, ClassRef, Container, Groups, Iter, Layer, LayerDict, Seq, spec_class, truth
+from kvlint.analysis.sizing.values import (
+    UNKNOWN,
+    ClassRef,
+    Container,
+    Groups,
+    Iter,
+    Layer,
+    LayerDict,
+    Seq,
+    spec_class,
+    truth,
+)
 from kvlint.analysis.vocabulary import CONTAINER_CLASS
 
 if TYPE_CHECKING:

@@ -20,8 +20,27 @@ from kvlint.analysis.ast_helpers import dotted
 from kvlint.analysis.sizing import builtins, statements
 from kvlint.analysis.sizing.program import Module, Program
 from kvlint.analysis.sizing.spec_members import SpecMembers
-from kvlint.analysis.sizing.values import BLOCK_SIZE, DCP, UNKNOWN, Bound, ClassRef, Container, Function, Group, Groups, Iter
-from kvlint.analysis.sizing.values import Layer, LayerDict, Opaque, Seq, compare, join, known_number, same, truth
+from kvlint.analysis.sizing.values import (
+    BLOCK_SIZE,
+    DCP,
+    UNKNOWN,
+    Bound,
+    ClassRef,
+    Container,
+    Function,
+    Group,
+    Groups,
+    Iter,
+    Layer,
+    LayerDict,
+    Opaque,
+    Seq,
+    compare,
+    join,
+    known_number,
+    same,
+    truth,
+)
 from kvlint.analysis.vocabulary import INTERFACE_MODULE, is_dcp_name
 
 MAX_DEPTH = 12  # nested calls; deeper ones are UNKNOWN
@@ -30,7 +49,9 @@ MAX_DEPTH = 12  # nested calls; deeper ones are UNKNOWN
 class Frame:
     """One running call: its module, the kind under evaluation, what it returned and what it recorded."""
 
-    def __init__(self, module: Module, group_spec=None, sites: dict[int, ast.AST] | None = None, layout: int | None = None):
+    def __init__(
+        self, module: Module, group_spec=None, sites: dict[int, ast.AST] | None = None, layout: int | None = None
+    ):
         self.module = module
         self.group_spec = group_spec
         # A known number of groups (1: a single-group config, where `cache_config.block_size` is the group's).
@@ -59,9 +80,17 @@ class Evaluator:
 
     # -- calls ----------------------------------------------------------------------------------
 
-    def call(self, module: Module, function: ast.FunctionDef, args: list, keywords: dict | None = None,
-             receiver=None, group_spec=None, sites: dict[int, ast.AST] | None = None,
-             layout: int | None = None) -> tuple[object, Frame]:
+    def call(
+        self,
+        module: Module,
+        function: ast.FunctionDef,
+        args: list,
+        keywords: dict | None = None,
+        receiver=None,
+        group_spec=None,
+        sites: dict[int, ast.AST] | None = None,
+        layout: int | None = None,
+    ) -> tuple[object, Frame]:
         """Run `function`; returns (its value, the frame with the values recorded at `sites`)."""
         frame = Frame(module, group_spec, sites, layout)
         if self.depth >= MAX_DEPTH:

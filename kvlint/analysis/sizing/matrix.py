@@ -45,7 +45,14 @@ class SizingPath:
 
     def as_reference(self) -> SizingPath:
         """The resolver standing in for the scheduler's path (a tree without `resolve_kv_cache_block_sizes`)."""
-        return SizingPath(self.name, self.module_path, self.qualname, self.line, "reference", (("scheduler", self.factors("scheduler") or ()),))
+        return SizingPath(
+            self.name,
+            self.module_path,
+            self.qualname,
+            self.line,
+            "reference",
+            (("scheduler", self.factors("scheduler") or ()),),
+        )
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,9 @@ class SizingAnalysis:
             return False
         if path.role == "predicate":
             target = against.factors("group")
-            return target is not None and any(f[index] != target[index] and "?" not in (f[index], target[index]) for _, f in path.views)
+            return target is not None and any(
+                f[index] != target[index] and "?" not in (f[index], target[index]) for _, f in path.views
+            )
         return any(_differs(f[index], against, index) for _, f in path.views)
 
     def _against(self, path: SizingPath) -> SizingPath | None:
@@ -97,7 +106,7 @@ def _differs(mine: str, scheduler: SizingPath, index: int) -> bool:
 
 
 def _factor(value, measure: str) -> str:
-    """"dcp", "1" or "?": what a span (block size × factor) or a bare factor says about DCP scaling."""
+    """ "dcp", "1" or "?": what a span (block size × factor) or a bare factor says about DCP scaling."""
     if not known_number(value):
         return "?"
     if measure == "span":
@@ -135,8 +144,13 @@ class _Analyser:
     def run(self, candidate: Candidate, spec, as_helper: bool, at: dict[int, ast.AST] | None = None):
         keywords = {p: spec for p in candidate.spec_params} if as_helper else {}
         return self.evaluator.call(
-            candidate.module, candidate.function, [], keywords,
-            receiver=candidate.receiver, group_spec=spec, sites=at if at is not None else candidate.sites,
+            candidate.module,
+            candidate.function,
+            [],
+            keywords,
+            receiver=candidate.receiver,
+            group_spec=spec,
+            sites=at if at is not None else candidate.sites,
         )
 
     def factor(self, candidate: Candidate, spec, as_helper: bool) -> str:
@@ -150,8 +164,16 @@ class _Analyser:
 
     def single_group_factor(self, candidate: Candidate, spec) -> str:
         """The scheduler's span when the config has one group: what the function returns first."""
-        value, _ = self.evaluator.call(candidate.module, candidate.function, [], {}, receiver=candidate.receiver,
-                                       group_spec=spec, sites={}, layout=1)
+        value, _ = self.evaluator.call(
+            candidate.module,
+            candidate.function,
+            [],
+            {},
+            receiver=candidate.receiver,
+            group_spec=spec,
+            sites={},
+            layout=1,
+        )
         if isinstance(value, tuple) and value:
             value = value[0]
         return _factor(value, "span") if known_number(value) else "?"
@@ -166,7 +188,8 @@ class _Analyser:
         self.predicates = []
         for helper in helpers:
             delegates = helper.sites and all(
-                isinstance(s, ast.Call) and isinstance(s.func, ast.Name) and s.func.id == RESOLVER_NAME for s in helper.sites.values()
+                isinstance(s, ast.Call) and isinstance(s.func, ast.Name) and s.func.id == RESOLVER_NAME
+                for s in helper.sites.values()
             )
             if delegates and helper.function.name != RESOLVER_NAME:
                 continue  # a wrapper of the resolver agrees with it by construction
@@ -192,7 +215,11 @@ class _Analyser:
         if not candidate.spec_params:
             return False
         from_params = any(sites.site_spec_from_parameter(s, candidate.spec_params) for s in candidate.sites.values())
-        return from_params or sites.has_dcp_param(candidate.function, candidate.module) or candidate.function.name == RESOLVER_NAME
+        return (
+            from_params
+            or sites.has_dcp_param(candidate.function, candidate.module)
+            or candidate.function.name == RESOLVER_NAME
+        )
 
     # -- columns ------------------------------------------------------------------------------------
 
@@ -205,15 +232,25 @@ class _Analyser:
             views = [("group", factors)]
             if is_resolver:
                 views.append(("scheduler", tuple(self.factor(helper, k.flattened(), True) for k in self.kinds)))
-            column = SizingPath(helper.name, helper.module.path, helper.qualname, helper.function.lineno,
-                                "resolver" if is_resolver else "predicate", tuple(views))
+            column = SizingPath(
+                helper.name,
+                helper.module.path,
+                helper.qualname,
+                helper.function.lineno,
+                "resolver" if is_resolver else "predicate",
+                tuple(views),
+            )
             if is_resolver and (resolver is None or helper.module.path.startswith(_CORE)):
                 resolver = column
             columns.append(column)
         return columns, resolver
 
     def _path_column(self, candidate: Candidate, is_reference: bool) -> SizingPath:
-        role = "reference" if is_reference else sites.role(candidate.module, candidate.qualname, candidate.classes, self.program.scheduler_only_paths)
+        role = (
+            "reference"
+            if is_reference
+            else sites.role(candidate.module, candidate.qualname, candidate.classes, self.program.scheduler_only_paths)
+        )
         views = []
         if role in ("worker", "both"):
             views.append(("group", tuple(self.factor(candidate, k.spec, False) for k in self.kinds)))
@@ -223,7 +260,9 @@ class _Analyser:
             single = tuple(self.single_group_factor(candidate, k.flattened()) for k in self.kinds)
             if set(single) != {"?"}:  # the function may not special-case one group at all
                 views.append(("single-group", single))
-        return SizingPath(candidate.name, candidate.module.path, candidate.qualname, candidate.function.lineno, role, tuple(views))
+        return SizingPath(
+            candidate.name, candidate.module.path, candidate.qualname, candidate.function.lineno, role, tuple(views)
+        )
 
     def _gate_tables(self, candidate: Candidate) -> list[tuple[Candidate, ast.IfExp, tuple[str, ...]]]:
         """Each inline DCP gate of a path with the factor it picks per kind."""
@@ -258,7 +297,10 @@ class _Analyser:
             truth_table = resolver.factors("group")
             helpers = [(h, h.function, factors, None) for h, factors in self.predicates if not _is_resolver(h)]
             inline = [(c, gate.test, factors, gate) for c, gate, factors in gates]
-            found = (self.divergent_predicate(c, anchor, factors, truth_table, resolver, gate) for c, anchor, factors, gate in [*helpers, *inline])
+            found = (
+                self.divergent_predicate(c, anchor, factors, truth_table, resolver, gate)
+                for c, anchor, factors, gate in [*helpers, *inline]
+            )
             divergences.extend(d for d in found if d is not None)
         for candidate, as_helper in [*((h, True) for h, _ in self.predicates), *((c, False) for c, _ in path_columns)]:
             divergences.extend(self.first_layer_unwraps(candidate, as_helper))
@@ -293,7 +335,9 @@ class _Analyser:
         view, mine = differing[index]
         kind = self.kinds[index]
         return PathDivergence(
-            candidate.module.path, candidate.qualname, candidate.function.lineno,
+            candidate.module.path,
+            candidate.qualname,
+            candidate.function.lineno,
             path=column.name,
             scheduler=scheduler.name,
             kind=kind.label,
@@ -305,20 +349,25 @@ class _Analyser:
             rejected_under_dcp=None if reachable else kind.rejected_under_dcp,
         )
 
-    def divergent_predicate(self, candidate: Candidate, anchor: ast.AST, factors, truth_table, resolver: SizingPath,
-                            gate: ast.IfExp | None) -> PredicateDivergence | None:
+    def divergent_predicate(
+        self, candidate: Candidate, anchor: ast.AST, factors, truth_table, resolver: SizingPath, gate: ast.IfExp | None
+    ) -> PredicateDivergence | None:
         differing = [i for i, (a, b) in enumerate(zip(factors, truth_table)) if "?" not in (a, b) and a != b]
         if not differing:
             return None
         _, reachable = self._pick(differing)
         return PredicateDivergence(
-            candidate.module.path, candidate.qualname, anchor.lineno,
+            candidate.module.path,
+            candidate.qualname,
+            anchor.lineno,
             column=candidate.module.column(anchor) if gate is not None else None,
             predicate=candidate.name,
             gate=" ".join(ast.unparse(gate).split()) if gate is not None else None,
             resolver=resolver.name,
             kinds=tuple((self.kinds[i].label, factors[i], truth_table[i]) for i in differing),
-            rejected_under_dcp=() if reachable else tuple(sorted({self.kinds[i].rejected_under_dcp for i in differing})),
+            rejected_under_dcp=()
+            if reachable
+            else tuple(sorted({self.kinds[i].rejected_under_dcp for i in differing})),
         )
 
     def first_layer_unwraps(self, candidate: Candidate, as_helper: bool) -> list[FirstLayerPick]:
@@ -337,11 +386,13 @@ class _Analyser:
             return cache[spec]
 
         for i, first in enumerate(layers):
-            for second in layers[i + 1:]:
+            for second in layers[i + 1 :]:
                 a, b = answer(Container((first, second))), answer(Container((second, first)))
                 if "?" in (a, b) or a == b:
                     continue
-                plausible = self._family(first.cls) == self._family(second.cls) and not (rejected[first.cls] or rejected[second.cls])
+                plausible = self._family(first.cls) == self._family(second.cls) and not (
+                    rejected[first.cls] or rejected[second.cls]
+                )
                 found.append((plausible, first, second, a, b))
         if not found:
             return []
@@ -349,9 +400,18 @@ class _Analyser:
         found.sort(key=lambda f: (not f[0], not (f[1].cls in attention and f[2].cls in attention)))
         plausible, first, second, a, b = found[0]
         return [
-            FirstLayerPick(candidate.module.path, candidate.qualname, pick.lineno, candidate.module.column(pick),
-                           function=candidate.name, first=first.cls, second=second.cls, answer=a, reversed_answer=b,
-                           plausible=plausible)
+            FirstLayerPick(
+                candidate.module.path,
+                candidate.qualname,
+                pick.lineno,
+                candidate.module.column(pick),
+                function=candidate.name,
+                first=first.cls,
+                second=second.cls,
+                answer=a,
+                reversed_answer=b,
+                plausible=plausible,
+            )
             for pick in picks
         ]
 

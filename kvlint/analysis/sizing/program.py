@@ -191,7 +191,11 @@ def read_program(root: Path, hierarchy: SpecHierarchy, only: frozenset[str] | No
                     selected[relative] = text
                 else:
                     maybe_callers[relative] = text
-    modules = {r: m for r, m in ((r, parse_module(r, t, partial=r != INTERFACE_MODULE)) for r, t in selected.items()) if m is not None}
+    modules = {
+        r: m
+        for r, m in ((r, parse_module(r, t, partial=r != INTERFACE_MODULE)) for r, t in selected.items())
+        if m is not None
+    }
     helper_names = {
         name
         for module in modules.values()
@@ -241,6 +245,8 @@ def _returned_spec(function: ast.FunctionDef, hierarchy: SpecHierarchy) -> Layer
             call = statement.value
             name = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", None)
             if name in hierarchy.bases:
-                overrides = [(k.arg, k.value.value) for k in call.keywords if k.arg and isinstance(k.value, ast.Constant)]
+                overrides = [
+                    (k.arg, k.value.value) for k in call.keywords if k.arg and isinstance(k.value, ast.Constant)
+                ]
                 return Layer(name, tuple(overrides))
     return None

@@ -13,7 +13,7 @@ from kvlint.analysis.sizing.matrix import SizingAnalysis, analyse_program
 from kvlint.analysis.sizing.program import Program, parse_module, spec_classes
 
 BUILTIN_MODULE = "vllm/v1/core/kv_cache_utils.py"
-BUILTIN_SOURCE = '''
+BUILTIN_SOURCE = """
 def iter_layer_specs(kv_cache_spec):
     if isinstance(kv_cache_spec, UniformTypeKVCacheSpecs):
         return kv_cache_spec.kv_cache_specs.values()
@@ -32,7 +32,7 @@ def resolve_kv_cache_block_sizes(kv_cache_config, vllm_config):
     groups = kv_cache_config.kv_cache_groups
     group_block_sizes = [resolve_dcp_kv_block_size(g.kv_cache_spec, dcp) for g in groups]
     return group_block_sizes
-'''
+"""
 
 # Every rule of one file asks for the same analysis: it is computed once per text (and kept bounded).
 _CACHE: dict[tuple[str, int], SizingAnalysis | None] = {}
@@ -66,6 +66,8 @@ def _analyse(module_path: str, text: str, hierarchy: SpecHierarchy) -> SizingAna
         else:
             module.functions = {**builtin.functions, **module.functions}
     try:
-        return analyse_program(Program(hierarchy, spec_classes(module, hierarchy), modules, None, source=f"{module_path} (alone)"))
+        return analyse_program(
+            Program(hierarchy, spec_classes(module, hierarchy), modules, None, source=f"{module_path} (alone)")
+        )
     except RecursionError:
         return None

@@ -69,7 +69,9 @@ def sizing_sites(function: ast.FunctionDef, module: Module, helpers: set[str]) -
 
 
 def spec_roots(function: ast.FunctionDef) -> set[str]:
-    return {a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs] if _spec_like(a.arg)}
+    return {
+        a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs] if _spec_like(a.arg)
+    }
 
 
 def has_dcp_param(function: ast.FunctionDef, module: Module) -> bool:

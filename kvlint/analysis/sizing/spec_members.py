@@ -86,8 +86,10 @@ class SpecMembers:
         key = (cls, attr)
         if key not in self._post_init_sets:
             member = self.member(cls, "__post_init__")
-            sets = member is not None and isinstance(member[1], ast.FunctionDef) and any(
-                isinstance(n, ast.Constant) and n.value == attr for n in ast.walk(member[1])
+            sets = (
+                member is not None
+                and isinstance(member[1], ast.FunctionDef)
+                and any(isinstance(n, ast.Constant) and n.value == attr for n in ast.walk(member[1]))
             )
             self._post_init_sets[key] = member if sets else None
         member = self._post_init_sets[key]

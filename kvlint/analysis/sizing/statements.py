@@ -130,7 +130,9 @@ def _jump(evaluator: Evaluator, node: ast.Break | ast.Continue, env: dict, frame
     return None
 
 
-def _definition(evaluator: Evaluator, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, env: dict, frame: Frame) -> dict | None:
+def _definition(
+    evaluator: Evaluator, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, env: dict, frame: Frame
+) -> dict | None:
     env[node.name] = UNKNOWN
     return env
 

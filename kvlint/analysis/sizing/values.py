@@ -178,14 +178,21 @@ def merge(a: dict | None, b: dict | None) -> dict | None:
 
 def compare(op: ast.cmpop, left, right) -> bool | None:
     """One comparison of a `Compare`; None when it cannot be decided."""
-    if left is UNKNOWN or right is UNKNOWN or isinstance(left, (Opaque, Function)) or isinstance(right, (Opaque, Function)):
+    if (
+        left is UNKNOWN
+        or right is UNKNOWN
+        or isinstance(left, (Opaque, Function))
+        or isinstance(right, (Opaque, Function))
+    ):
         return None
     if isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
         return _equality(op, left, right)
     if isinstance(op, (ast.In, ast.NotIn)):
         return _membership(op, left, right)
     if known_number(left) and known_number(right):
-        return {ast.Lt: left < right, ast.LtE: left <= right, ast.Gt: left > right, ast.GtE: left >= right}.get(type(op))
+        return {ast.Lt: left < right, ast.LtE: left <= right, ast.Gt: left > right, ast.GtE: left >= right}.get(
+            type(op)
+        )
     return None
 
 
@@ -195,7 +202,9 @@ def _equality(op: ast.cmpop, left, right) -> bool | None:
             return False if isinstance(op, (ast.Is, ast.Eq)) else True
         equal = left.names == right.names and len(left.names) == 1
     elif isinstance(left, (int, str, float, type(None))) and isinstance(right, (int, str, float, type(None))):
-        equal = left is right if isinstance(op, (ast.Is, ast.IsNot)) and (left is None or right is None) else left == right
+        equal = (
+            left is right if isinstance(op, (ast.Is, ast.IsNot)) and (left is None or right is None) else left == right
+        )
     else:
         return None
     return equal if isinstance(op, (ast.Is, ast.Eq)) else not equal
