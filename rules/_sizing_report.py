@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from kvlint.analysis.sizing.matrix import SizingAnalysis
+from kvlint.analysis.sizing.results import SizingAnalysis
 from kvlint.analysis.sizing.single_file import analyse_single_file
 from kvlint.types import Severity
 

@@ -59,45 +59,7 @@ class FakeGitHub:
                         "authorization": self.headers.get("Authorization"),
                     }
                 )
-                if fake.failure:
-                    return self._answer(*fake.failure)
-                path = self.path.split("?")[0]
-                if (self.command, path) in fake.answers:
-                    return self._answer(*fake.answers[(self.command, path)])
-                if self.command == "POST" and path == "/graphql":
-                    if fake.graphql_refused:
-                        return self._answer(200, {"errors": [{"message": "Resource not accessible by integration"}]})
-                    return self._answer(
-                        200,
-                        {
-                            "data": {
-                                "viewer": {
-                                    "login": fake.identity["login"].removesuffix("[bot]"),
-                                    "databaseId": fake.identity["id"],
-                                }
-                            }
-                        },
-                    )
-                if self.command == "GET" and path == "/user":
-                    if fake.user_refused:
-                        return self._answer(403, {"message": "Resource not accessible by integration"})
-                    return self._answer(200, fake.identity)
-                if self.command == "GET" and path == "/repos/o/r/pulls/7/comments":
-                    page = 1 if "page=1" in self.path else 2
-                    return self._answer(200, list(fake.comments.values()) if page == 1 else [])
-                if self.command == "GET" and path == "/repos/o/r/pulls/7":
-                    return self._answer(200, {"number": 7, "head": {"sha": fake.head_sha}})
-                if self.command == "POST" and path == "/repos/o/r/pulls/7/reviews":
-                    if fake.review_failure:
-                        return self._answer(*fake.review_failure)
-                    for comment in body["comments"]:
-                        fake.add_comment(comment["path"], comment["line"], comment["body"], fake.identity)
-                    return self._answer(200, {"id": 1, "state": "COMMENTED", "user": fake.identity})
-                match = re.fullmatch(r"/repos/o/r/pulls/comments/(\d+)", path)
-                if self.command == "DELETE" and match and int(match.group(1)) in fake.comments:
-                    del fake.comments[int(match.group(1))]
-                    return self._answer(204)
-                return self._answer(404, {"message": "Not Found"})
+                return self._answer(*fake.route(self.command, self.path, body))
 
             do_GET = do_POST = do_DELETE = _handle
 
@@ -105,6 +67,38 @@ class FakeGitHub:
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def route(self, method: str, full_path: str, body) -> tuple:
+        """The answer to one request, as (status, document[, headers]), the way GitHub answers it."""
+        if self.failure:
+            return self.failure
+        path = full_path.split("?")[0]
+        if (method, path) in self.answers:
+            return self.answers[(method, path)]
+        if method == "POST" and path == "/graphql":
+            if self.graphql_refused:
+                return 200, {"errors": [{"message": "Resource not accessible by integration"}]}
+            viewer = {"login": self.identity["login"].removesuffix("[bot]"), "databaseId": self.identity["id"]}
+            return 200, {"data": {"viewer": viewer}}
+        if method == "GET" and path == "/user":
+            if self.user_refused:
+                return 403, {"message": "Resource not accessible by integration"}
+            return 200, self.identity
+        if method == "GET" and path == "/repos/o/r/pulls/7/comments":
+            return 200, list(self.comments.values()) if "page=1" in full_path else []
+        if method == "GET" and path == "/repos/o/r/pulls/7":
+            return 200, {"number": 7, "head": {"sha": self.head_sha}}
+        if method == "POST" and path == "/repos/o/r/pulls/7/reviews":
+            if self.review_failure:
+                return self.review_failure
+            for comment in body["comments"]:
+                self.add_comment(comment["path"], comment["line"], comment["body"], self.identity)
+            return 200, {"id": 1, "state": "COMMENTED", "user": self.identity}
+        match = re.fullmatch(r"/repos/o/r/pulls/comments/(\d+)", path)
+        if method == "DELETE" and match and int(match.group(1)) in self.comments:
+            del self.comments[int(match.group(1))]
+            return (204,)
+        return 404, {"message": "Not Found"}
 
     def add_comment(self, path: str, line: int | None, body: str, user: dict) -> int:
         self.next_id += 1

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kvlint.analysis.hierarchy import SpecHierarchy
-from kvlint.analysis.sizing.matrix import SizingAnalysis
+from kvlint.analysis.sizing.results import SizingAnalysis
 from kvlint.analysis.tree_index import TreeIndex
 from kvlint.scan import index_cache, runner
 from kvlint.scan import jobs as scan_jobs

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kvlint.analysis.sizing.divergences import FirstLayerPick, PathDivergence, PredicateDivergence
-from kvlint.analysis.sizing.matrix import SizingAnalysis
+from kvlint.analysis.sizing.results import SizingAnalysis
 from kvlint.analysis.sizing.values import Container, Layer
 from kvlint.engine.registry import all_rules
 from kvlint.rules._sizing_report import sizing_findings

@@ -13,7 +13,8 @@ from pathlib import Path
 from kvlint.analysis.containers import ContainerReachability, container_reachability
 from kvlint.analysis.hierarchy import SpecHierarchy, read_hierarchy
 from kvlint.analysis.resolver import find_resolver, read_resolver_rule
-from kvlint.analysis.sizing.matrix import SizingAnalysis, build_sizing_analysis
+from kvlint.analysis.sizing.matrix import build_sizing_analysis
+from kvlint.analysis.sizing.results import SizingAnalysis
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE
 
 

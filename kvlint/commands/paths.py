@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from kvlint.analysis.sizing.matrix import SizingAnalysis
+from kvlint.analysis.sizing.results import SizingAnalysis
 from kvlint.analysis.tree_index import find_tree_root
 from kvlint.engine.summary import EXIT_CLEAN
 from kvlint.errors import TargetError

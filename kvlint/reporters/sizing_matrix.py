@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from kvlint.analysis.sizing.matrix import SizingAnalysis, SizingPath
+from kvlint.analysis.sizing.results import SizingAnalysis, SizingPath
 from kvlint.engine.registry import all_rules
 from kvlint.rules._sizing_report import sizing_findings
 

@@ -93,7 +93,7 @@ def changed_files(repo: Path, trees: Trees) -> Change:
     hunks = _lines_by_path(patch)
     files: dict[str, ChangedFile] = {}
     refused = [f"{path}: {why}" for path, why in trees.left_out.items()]
-    for status, mode, raw_path in _parse_listing(listing):
+    for _status, mode, raw_path in _parse_listing(listing):
         path = decoded_path(raw_path)
         if path in trees.left_out:
             continue

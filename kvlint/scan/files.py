@@ -85,10 +85,10 @@ def collect_files(
         elif on_disk.is_dir():
             base, shown = str(on_disk), str(given)
 
-            def displayed(path: str) -> str:
+            def displayed(path: str, base: str = base, shown: str = shown) -> str:
                 return path if base == shown or not path.startswith(base) else shown + path[len(base) :]
 
-            def excluded_folder(path: str) -> bool:
+            def excluded_folder(path: str, displayed=displayed) -> bool:
                 return bool(exclude) and is_excluded(displayed(path), exclude)
 
             walk_problems: list[PathProblem] = []

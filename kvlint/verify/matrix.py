@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 # One span per group, in group order; None where a path does not size that group.
 Spans = tuple[int | None, ...]
 # What a path gave for a cell: its spans, or the message of what it raised.
-PathResult = Union[Spans, str]
+PathResult = Spans | str
 
 
 class ReportError(Exception):

@@ -63,8 +63,7 @@ def run_child(run: ChildRun) -> VerifyReport:
                 cwd=scratch,  # a stray ./vllm folder must not shadow the tree under test
                 env=child_environment(),
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                capture_output=True,
                 text=True,
                 errors="replace",
                 timeout=run.timeout_s,

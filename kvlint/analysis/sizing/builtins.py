@@ -25,7 +25,8 @@ from kvlint.analysis.sizing.values import (
 from kvlint.analysis.vocabulary import CONTAINER_CLASS
 
 if TYPE_CHECKING:
-    from kvlint.analysis.sizing.evaluator import Evaluator, Frame
+    from kvlint.analysis.sizing.evaluator import Evaluator
+    from kvlint.analysis.sizing.frame import Frame
 
 
 def call(evaluator: Evaluator, name: str, args: list[ast.expr], env: dict, frame: Frame):

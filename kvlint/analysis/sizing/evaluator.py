@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from kvlint.analysis.ast_helpers import dotted
 from kvlint.analysis.sizing import builtins, statements
+from kvlint.analysis.sizing.frame import Frame
 from kvlint.analysis.sizing.program import Module, Program
 from kvlint.analysis.sizing.spec_members import SpecMembers
 from kvlint.analysis.sizing.values import (
@@ -36,6 +37,7 @@ from kvlint.analysis.sizing.values import (
     Opaque,
     Seq,
     compare,
+    iterated,
     join,
     known_number,
     same,
@@ -44,27 +46,6 @@ from kvlint.analysis.sizing.values import (
 from kvlint.analysis.vocabulary import INTERFACE_MODULE, is_dcp_name
 
 MAX_DEPTH = 12  # nested calls; deeper ones are UNKNOWN
-
-
-class Frame:
-    """One running call: its module, the kind under evaluation, what it returned and what it recorded."""
-
-    def __init__(
-        self, module: Module, group_spec=None, sites: dict[int, ast.AST] | None = None, layout: int | None = None
-    ):
-        self.module = module
-        self.group_spec = group_spec
-        # A known number of groups (1: a single-group config, where `cache_config.block_size` is the group's).
-        self.layout = layout
-        self.returns: list = []
-        self.sites = sites or {}
-        self.recorded: dict[int, list] = {}
-        self.setattrs: dict[str, list] = {}
-        self.jumps: list[list[dict]] = []  # per enclosing loop: the states `break`/`continue` leave with
-
-    def record(self, node: ast.AST, value) -> None:
-        if id(node) in self.sites:
-            self.recorded.setdefault(id(node), []).append(value)
 
 
 _EMPTY_MODULE = Module("<none>", ast.Module(body=[], type_ignores=[]), "")
@@ -325,15 +306,7 @@ class Evaluator:
 
     def items(self, value) -> list:
         """The elements iterating `value` yields; [] when unknown."""
-        if isinstance(value, Groups):
-            return [Group(value.spec)]
-        if isinstance(value, (Seq, Iter)):
-            return list(value.items)
-        if isinstance(value, tuple):
-            return list(value)
-        if isinstance(value, LayerDict):
-            return [UNKNOWN] * len(value.layers)  # keys: layer names
-        return []
+        return iterated(value)
 
     def comprehension(self, node, env: dict, frame: Frame) -> list | None:
         """Element values, or None when the iteration is not exactly known (sites are still reached)."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from kvlint.analysis.sizing.evaluator import Evaluator, Frame
+from kvlint.analysis.sizing.evaluator import Evaluator
+from kvlint.analysis.sizing.frame import Frame
 from kvlint.analysis.sizing.program import Program
 from kvlint.analysis.sizing.values import Container, Layer, truth
 from kvlint.analysis.vocabulary import ATTENTION_ROOT, CONTAINER_CLASS

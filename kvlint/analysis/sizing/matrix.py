@@ -12,123 +12,28 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
 
 from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.sizing import sites
 from kvlint.analysis.sizing.divergences import Divergence, FirstLayerPick, PathDivergence, PredicateDivergence
 from kvlint.analysis.sizing.evaluator import Evaluator
-from kvlint.analysis.sizing.kinds import SpecKind, spec_kinds
+from kvlint.analysis.sizing.kinds import spec_kinds
 from kvlint.analysis.sizing.program import Program, read_program
+from kvlint.analysis.sizing.results import (
+    SizingAnalysis,
+    SizingPath,
+    combined_factor,
+    differs,
+    factor_word,
+    measure_of,
+    tokens_for,
+)
 from kvlint.analysis.sizing.sites import Candidate
-from kvlint.analysis.sizing.values import BLOCK_SIZE, DCP, Container, Layer, join, known_number
+from kvlint.analysis.sizing.values import DCP, Container, Layer, join, known_number
 from kvlint.analysis.vocabulary import ATTENTION_ROOT, DEFAULT_SCHEDULER_ONLY_PATHS, RESOLVER_NAME, SCHEDULER_REFERENCE
 
 _CORE = "vllm/v1/core/"  # where upstream's own reference path and resolver live: preferred over copies
-
-
-@dataclass(frozen=True)
-class SizingPath:
-    """A column: one sizing path or predicate and the DCP factor it applies to each kind."""
-
-    name: str  # module:function, module dotted
-    module_path: str
-    qualname: str
-    line: int
-    role: str  # reference | resolver | predicate | scheduler | worker | both
-    # Per view ("group" = container as given, "scheduler" = flattened, "single-group"): one factor per kind.
-    views: tuple[tuple[str, tuple[str, ...]], ...]
-
-    def factors(self, view: str) -> tuple[str, ...] | None:
-        return next((f for v, f in self.views if v == view), None)
-
-    def as_reference(self) -> SizingPath:
-        """The resolver standing in for the scheduler's path (a tree without `resolve_kv_cache_block_sizes`)."""
-        return SizingPath(
-            self.name,
-            self.module_path,
-            self.qualname,
-            self.line,
-            "reference",
-            (("scheduler", self.factors("scheduler") or ()),),
-        )
-
-
-@dataclass(frozen=True)
-class SizingAnalysis:
-    """Plain, picklable results of the cross-file analysis (TreeIndex.sizing)."""
-
-    kinds: tuple[SpecKind, ...]
-    paths: tuple[SizingPath, ...]
-    divergences: tuple[Divergence, ...]
-    reference: str | None  # the scheduler's path name
-    resolver: str | None
-    source: str = ""
-    dcp: int = DCP
-    block_size: int = BLOCK_SIZE
-
-    def divergences_in(self, module_path: str) -> tuple[Divergence, ...]:
-        """The divergences placed in one module: all a rule linting that module reads of the analysis."""
-        return tuple(d for d in self.divergences if d.module_path == module_path)
-
-    def differs(self, path: SizingPath, index: int) -> bool:
-        """Whether this cell disagrees with what the path is compared against."""
-        against = self._against(path)
-        if against is None:
-            return False
-        if path.role == "predicate":
-            target = against.factors("group")
-            return target is not None and any(
-                f[index] != target[index] and "?" not in (f[index], target[index]) for _, f in path.views
-            )
-        return any(_differs(f[index], against, index) for _, f in path.views)
-
-    def _against(self, path: SizingPath) -> SizingPath | None:
-        if path.role in ("reference", "resolver"):
-            return None
-        if path.role == "predicate":
-            return next((p for p in self.paths if p.name == self.resolver), None)
-        found = next((p for p in self.paths if p.name == self.reference and p.role == "reference"), None)
-        if found is None and self.reference == self.resolver:
-            found = next((p for p in self.paths if p.name == self.resolver), None)
-            return found.as_reference() if found is not None else None
-        return found
-
-
-def _differs(mine: str, scheduler: SizingPath, index: int) -> bool:
-    """Whether `mine` matches none of the scheduler's known answers for this kind (one per layout)."""
-    theirs = {factors[index] for _, factors in scheduler.views} - {"?"}
-    return mine != "?" and bool(theirs) and mine not in theirs
-
-
-# -- from values to factors ---------------------------------------------------------------------------
-
-
-def _factor(value, measure: str) -> str:
-    """ "dcp", "1" or "?": what a span (block size × factor) or a bare factor says about DCP scaling."""
-    if not known_number(value):
-        return "?"
-    if measure == "span":
-        return {BLOCK_SIZE * DCP: "dcp", BLOCK_SIZE: "1"}.get(value, "?")
-    return {DCP: "dcp", 1: "1"}.get(value, "?")
-
-
-def _measure(value) -> str | None:
-    if value in (BLOCK_SIZE, BLOCK_SIZE * DCP):
-        return "span"
-    if value in (1, DCP):
-        return "factor"
-    return None
-
-
-def _combine(values: list) -> str:
-    factors = {_factor(v, _measure(v) or "span") for v in values}
-    return factors.pop() if len(factors) == 1 else "?"
-
-
-def _tokens(factor: str) -> str:
-    return {"dcp": str(BLOCK_SIZE * DCP), "1": str(BLOCK_SIZE)}.get(factor, "?")
 
 
 # -- the analysis ---------------------------------------------------------------------------------------
@@ -156,11 +61,11 @@ class _Analyser:
     def factor(self, candidate: Candidate, spec, as_helper: bool) -> str:
         value, frame = self.run(candidate, spec, as_helper)
         if as_helper and known_number(value):
-            return _factor(value, _measure(value) or "span")
+            return factor_word(value, measure_of(value) or "span")
         if as_helper and any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(candidate.function)):
             return "?"  # what it returns is its answer; a size computed on one branch is not
         recorded = [join(frame.recorded[k]) for k in candidate.sites if k in frame.recorded]
-        return _combine(recorded) if recorded else "?"
+        return combined_factor(recorded) if recorded else "?"
 
     def single_group_factor(self, candidate: Candidate, spec) -> str:
         """The scheduler's span when the config has one group: what the function returns first."""
@@ -176,7 +81,7 @@ class _Analyser:
         )
         if isinstance(value, tuple) and value:
             value = value[0]
-        return _factor(value, "span") if known_number(value) else "?"
+        return factor_word(value, "span") if known_number(value) else "?"
 
     # -- candidates ---------------------------------------------------------------------------------
 
@@ -271,7 +176,7 @@ class _Analyser:
             values = []
             for kind in self.kinds:
                 _, frame = self.run(candidate, kind.spec, False, {id(gate): gate})
-                values.append(_combine([join(frame.recorded[id(gate)])]) if id(gate) in frame.recorded else "?")
+                values.append(combined_factor([join(frame.recorded[id(gate)])]) if id(gate) in frame.recorded else "?")
             tables.append((candidate, gate, tuple(values)))
         return tables
 
@@ -327,7 +232,7 @@ class _Analyser:
         differing: dict[int, tuple[str, str]] = {}
         for view, factors in column.views:
             for index, mine in enumerate(factors):
-                if index not in differing and _differs(mine, scheduler, index):
+                if index not in differing and differs(mine, scheduler, index):
                     differing[index] = (view, mine)
         if not differing:
             return None
@@ -342,8 +247,8 @@ class _Analyser:
             scheduler=scheduler.name,
             kind=kind.label,
             view=view if kind.is_container else None,
-            tokens=_tokens(mine),
-            expected_tokens=_tokens(reference[index]),
+            tokens=tokens_for(mine),
+            expected_tokens=tokens_for(reference[index]),
             dcp=DCP,
             also=tuple(self.kinds[i].label for i in differing if i != index),
             rejected_under_dcp=None if reachable else kind.rejected_under_dcp,

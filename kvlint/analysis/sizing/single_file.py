@@ -9,8 +9,9 @@ from __future__ import annotations
 import ast
 
 from kvlint.analysis.hierarchy import SpecHierarchy
-from kvlint.analysis.sizing.matrix import SizingAnalysis, analyse_program
+from kvlint.analysis.sizing.matrix import analyse_program
 from kvlint.analysis.sizing.program import Program, parse_module, spec_classes
+from kvlint.analysis.sizing.results import SizingAnalysis
 
 BUILTIN_MODULE = "vllm/v1/core/kv_cache_utils.py"
 BUILTIN_SOURCE = """

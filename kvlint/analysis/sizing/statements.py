@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from kvlint.analysis.sizing.values import UNKNOWN, Groups, merge, truth
 
 if TYPE_CHECKING:
-    from kvlint.analysis.sizing.evaluator import Evaluator, Frame
+    from kvlint.analysis.sizing.evaluator import Evaluator
+    from kvlint.analysis.sizing.frame import Frame
 
 _MAX_UNROLLED = 64  # iterations of a loop over a known sequence; a longer one runs once
 

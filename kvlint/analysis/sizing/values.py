@@ -220,3 +220,16 @@ def _membership(op: ast.cmpop, left, right) -> bool | None:
     if found is None:
         return None
     return found if isinstance(op, ast.In) else not found
+
+
+def iterated(value) -> list:
+    """The elements iterating `value` yields; [] when unknown."""
+    if isinstance(value, Groups):
+        return [Group(value.spec)]
+    if isinstance(value, (Seq, Iter)):
+        return list(value.items)
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, LayerDict):
+        return [UNKNOWN] * len(value.layers)  # keys: layer names
+    return []
