@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,7 +9,11 @@ import click
 
 from kvlint.errors import ConfigError
 from kvlint.scan.config import Config, find_pyproject, load_config
+from kvlint.scan.progress import Display, display_for
 from kvlint.scan.runner import ScanResult, scan
+
+# Where -q/--quiet is kept: in the click context, read by `is_quiet()`, so that no command has to pass it along.
+_QUIET = "kvlint.quiet"
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,34 @@ class Options:
 def split_codes(values: tuple[str, ...]) -> list[str]:
     """`--select KV101,KV102 --select KV103` → ["KV101", "KV102", "KV103"]."""
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def _remember_quiet(context: click.Context, _parameter, value: bool) -> None:
+    context.meta[_QUIET] = context.meta.get(_QUIET, False) or value
+
+
+def quiet_option(function):
+    """-q/--quiet: no progress or status lines on stderr (findings, errors and the summary still appear)."""
+    return click.option(
+        "--quiet",
+        "-q",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember_quiet,
+        help="No progress or status lines on stderr; findings, errors and the summary still appear.",
+    )(function)
+
+
+def is_quiet() -> bool:
+    """Whether this command runs with --quiet."""
+    context = click.get_current_context(silent=True)
+    return bool(context is not None and context.meta.get(_QUIET))
+
+
+def progress_display() -> Display:
+    """How this command shows its progress on stderr: not at all with --quiet, a live line on a terminal,
+    one line per phase elsewhere (a CI log). stdout never carries progress: JSON and SARIF stay clean."""
+    return display_for(is_quiet())
 
 
 def scan_options(function):
@@ -57,6 +88,7 @@ def scan_options(function):
             envvar="KVLINT_CACHE_DIR",
             help="Cache folder (default: ~/.cache/kvlint).",
         ),
+        quiet_option,
     ]
     for option in reversed(options):
         function = option(function)
@@ -74,7 +106,9 @@ def resolve_options(
     cache_dir: str | None,
     quiet: bool,
 ) -> Options:
-    """The targets, configuration and cache folder the command line names; says on stderr which tree."""
+    """The targets, configuration and cache folder the command line names; says on stderr which tree
+    (unless `quiet` or --quiet)."""
+    quiet = quiet or is_quiet()
     targets = _targets(paths, release, quiet, Path(cache_dir) if cache_dir else None)
     pyproject = Path(config_path) if config_path else find_pyproject(Path.cwd())
     if config_path and not pyproject.is_file():
@@ -111,8 +145,8 @@ def _cache_folder(no_cache: bool, cache_dir: str | None) -> Path | None:
     return (Path(cache_dir) if cache_dir else cache_root()) / "results"
 
 
-def run_scan(options: Options, progress: bool) -> ScanResult:
-    """Run the rules as the options say; the progress line only ever goes to a terminal."""
+def run_scan(options: Options, progress: bool = True) -> ScanResult:
+    """Run the rules as the options say, showing the scan's phases on stderr (`progress_display`)."""
     return scan(
         options.paths,
         options.config,
@@ -120,5 +154,5 @@ def run_scan(options: Options, progress: bool) -> ScanResult:
         options.ignore,
         options.jobs,
         cache_dir=options.cache_dir,
-        progress=progress and sys.stderr.isatty(),
+        progress=progress_display() if progress else Display.NONE,
     )
