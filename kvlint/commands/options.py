@@ -7,13 +7,11 @@ from pathlib import Path
 
 import click
 
+from kvlint.commands.quiet import is_quiet, progress_display, quiet_option
 from kvlint.errors import ConfigError
 from kvlint.scan.config import Config, find_pyproject, load_config
-from kvlint.scan.progress import Display, display_for
+from kvlint.scan.progress import Display
 from kvlint.scan.runner import ScanResult, scan
-
-# Where -q/--quiet is kept: in the click context, read by `is_quiet()`, so that no command has to pass it along.
-_QUIET = "kvlint.quiet"
 
 
 @dataclass(frozen=True)
@@ -29,34 +27,6 @@ class Options:
 def split_codes(values: tuple[str, ...]) -> list[str]:
     """`--select KV101,KV102 --select KV103` → ["KV101", "KV102", "KV103"]."""
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
-
-
-def _remember_quiet(context: click.Context, _parameter, value: bool) -> None:
-    context.meta[_QUIET] = context.meta.get(_QUIET, False) or value
-
-
-def quiet_option(function):
-    """-q/--quiet: no progress or status lines on stderr (findings, errors and the summary still appear)."""
-    return click.option(
-        "--quiet",
-        "-q",
-        is_flag=True,
-        expose_value=False,
-        callback=_remember_quiet,
-        help="No progress or status lines on stderr; findings, errors and the summary still appear.",
-    )(function)
-
-
-def is_quiet() -> bool:
-    """Whether this command runs with --quiet."""
-    context = click.get_current_context(silent=True)
-    return bool(context is not None and context.meta.get(_QUIET))
-
-
-def progress_display() -> Display:
-    """How this command shows its progress on stderr: not at all with --quiet, a live line on a terminal,
-    one line per phase elsewhere (a CI log). stdout never carries progress: JSON and SARIF stay clean."""
-    return display_for(is_quiet())
 
 
 def scan_options(function):

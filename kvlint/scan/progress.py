@@ -34,6 +34,10 @@ def display_for(quiet: bool, stream=None) -> Display:
     return Display.LIVE if isatty is not None and isatty() else Display.LINES
 
 
+def _size(size: int) -> str:
+    return f"{size / _MB:.1f} MB" if size >= _MB // 10 else f"{max(size // 1000, 1)} kB"
+
+
 class Progress:
     """The phases and counts of one command's wait, shown as `display` says (True: LIVE, False: NONE)."""
 
@@ -65,7 +69,7 @@ class Progress:
         """The files the rules must parse are known (the rest were settled from their text or the cache)."""
         self.parse_bytes = max(size, 1)
         self.parse_started = time.monotonic()
-        self.phase(f"parsing {files:,} of them ({size / _MB:.1f} MB)")
+        self.phase(f"parsing {files:,} of them ({_size(size)})")
 
     def advance(self, size: int = 0) -> None:
         """One more file settled; `size`: its bytes, when it was parsed."""
