@@ -96,14 +96,16 @@ def _targets(paths: tuple[str, ...], release: str | None, quiet: bool, cache_dir
         from kvlint.scan.releases import release_sources  # pip and zip handling: only when fetching
 
         root = release_sources(release, quiet=quiet, cache_dir=cache_dir)  # --cache-dir holds releases too
-        click.echo(f"kvlint: scanning vLLM {release} from PyPI ({root})", err=True)
+        if not quiet:
+            click.echo(f"kvlint: scanning vLLM {release} from PyPI ({root})", err=True)
         return [root / "vllm"]
     if paths:
         return [Path(p) for p in paths]
     from kvlint.scan.targets import default_target
 
     target, line = default_target(Path.cwd())
-    click.echo(line, err=True)
+    if not quiet:
+        click.echo(line, err=True)
     return [target]
 
 
