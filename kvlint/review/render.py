@@ -24,7 +24,8 @@ from kvlint.review.review import (
 from kvlint.types import Applicability
 
 SOURCE_NAME = "kvlint"
-SOURCE_URL = "https://pypi.org/project/kvlint/"
+# No URLs in rdjson: kvlint has no published home (the PyPI name `kvlint` is another project's); a rule's
+# documentation is `kvlint explain CODE`, or docs/rules/CODE.md in kvlint's repository.
 SUMMARY_MARKER = "<!-- kvlint:summary -->"
 # Inline markup anywhere (emphasis, links, tables, strikethrough); block markup only where a line starts.
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\*_\[\]|~])")
@@ -283,7 +284,7 @@ def rdjson(review: Review, texts: dict[str, str]) -> dict:
                 "message": " ".join([escape_message(finding.message), *_placement_sentences(comment, finding)]),
                 "location": {"path": finding.path, "range": location_range},
                 "severity": "ERROR" if finding.severity.value == "error" else "WARNING",
-                "code": {"value": finding.code, "url": f"{SOURCE_URL}#{finding.code.lower()}"},
+                "code": {"value": finding.code},
             }
             if comment.suggestion is not None and finding.fix and finding.fix.applicability is Applicability.SAFE:
                 suggestions = [comment.suggestion, *companions.get((comment.path, comment.line), [])]
@@ -294,7 +295,7 @@ def rdjson(review: Review, texts: dict[str, str]) -> dict:
                 ]
             diagnostics.append(diagnostic)
     return {
-        "source": {"name": SOURCE_NAME, "url": SOURCE_URL},
+        "source": {"name": SOURCE_NAME},
         "severity": "ERROR" if diagnostics else "INFO",
         "diagnostics": diagnostics,
     }
