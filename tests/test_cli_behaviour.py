@@ -48,6 +48,13 @@ def tree(tmp_path) -> Path:
     return tmp_path
 
 
+def runner() -> CliRunner:
+    try:
+        return CliRunner(mix_stderr=False)  # click < 8.2 mixes stderr in unless told
+    except TypeError:
+        return CliRunner()
+
+
 def kvlint(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "kvlint", *arguments], cwd=cwd, capture_output=True, text=True, timeout=120
@@ -76,7 +83,7 @@ def kvlint(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
 )
 def test_every_usage_error_is_one_line_and_exit_2(arguments, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(main, arguments)
+    result = runner().invoke(main, arguments)
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
     [line] = result.stderr.splitlines()
@@ -93,15 +100,15 @@ def test_a_usage_error_from_the_real_command_names_kvlint_and_where_to_read_the_
 
 
 def test_control_characters_in_a_usage_error_are_escaped():
-    result = CliRunner().invoke(main, ["check", "--format", "a\nb\x1b[31m"])
+    result = runner().invoke(main, ["check", "--format", "a\nb\x1b[31m"])
     [line] = result.stderr.splitlines()
     assert "\x1b" not in line and "\\x1b" in line
 
 
 @pytest.mark.parametrize("command", [[], *([name] for name in sorted(COMMANDS))], ids=lambda c: c[0] if c else "kvlint")
 def test_dash_h_is_help(command):
-    short = CliRunner().invoke(main, [*command, "-h"])
-    long = CliRunner().invoke(main, [*command, "--help"])
+    short = runner().invoke(main, [*command, "-h"])
+    long = runner().invoke(main, [*command, "--help"])
     assert short.exit_code == long.exit_code == 0
     assert short.stdout == long.stdout and short.stdout.startswith("Usage: ")
     assert "-h, --help" in short.stdout
@@ -128,7 +135,7 @@ def test_ctrl_c_exits_130_in_every_command_that_waits(command, target, tree, mon
     """The real signal and the worker processes: tests/test_interrupt.py. Here: every command maps it to 130."""
     monkeypatch.chdir(tree)
     monkeypatch.setattr(target, interrupted)
-    result = CliRunner().invoke(main, command)
+    result = runner().invoke(main, command)
     assert result.exit_code == 130, result.output
     assert result.stderr.rstrip().endswith("kvlint: interrupted") and "Aborted!" not in result.stderr
 
