@@ -8,8 +8,11 @@ import sys
 import click
 
 from kvlint import __version__
-from kvlint.engine.summary import EXIT_ERROR
+from kvlint.engine.summary import EXIT_CLEAN, EXIT_ERROR
 from kvlint.errors import KvlintError
+
+# 128 + SIGINT: what a shell reports for a command stopped with Ctrl-C (1 would read as "findings").
+EXIT_INTERRUPTED = 130
 
 # Command name -> (module, attribute). A command's module is imported only when it is invoked (or help
 # lists it): `kvlint check` starts without the others.
@@ -25,7 +28,24 @@ COMMANDS = {
 
 
 class KvlintGroup(click.Group):
-    """Turns any error into one line and exit 2; a traceback only with --verbose. Loads commands lazily."""
+    """Turns any error into one line and exit 2 (click's usage errors too); a traceback only with
+    --verbose; Ctrl-C exits 130. Loads commands lazily."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name or "kvlint", complete_var, standalone_mode=False, **extra)
+        except click.exceptions.Abort:  # click's word for KeyboardInterrupt (and EOF at a prompt)
+            click.echo("kvlint: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except click.ClickException as error:
+            if type(error).__name__ == "NoArgsIsHelpError":  # `kvlint` alone: click shows the help (click >= 8.2)
+                error.show()
+                sys.exit(error.exit_code)
+            click.echo(f"kvlint: error: {_one_line(error)}", err=True)
+            sys.exit(EXIT_ERROR)
+        sys.exit(code if isinstance(code, int) else EXIT_CLEAN)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *COMMANDS})
@@ -55,7 +75,17 @@ class KvlintGroup(click.Group):
             ctx.exit(EXIT_ERROR)
 
 
-@click.group(cls=KvlintGroup)
+def _one_line(error: click.ClickException) -> str:
+    """click's message on one line, control characters escaped, with where to read the usage."""
+    text = " ".join(error.format_message().split())
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    context = getattr(error, "ctx", None)
+    if isinstance(error, click.UsageError) and context is not None:
+        text += f" (see `{context.command_path} --help`)"
+    return text
+
+
+@click.group(cls=KvlintGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kvlint")
 def main() -> None:
     """kvlint: find and fix KV-cache sizing bugs in vLLM (DCP scaling on container specs)."""

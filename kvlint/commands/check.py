@@ -32,10 +32,9 @@ def check(
 ):
     """Report findings. Exit 0 clean, 1 findings, 2 usage/config/internal error."""
     reporter = load_reporter(output_format)()
-    options = resolve_options(
-        paths, release, config_path, select, ignore, jobs, no_cache, cache_dir, quiet=reporter.MACHINE
-    )
-    result = run_scan(options, progress=not reporter.MACHINE)
+    # Status and progress go to stderr whatever the format (a CI log wants them; stdout stays the report).
+    options = resolve_options(paths, release, config_path, select, ignore, jobs, no_cache, cache_dir, quiet=False)
+    result = run_scan(options)
     summary = Summary(result.findings, len(result.files))
     if statistics and output_format == "text":
         for line in summary.statistics():

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
+from kvlint.commands.quiet import is_quiet, progress_display, quiet_option
 from kvlint.errors import ConfigError
 from kvlint.scan.config import Config, find_pyproject, load_config
+from kvlint.scan.progress import Display
 from kvlint.scan.runner import ScanResult, scan
 
 
@@ -57,6 +58,7 @@ def scan_options(function):
             envvar="KVLINT_CACHE_DIR",
             help="Cache folder (default: ~/.cache/kvlint).",
         ),
+        quiet_option,
     ]
     for option in reversed(options):
         function = option(function)
@@ -74,7 +76,9 @@ def resolve_options(
     cache_dir: str | None,
     quiet: bool,
 ) -> Options:
-    """The targets, configuration and cache folder the command line names; says on stderr which tree."""
+    """The targets, configuration and cache folder the command line names; says on stderr which tree
+    (unless `quiet` or --quiet)."""
+    quiet = quiet or is_quiet()
     targets = _targets(paths, release, quiet, Path(cache_dir) if cache_dir else None)
     pyproject = Path(config_path) if config_path else find_pyproject(Path.cwd())
     if config_path and not pyproject.is_file():
@@ -92,14 +96,16 @@ def _targets(paths: tuple[str, ...], release: str | None, quiet: bool, cache_dir
         from kvlint.scan.releases import release_sources  # pip and zip handling: only when fetching
 
         root = release_sources(release, quiet=quiet, cache_dir=cache_dir)  # --cache-dir holds releases too
-        click.echo(f"kvlint: scanning vLLM {release} from PyPI ({root})", err=True)
+        if not quiet:
+            click.echo(f"kvlint: scanning vLLM {release} from PyPI ({root})", err=True)
         return [root / "vllm"]
     if paths:
         return [Path(p) for p in paths]
     from kvlint.scan.targets import default_target
 
     target, line = default_target(Path.cwd())
-    click.echo(line, err=True)
+    if not quiet:
+        click.echo(line, err=True)
     return [target]
 
 
@@ -111,8 +117,8 @@ def _cache_folder(no_cache: bool, cache_dir: str | None) -> Path | None:
     return (Path(cache_dir) if cache_dir else cache_root()) / "results"
 
 
-def run_scan(options: Options, progress: bool) -> ScanResult:
-    """Run the rules as the options say; the progress line only ever goes to a terminal."""
+def run_scan(options: Options, progress: bool = True) -> ScanResult:
+    """Run the rules as the options say, showing the scan's phases on stderr (`progress_display`)."""
     return scan(
         options.paths,
         options.config,
@@ -120,5 +126,5 @@ def run_scan(options: Options, progress: bool) -> ScanResult:
         options.ignore,
         options.jobs,
         cache_dir=options.cache_dir,
-        progress=progress and sys.stderr.isatty(),
+        progress=progress_display() if progress else Display.NONE,
     )

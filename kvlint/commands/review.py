@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from kvlint.commands.quiet import progress_display, quiet_option
 from kvlint.engine.summary import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from kvlint.errors import KvlintError
 from kvlint.review import github_api, saved
@@ -96,6 +97,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 )
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when the diff has findings.")
 @click.option("--verbose", "-v", is_flag=True, help="Show the traceback of an internal error.")
+@quiet_option
 def review(
     base,
     head,
@@ -131,7 +133,9 @@ def review(
             make_review,  # the scan and the analysis, only once the settings hold
         )
 
-        result, texts = make_review(repo, base, head, config_path, _split(select) or None, _split(ignore), jobs)
+        result, texts = make_review(
+            repo, base, head, config_path, _split(select) or None, _split(ignore), jobs, progress_display()
+        )
         limit_review(result, max_comments)
         payload = github_review(result, max_comments)
         if output_format == "github-review":

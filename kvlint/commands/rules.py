@@ -26,15 +26,16 @@ def explain(code):
     rule = rule_by_code(code)
     if rule is None:
         raise click.UsageError(f"unknown rule {code!r}; `kvlint rules` lists them")
-    click.echo(f"# {rule.CODE} {rule.NAME}\n")
-    click.echo(rule.documentation())
+    click.echo(explanation(rule), nl=False)
+
+
+def explanation(rule) -> str:
+    """A rule's documentation as markdown: what `kvlint explain` prints and docs/rules/ holds."""
+    parts = [f"# {rule.CODE} {rule.NAME}\n", rule.documentation()]
     if rule.FIX_TITLE:
-        click.echo(f"\nFix: {rule.FIX_TITLE}")
+        parts.append(f"\nFix: {rule.FIX_TITLE}")
     if rule.INVALID:
-        click.echo("\n## Flagged (from the rule's tests)\n```python")
-        click.echo(rule.INVALID[0].source.rstrip())
-        click.echo("```")
+        parts += ["\n## Flagged (from the rule's tests)\n```python", rule.INVALID[0].source.rstrip(), "```"]
     if rule.VALID:
-        click.echo("\n## Not flagged (from the rule's tests)\n```python")
-        click.echo(rule.VALID[0].source.rstrip())
-        click.echo("```")
+        parts += ["\n## Not flagged (from the rule's tests)\n```python", rule.VALID[0].source.rstrip(), "```"]
+    return "\n".join(parts) + "\n"

@@ -9,7 +9,9 @@ from kvlint import __version__
 from kvlint.reporters.base import Reporter
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-INFORMATION_URI = "https://pypi.org/project/kvlint/"
+# No helpUri or informationUri: kvlint has no published home to link to (the PyPI name `kvlint` is another
+# project's), and SARIF wants absolute URIs. Each rule's full documentation is in its `help` instead; the
+# same text is in docs/rules/ of this repository.
 
 
 class SarifReporter(Reporter):
@@ -35,7 +37,6 @@ class SarifReporter(Reporter):
                         "text": rule.documentation() if rule else code,
                         "markdown": rule.documentation() if rule else code,
                     },
-                    "helpUri": f"{INFORMATION_URI}#{code.lower()}",
                     "defaultConfiguration": {"level": "error"},
                 }
             )
@@ -71,7 +72,6 @@ class SarifReporter(Reporter):
                         "driver": {
                             "name": "kvlint",
                             "version": __version__,
-                            "informationUri": INFORMATION_URI,
                             "rules": descriptors,
                         }
                     },

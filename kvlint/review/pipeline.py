@@ -25,11 +25,14 @@ from kvlint.review.diff import (
     resolve_commit,
     review_trees,
 )
-from kvlint.review.review import Review, build_review
+from kvlint.review.placement import new_findings, place
+from kvlint.review.review import Review, build_review, in_diff
 from kvlint.scan.config import Config, load_config
 from kvlint.scan.files import is_excluded
 from kvlint.scan.index_cache import build_project_index
+from kvlint.scan.progress import Display, Progress
 from kvlint.scan.runner import scan
+from kvlint.types import Finding
 
 
 def _worker_count(jobs: int | None) -> int | None:
@@ -64,13 +67,18 @@ def make_review(
     select: list[str] | None,
     ignore: list[str],
     jobs: int | None,
+    progress: Display = Display.NONE,
 ) -> tuple[Review, dict[str, str]]:
-    """The review of `head` (the working tree when None) against its merge base with `base`, and the texts read."""
+    """The review of `head` (the working tree when None) against its merge base with `base`, and the texts
+    read; `progress` says how its phases are shown on stderr."""
+    meter = Progress(progress)
     base_commit = resolve_commit(repo, base)
     head_commit = resolve_commit(repo, head) if head else None
     with tempfile.TemporaryDirectory(prefix="kvlint-review-") as scratch_name:
         scratch = Path(scratch_name)
-        change = changed_files(repo, review_trees(repo, base_commit, head_commit, scratch))
+        meter.phase("reading what the pull request changes")
+        trees = review_trees(repo, base_commit, head_commit, scratch)
+        change = changed_files(repo, trees)
         refused = list(change.refused)
         config = load_review_config(repo, base_commit, config_path, scratch)
         if head_commit is not None:
@@ -84,8 +92,9 @@ def make_review(
             for path in change.files
             if path.endswith(".py") and not is_excluded(path, config.exclude) and (tree / path).is_file()
         )
-        findings, texts, files_checked = [], {}, 0
+        findings, texts, files_checked, placed = [], {}, 0, {}
         if python:
+            meter.phase(f"reviewing {len(python):,} changed Python file{'s' if len(python) != 1 else ''}")
             # Paths relative to the tree: findings, excludes and per-file-ignores see repository paths.
             result = scan(
                 [Path(p) for p in python],
@@ -94,21 +103,17 @@ def make_review(
                 ignore,
                 _worker_count(jobs),
                 cache_dir=None,
+                progress=progress,
                 display_root=tree,
             )
-            for path in python:
-                try:
-                    texts[path] = decode_source((tree / path).read_bytes()).text
-                except (UnreadableSource, OSError):
-                    continue
+            texts = _texts(tree, python)
             findings = [f for f in result.findings if f.path in change.files]
             files_checked = len(result.files)
+            base_tree = _BaseTree(repo, trees.base, scratch / "base")
 
             def base_issue_keys() -> set[tuple[str, str, str, str]]:
-                base_tree = scratch / "base"
-                base_tree.mkdir(exist_ok=True)
-                materialise_python_tree(repo, base_commit, base_tree)
-                inside = [base_tree / p for p in python if (base_tree / p).is_file()] or [base_tree]
+                root = base_tree.ready()
+                inside = [root / p for p in python if (root / p).is_file()] or [root]
                 sizing = build_project_index(inside, scheduler_only_paths=tuple(config.scheduler_only_paths)).sizing
                 return {issue_key(issue) for issue in (sizing.divergences if sizing is not None else ())}
 
@@ -116,10 +121,54 @@ def make_review(
                 result.project, tree, change.files, texts, findings, result.rules, config, base_issue_keys
             )
             replaced_ids = {id(f) for f in replaced}
-            findings = [f for f in findings if id(f) not in replaced_ids] + anchored
-    review = build_review(findings, change.files, texts, refused, files_checked)
+            findings = [f for f in findings if id(f) not in replaced_ids]
+            # What the pull request causes on lines it does not change: new relative to the base's scan.
+            untouched = [f for f in findings if not in_diff(f, change.files.get(f.path))]
+            if untouched:
+                meter.phase("scanning the base revision's versions of those files, to tell new findings from old")
+                base_findings, base_texts = base_tree.scan(python, config, select, ignore, _worker_count(jobs))
+                for finding in new_findings(untouched, texts, base_findings, base_texts):
+                    placement = place(finding, change.files[finding.path], texts.get(finding.path, ""))
+                    if placement is not None:
+                        placed[id(finding)] = (placement.line, placement.note)
+            findings += anchored
+    review = build_review(findings, change.files, texts, refused, files_checked, placed)
     review.commit = head_commit or _head_commit(repo)
     return review, texts
+
+
+class _BaseTree:
+    """The base revision's Python files, written to a scratch folder once, when first needed."""
+
+    def __init__(self, repo: Path, commit: str, path: Path):
+        self.repo, self.commit, self.path = repo, commit, path
+
+    def ready(self) -> Path:
+        if not self.path.is_dir():
+            self.path.mkdir()
+            materialise_python_tree(self.repo, self.commit, self.path)
+        return self.path
+
+    def scan(
+        self, python: list[str], config: Config, select: list[str] | None, ignore: list[str], jobs: int | None
+    ) -> tuple[list[Finding], dict[str, str]]:
+        """The base revision's findings in the files `python` names (those it has), and their texts."""
+        root = self.ready()
+        present = [path for path in python if (root / path).is_file() and not (root / path).is_symlink()]
+        if not present:
+            return [], {}
+        result = scan([Path(p) for p in present], config, select, ignore, jobs, cache_dir=None, display_root=root)
+        return result.findings, _texts(root, present)
+
+
+def _texts(tree: Path, paths: list[str]) -> dict[str, str]:
+    texts = {}
+    for path in paths:
+        try:
+            texts[path] = decode_source((tree / path).read_bytes()).text
+        except (UnreadableSource, OSError):
+            continue
+    return texts
 
 
 def _head_commit(repo: Path) -> str | None:

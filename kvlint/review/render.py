@@ -24,7 +24,8 @@ from kvlint.review.review import (
 from kvlint.types import Applicability
 
 SOURCE_NAME = "kvlint"
-SOURCE_URL = "https://pypi.org/project/kvlint/"
+# No URLs in rdjson: kvlint has no published home (the PyPI name `kvlint` is another project's); a rule's
+# documentation is `kvlint explain CODE`, or docs/rules/CODE.md in kvlint's repository.
 SUMMARY_MARKER = "<!-- kvlint:summary -->"
 # Inline markup anywhere (emphasis, links, tables, strikethrough); block markup only where a line starts.
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\*_\[\]|~])")
@@ -152,6 +153,17 @@ def note_sentence(note: Note, path: str) -> str:
         return f"A safe fix exists but reaches beyond the lines this pull request changes: {code_span(f'kvlint fix {path}')} applies it."
     if note.kind == "commit-with-imports":
         return f"Commit this together with the import suggestion at line {note.line}."
+    if note.kind == "function-first-change":
+        return f"kvlint reports the whole-function finding at line {note.line}, where the function starts; it is shown here, on the function's first changed line."
+    if note.kind.startswith("new-finding-"):
+        where = {
+            "new-finding-at-call": "this changed line calls the function it is in",
+            "new-finding-in-function": "this is the nearest changed line of the function it is in",
+        }.get(note.kind, "this is the nearest changed line (no changed line leads to it directly)")
+        return (
+            f"The finding at line {note.line} sits on a line this pull request does not change, but the base "
+            f"revision does not have it: the change causes it. It is shown here because {where}."
+        )
     if note.kind == "fix-needs-imports":
         what = "the fix also adds " + ", ".join(
             code_span(f"from {module} import {name}") for module, name in note.imports
@@ -221,6 +233,15 @@ def markdown(review: Review, max_comments: int = DEFAULT_MAX_COMMENTS) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _placement_sentences(comment: ReviewComment, finding) -> list[str]:
+    """Why a finding is shown on its comment's line rather than its own (kvlint.review.placement)."""
+    return [
+        note_sentence(note, comment.path)
+        for note in comment.notes
+        if note.line == finding.line and (note.kind.startswith("new-finding-") or note.kind == "function-first-change")
+    ]
+
+
 def _utf8_column(line_text: str, column: int) -> int:
     """A 1-based character column as reviewdog wants it: 1-based, counted in UTF-8 bytes."""
     return len(line_text[: max(column - 1, 0)].encode("utf-8", "surrogatepass")) + 1
@@ -249,8 +270,9 @@ def rdjson(review: Review, texts: dict[str, str]) -> dict:
             if (
                 getattr(rule_class(finding.code), "REPORTS_WHOLE_FUNCTION", False)
                 or finding.end_line - finding.line > 20
+                or not finding.line <= comment.line <= max(finding.end_line, finding.line)
             ):
-                # A whole function: point at the changed line the comment sits on.
+                # A whole function, or a finding the change causes elsewhere: the changed line the comment sits on.
                 location_range = {"start": {"line": comment.line}}
             else:
                 location_range = {
@@ -259,10 +281,10 @@ def rdjson(review: Review, texts: dict[str, str]) -> dict:
                 }
             diagnostic: dict = {
                 # reviewdog posts the message as markdown: escaped like a review comment's.
-                "message": escape_message(finding.message),
+                "message": " ".join([escape_message(finding.message), *_placement_sentences(comment, finding)]),
                 "location": {"path": finding.path, "range": location_range},
                 "severity": "ERROR" if finding.severity.value == "error" else "WARNING",
-                "code": {"value": finding.code, "url": f"{SOURCE_URL}#{finding.code.lower()}"},
+                "code": {"value": finding.code},
             }
             if comment.suggestion is not None and finding.fix and finding.fix.applicability is Applicability.SAFE:
                 suggestions = [comment.suggestion, *companions.get((comment.path, comment.line), [])]
@@ -273,7 +295,7 @@ def rdjson(review: Review, texts: dict[str, str]) -> dict:
                 ]
             diagnostics.append(diagnostic)
     return {
-        "source": {"name": SOURCE_NAME, "url": SOURCE_URL},
+        "source": {"name": SOURCE_NAME},
         "severity": "ERROR" if diagnostics else "INFO",
         "diagnostics": diagnostics,
     }

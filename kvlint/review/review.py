@@ -34,7 +34,11 @@ class Note:
 
     kind: "fix-beyond-diff" (the fix reaches past the changed lines), "commit-with-imports" (`line`: the
     import suggestion's first line), "fix-needs-imports" (`imports`: (module, name) the fix adds outside
-    the diff), "fix-changes-lines" (the fix also changes lines `line`..`last` outside the diff).
+    the diff), "fix-changes-lines" (the fix also changes lines `line`..`last` outside the diff);
+    "function-first-change": a finding on a whole function (at `line`) shown on its first changed line;
+    "new-finding-at-call" / "-in-function" / "-in-file": a finding the pull request causes at `line`, which
+    it does not change, shown on a changed call to its function / the nearest changed line of its function
+    / of its file (kvlint.review.placement).
     """
 
     kind: str
@@ -43,7 +47,16 @@ class Note:
     imports: tuple[tuple[str, str], ...] = ()
 
 
-NOTE_KINDS = ("fix-beyond-diff", "commit-with-imports", "fix-needs-imports", "fix-changes-lines")
+NOTE_KINDS = (
+    "fix-beyond-diff",
+    "commit-with-imports",
+    "fix-needs-imports",
+    "fix-changes-lines",
+    "function-first-change",
+    "new-finding-at-call",
+    "new-finding-in-function",
+    "new-finding-in-file",
+)
 
 
 @dataclass
@@ -192,11 +205,15 @@ def build_review(
     texts: dict[str, str],
     refused: list[str],
     files_checked: int,
+    placed: dict[int, tuple[int, Note]] | None = None,
 ) -> Review:
+    """`placed`: id(finding) -> (changed line, note) for a finding the pull request causes on lines it
+    does not change (kvlint.review.placement); it belongs to the review, shown on that line."""
+    placed = placed or {}
     inside: list[Finding] = []
     outside: list[Finding] = []
     for finding in findings:
-        (inside if in_diff(finding, changes.get(finding.path)) else outside).append(finding)
+        (inside if id(finding) in placed or in_diff(finding, changes.get(finding.path)) else outside).append(finding)
     comments = _Comments()
     seen: dict[str, int] = {}
     lines_of: dict[str, list[str]] = {}
@@ -217,6 +234,10 @@ def build_review(
         changed = changes[finding.path]
         text = texts.get(finding.path)
         regions = None
+        if id(finding) in placed:
+            anchor, note = placed[id(finding)]
+            _add_on_line(comments, finding, anchor, [note], marker_for)
+            continue
         if text is not None and _has_safe_fix(finding):
             if finding.path not in regions_in:
                 regions_in[finding.path] = FixRegions(text)
@@ -246,19 +267,32 @@ def build_review(
             if finding.line in changed.added
             else changed.first_added(finding.line, max(finding.end_line, finding.line))
         )
-        host = comments.covering(finding.path, anchor)
-        if host is not None:
-            host.findings.append(finding)
-            host.markers.append(marker_for(finding))
-            continue
-        comment = ReviewComment(finding.path, anchor, None, [finding], [marker_for(finding)])
-        if _has_safe_fix(finding):
-            comment.notes.append(Note("fix-beyond-diff"))
-        comments.add(comment)
+        whole_function = anchor != finding.line and getattr(rule_by_code(finding.code), "REPORTS_WHOLE_FUNCTION", False)
+        _add_on_line(
+            comments,
+            finding,
+            anchor,
+            [Note("function-first-change", line=finding.line)] if whole_function else [],
+            marker_for,
+        )
     ordered_comments = sorted(comments.all, key=lambda c: (c.path, c.line))
     return Review(
         ordered_comments, inside, outside, refused, files_checked, suppressions_added=added_suppressions(changes, texts)
     )
+
+
+def _add_on_line(comments: _Comments, finding: Finding, line: int, notes: list[Note], marker_for) -> None:
+    """A comment on `line` for a finding without a suggestion there; joins a comment already on that line."""
+    host = comments.covering(finding.path, line)
+    if host is not None:
+        host.findings.append(finding)
+        host.markers.append(marker_for(finding))
+        host.notes.extend(note for note in notes if note not in host.notes)
+        return
+    comment = ReviewComment(finding.path, line, None, [finding], [marker_for(finding)], notes=list(notes))
+    if _has_safe_fix(finding):
+        comment.notes.append(Note("fix-beyond-diff"))
+    comments.add(comment)
 
 
 def cap_comments(comments: list[ReviewComment], limit: int) -> tuple[list[ReviewComment], list[Finding]]:

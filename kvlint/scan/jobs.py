@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Iterator
+import signal
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -106,37 +107,74 @@ def lint_job(state: WorkerState, job: Job) -> FileResult:
     return dataclasses.replace(result, findings=tuple(f for f in result.findings if f.code in job.codes))
 
 
-def run_jobs(work: list[Job], jobs: int | None, state: WorkerState) -> Iterator[tuple[Job, FileResult]]:
-    """Yield (job, result) for every job, inline or from a pool of worker processes, in completion order."""
+def run_jobs(
+    work: list[Job], jobs: int | None, state: WorkerState, waiting: Callable[[], None] | None = None
+) -> Iterator[tuple[Job, FileResult]]:
+    """Yield (job, result) for every job, inline or from a pool of worker processes, in completion order.
+
+    `waiting` is called about every WAIT_TICK_S while the pool has no result to give (a progress line
+    redraws its clock). Closing the iterator early — Ctrl-C in the consumer included — stops the workers
+    at once: a worker is terminated, not left to finish its file.
+    """
     workers = min(jobs if jobs is not None else (os.cpu_count() or 1), len(work))
     if workers <= 1 or sum(len(job.data) for job in work) < POOL_MIN_BYTES:
         for job in work:
             yield job, lint_job(state, job)
         return
-    yield from _run_in_pool(work, workers, state)
+    yield from _run_in_pool(work, workers, state, waiting)
 
 
-def _run_in_pool(work: Iterable[Job], workers: int, state: WorkerState) -> Iterator[tuple[Job, FileResult]]:
-    from concurrent.futures import ProcessPoolExecutor, as_completed  # imported only when a pool is worth it
+# How often a scan waiting on its workers wakes up to let the progress line redraw.
+WAIT_TICK_S = 0.25
+
+
+def _run_in_pool(
+    work: Iterable[Job], workers: int, state: WorkerState, waiting: Callable[[], None] | None
+) -> Iterator[tuple[Job, FileResult]]:
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait  # only when a pool is worth it
 
     with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(state,)) as pool:
-        futures = {pool.submit(_lint_in_worker, job): job for job in work}
         try:
-            for future in as_completed(futures):
-                job = futures[future]
-                try:
-                    yield job, future.result()
-                except Exception as error:  # a worker died (killed, out of memory): say which file, go on
-                    yield (
-                        job,
-                        unreadable(
-                            job.display,
-                            f"internal error in kvlint (worker process failed: {type(error).__name__}); re-run with --jobs 1",
-                        ),
-                    )
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
+            futures = {pool.submit(_lint_in_worker, job): job for job in work}
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, timeout=WAIT_TICK_S, return_when=FIRST_COMPLETED)
+                if not done and waiting is not None:
+                    waiting()
+                for future in done:
+                    yield futures[future], _result_of(future, futures[future])
+        except BaseException:  # KeyboardInterrupt, or the consumer closed us (GeneratorExit): stop now
+            _stop_workers(pool)
             raise
+
+
+def _result_of(future, job: Job) -> FileResult:
+    try:
+        return future.result()
+    except Exception as error:  # a worker died (killed, out of memory): say which file, go on
+        return unreadable(
+            job.display,
+            f"internal error in kvlint (worker process failed: {type(error).__name__}); re-run with --jobs 1",
+        )
+
+
+def _stop_workers(pool) -> None:
+    """Cancel what has not started and terminate the workers; the pool's exit then reaps them.
+
+    `shutdown(cancel_futures=True)` alone lets every worker finish its current file and the files already
+    queued to it: seconds of full CPU after Ctrl-C on a large tree.
+    """
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14+
+    if terminate is not None:
+        terminate()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # as terminate_workers does
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        try:
+            process.terminate()
+        except (ProcessLookupError, ValueError):  # already gone, or already closed
+            continue
 
 
 # The WorkerState of this worker process, set once by the pool's initializer. Only worker processes
@@ -147,6 +185,9 @@ _worker_state: WorkerState | None = None
 def _start_worker(state: WorkerState) -> None:
     global _worker_state
     _worker_state = state
+    # Ctrl-C reaches the whole process group: the parent stops the workers (_stop_workers); a worker
+    # that raised KeyboardInterrupt itself would only print a traceback and take its next file.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _lint_in_worker(job: Job) -> FileResult:

@@ -157,12 +157,9 @@ def _fetch_sdist(
     spelled = normalize(_sdist_version(sdist))
     top = sdist.filename[: -len(".tar.gz")] + "/"  # an sdist holds one folder, vllm-<version>/
     if not quiet:
-        size = f" ({sdist.size / 1e6:.1f} MB)" if sdist.size else ""
+        size = f"{sdist.size / 1e6:.1f} MB, " if sdist.size else ""
         host = urlsplit(sdist.url).hostname
-        print(
-            f"kvlint: fetching {sdist.filename}{size} from {host}; its Python sources and tests are kept",
-            file=sys.stderr,
-        )
+        print(f"kvlint: downloading vllm {spelled} ({size}its source distribution, from {host})…", file=sys.stderr)
     archive = scratch / "release.tar.gz"  # not the index's file name: that is not ours to trust
     download(settings, sdist, archive, SDIST_LIMIT_BYTES, deadline)
     sources, tests = scratch / "sources", scratch / "tests"
@@ -180,7 +177,7 @@ def _fetch_sdist(
 
 def _fetch_wheel(spelled: str, key: str, scratch: Path, releases: Path, quiet: bool, deadline: float) -> None:
     if not quiet:
-        line = f"kvlint: no source distribution of vllm {spelled} found; fetching its wheel with pip (sources only are kept)"
+        line = f"kvlint: no source distribution of vllm {spelled} found; downloading its wheel with pip…"
         print(line, file=sys.stderr)
     wheel = _pip_download_wheel(spelled, scratch, deadline)
     found = wheel.name.split("-")

@@ -11,18 +11,20 @@ at the end. Store: it remembers what is worth keeping. Every file linted goes th
 from __future__ import annotations
 
 import os
+from contextlib import closing
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
+from kvlint.analysis.tree_index import find_tree_root
 from kvlint.engine.registry import matches, rules_for_codes, select_codes
 from kvlint.scan.config import Config
 from kvlint.scan.files import PathProblem, SourceFile, collect_files
 from kvlint.scan.index_cache import IndexHandle, open_project_index
 from kvlint.scan.jobs import Job, WorkerState, codes_for, lint_job, module_path_of, run_jobs
-from kvlint.scan.progress import Progress
+from kvlint.scan.progress import Display, Progress
 from kvlint.scan.result_cache import ResultCache, configuration_key
 from kvlint.scan.storage import FileStat, content_digest
 from kvlint.scan.triage import Triage, Verdict
@@ -88,24 +90,35 @@ def scan(
     ignore: list[str],
     jobs: int | None = None,
     cache_dir: Path | None = None,
-    progress: bool = False,
+    progress: Display | bool = False,
     display_root: Path | None = None,
 ) -> ScanResult:
-    """Lint every file under `paths`. `cache_dir` None disables the result cache; `progress` may draw on a
-    TTY; with `display_root`, relative paths are read under it and shown as given (collect_files)."""
+    """Lint every file under `paths`. `cache_dir` None disables the result cache; `progress` says how the
+    scan's phases are shown on stderr (True: a live line on a terminal); with `display_root`, relative
+    paths are read under it and shown as given (collect_files).
+
+    Ctrl-C stops the worker processes at once (scan/jobs.py) and leaves the result cache as it was."""
     codes = select_codes(select if select is not None else config.select, [*config.ignore, *ignore])
-    run = _plan(paths, config, codes, cache_dir, display_root)
-    meter = Progress(len(run.files), enabled=progress)
-    diagnose, parse = _settle_without_parsing(run, meter)
-    _execute(run, diagnose, parse, jobs, meter)
-    meter.close()
+    meter = Progress(progress)
+    try:
+        run = _plan(paths, config, codes, cache_dir, display_root, meter)
+        meter.counting(len(run.files))
+        diagnose, parse = _settle_without_parsing(run, meter)
+        _execute(run, diagnose, parse, jobs, meter)
+    finally:
+        meter.close()  # an interrupted scan too: the next line starts at the left margin
     if run.cache is not None:
         _store(run, run.cache)
     return _result(run)
 
 
 def _plan(
-    paths: list[Path], config: Config, codes: tuple[str, ...], cache_dir: Path | None, display_root: Path | None
+    paths: list[Path],
+    config: Config,
+    codes: tuple[str, ...],
+    cache_dir: Path | None,
+    display_root: Path | None,
+    meter: Progress,
 ) -> _Scan:
     """Which files, which project index, which cache: all decided before the first file is read."""
     files, problems = collect_files(paths, config.exclude, display_root)
@@ -113,6 +126,8 @@ def _plan(
     stats = [_stat(source.path) for source in files] if cache_dir is not None else []
     known = {source.real: stat for source, stat in zip(files, stats) if source.real is not None and stat is not None}
     on_disk = paths if display_root is None else [display_root / path for path in paths]
+    if cache_dir is not None and _in_a_tree(on_disk):  # with a cache the index is checked (or built) now
+        meter.phase("indexing the tree")
     index = open_project_index(on_disk, cache_dir, known, tuple(config.scheduler_only_paths))
     cache = (
         ResultCache(cache_dir, configuration_key(index.digests.shared, settings, codes))
@@ -123,6 +138,10 @@ def _plan(
     run = _Scan(config, codes, files, problems, index, settings, cache, stats, triage)
     run.results = [None] * len(files)
     return run
+
+
+def _in_a_tree(paths: list[Path]) -> bool:
+    return any(find_tree_root(path) is not None for path in paths)
 
 
 def _settle_without_parsing(run: _Scan, meter: Progress) -> tuple[list[Job], list[Job]]:
@@ -170,6 +189,8 @@ def _settle(run: _Scan, position: int, source: SourceFile) -> FileResult | tuple
 
 def _execute(run: _Scan, diagnose: list[Job], parse: list[Job], jobs: int | None, meter: Progress) -> None:
     """Lint what is left: the few files to diagnose inline, the ones to parse inline or in a pool."""
+    if (diagnose or parse) and run.cache is None and run.index.root is not None:
+        meter.phase("indexing the tree")  # without a cache the index is built when a file needs it: now
     for job in diagnose:
         run.results[job.index] = lint_job(run.state, job)
         meter.advance()
@@ -177,9 +198,14 @@ def _execute(run: _Scan, diagnose: list[Job], parse: list[Job], jobs: int | None
         return
     # Largest first: the long files start early and the short ones fill in the gaps at the end.
     parse.sort(key=lambda job: len(job.data), reverse=True)
-    for job, result in run_jobs(parse, jobs, run.state):
-        run.results[job.index] = result
-        meter.advance()
+    state = run.state
+    meter.parsing(len(parse), sum(len(job.data) for job in parse))
+    # closing(): an exception here (Ctrl-C between two results) stops the workers now, not when the
+    # generator happens to be collected.
+    with closing(run_jobs(parse, jobs, state, waiting=meter.tick)) as results:
+        for job, result in results:
+            run.results[job.index] = result
+            meter.advance(len(job.data))
 
 
 def _store(run: _Scan, cache: ResultCache) -> None:

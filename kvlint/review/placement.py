@@ -1,0 +1,110 @@
+"""Findings a pull request causes on lines it does not change, and the changed line each is shown on.
+
+A finding in a changed file, on lines the pull request leaves alone, is still the pull request's doing
+when the base revision's scan of the file does not have it (same rule, message and flagged code): a call
+that now passes a group spec to a helper makes the helper's `isinstance` a KV101 several lines away.
+Counting it only in the review's summary hides what the pull request causes, so it gets a comment on
+the changed line that leads to it — a changed call to the function the finding is in — else on the
+nearest changed line of that function, else on the nearest changed line of the file. A note under the
+comment says where kvlint reports the finding and why it is shown there (review.Note, worded by
+render.note_sentence).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kvlint.review.diff import ChangedFile
+from kvlint.review.review import Note
+from kvlint.types import Finding
+
+# Note kinds (review.NOTE_KINDS), by what leads the finding to the line its comment sits on.
+AT_CALL = "new-finding-at-call"  # a changed call to the function the finding is in
+IN_FUNCTION = "new-finding-in-function"  # the nearest changed line of that function
+IN_FILE = "new-finding-in-file"  # the nearest changed line of the file
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a finding's comment goes (`line`, a changed line) and the note that says why."""
+
+    line: int
+    note: Note
+
+
+def finding_key(finding: Finding, lines: list[str]) -> tuple[str, str, str, str]:
+    """What a finding says, wherever its line moved to: rule, file, message, the flagged line's text."""
+    flagged = lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
+    return finding.code, finding.path, " ".join(finding.message.split()), " ".join(flagged.split())
+
+
+def new_findings(
+    head: Iterable[Finding], head_texts: dict[str, str], base: Iterable[Finding], base_texts: dict[str, str]
+) -> list[Finding]:
+    """The head findings the base revision does not have (as many of each as the head has more)."""
+    base_lines = {path: text.splitlines() for path, text in base_texts.items()}
+    head_lines = {path: text.splitlines() for path, text in head_texts.items()}
+    before = Counter(finding_key(f, base_lines.get(f.path, [])) for f in base)
+    found = []
+    for finding in head:
+        key = finding_key(finding, head_lines.get(finding.path, []))
+        if before[key] > 0:
+            before[key] -= 1
+        else:
+            found.append(finding)
+    return found
+
+
+def place(finding: Finding, changed: ChangedFile, text: str) -> Placement | None:
+    """The changed line that shows `finding`, which sits on lines the pull request does not change."""
+    if not changed.added:
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        tree = None
+    function = _enclosing_function(tree, finding.line) if tree is not None else None
+    if function is not None:
+        calls = [
+            line
+            for first, last in _calls_to(tree, function.name)
+            if (line := changed.first_added(first, last)) is not None
+        ]
+        if calls:
+            return Placement(_nearest(calls, finding.line), Note(AT_CALL, line=finding.line))
+        inside = [line for line in changed.added if function.lineno <= line <= (function.end_lineno or 0)]
+        if inside:
+            return Placement(_nearest(inside, finding.line), Note(IN_FUNCTION, line=finding.line))
+    return Placement(_nearest(changed.added, finding.line), Note(IN_FILE, line=finding.line))
+
+
+def _nearest(lines: Iterable[int], target: int) -> int:
+    return min(lines, key=lambda line: (abs(line - target), line))
+
+
+def _enclosing_function(tree: ast.AST, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The innermost function whose body holds `line`."""
+    found = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or 0):
+            if found is None or node.lineno >= found.lineno:
+                found = node
+    return found
+
+
+def _calls_to(tree: ast.AST, name: str) -> list[tuple[int, int]]:
+    """(first line, last line) of every call to `name(...)` or `something.name(...)`."""
+    spans = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func
+        called = (
+            callee.id if isinstance(callee, ast.Name) else callee.attr if isinstance(callee, ast.Attribute) else None
+        )
+        if called == name:
+            spans.append((node.lineno, node.end_lineno or node.lineno))
+    return spans
