@@ -82,6 +82,8 @@ def _dependency_shim(folder: Path) -> Path:
 
     folder.mkdir(exist_ok=True)
     pending = ["libcst", "click", "unidiff"]
+    if sys.version_info < (3, 11):  # kvlint reads its configuration with tomli there
+        pending.append("tomli")
     if sys.version_info >= (3, 12):  # virtualenv seeds no setuptools there, and the hook builds kvlint with it
         pending.append("setuptools")
     seen: set[str] = set()
