@@ -49,7 +49,7 @@ def imports_any(names: set[str], modules: set[str]) -> bool:
     return any(name == module or name.startswith(module + ".") for name in names for module in modules)
 
 
-def tests_importing(tests_root: Path, modules: set[str]) -> Selection:
+def select_test_modules(tests_root: Path, modules: set[str]) -> Selection:
     """The test modules under tests_root/tests that import one of `modules` (dotted names), sorted."""
     chosen: list[str] = []
     unreadable: list[tuple[str, str]] = []
@@ -69,4 +69,4 @@ def tests_importing(tests_root: Path, modules: set[str]) -> Selection:
                 continue
             if imports_any(imported_names(tree), modules):
                 chosen.append(relative)
-    return Selection(tuple(chosen), searched, tuple(unreadable))
+    return Selection(tuple(sorted(chosen)), searched, tuple(sorted(unreadable)))

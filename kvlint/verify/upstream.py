@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from kvlint.scan.config import Config
 from kvlint.verify.pytest_run import PytestRun, PytestSetup, run_tests
 from kvlint.verify.rewrite import Rewritten, rewrite_copy
-from kvlint.verify.selection import Selection, dotted_module, tests_importing
+from kvlint.verify.selection import Selection, dotted_module, select_test_modules
 
 NOT_RUN = "not run"
 
@@ -87,7 +87,7 @@ def run_upstream_tests(
         report = UpstreamReport(tree, tests_root, python, rewritten, None)
         if not rewritten.changed:
             return report
-        selection = tests_importing(tests_root, {dotted_module(path) for path in rewritten.changed})
+        selection = select_test_modules(tests_root, {dotted_module(path) for path in rewritten.changed})
         if only:
             wanted = {PurePosixPath(module).as_posix() for module in only}
             report.not_selected = tuple(sorted(wanted - set(selection.modules)))
