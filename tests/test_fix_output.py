@@ -133,7 +133,8 @@ def test_left_after_fixing_0_29_0_is_a_fresh_check(vllm_copy):
     assert fixed.returncode == 1, fixed.stderr
     fresh = kvlint("check", "--no-cache", "vllm", cwd=tree)
     assert findings(fixed.stdout) == findings(fresh.stdout)
-    assert left_count(fixed.stderr) == len(findings(fresh.stdout)) == 19
+    assert left_count(fixed.stderr) == len(findings(fresh.stdout))
+    # The stale finding of old: the KV103 on the function the fix rewrote, which a fresh check does not report.
     assert not any(" KV103 " in line and "build_offloading_config" in line for line in fixed.stdout.splitlines())
 
 
