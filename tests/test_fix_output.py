@@ -104,6 +104,14 @@ def test_patch_paths_are_relative_to_the_working_folder_whatever_the_arguments(r
     assert headers == ["--- a/buggy.py", "+++ b/buggy.py"]
     (tmp_path / "x.patch").write_bytes(patch)
     assert git(repo / "pkg", "apply", "--check", str(tmp_path / "x.patch")).returncode == 0
+    # From outside the tree (as for a fetched release): relative to the tree's root, which stderr names.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _, patch, stderr = fix_diff(str(repo / "pkg" / "buggy.py"), cwd=elsewhere)
+    assert patch.decode().splitlines()[:2] == ["--- a/pkg/buggy.py", "+++ b/pkg/buggy.py"]
+    assert f"the patch's paths are relative to {repo}: apply it there" in stderr
+    (tmp_path / "y.patch").write_bytes(patch)
+    assert git(repo, "apply", "--check", str(tmp_path / "y.patch")).returncode == 0
 
 
 def test_left_is_what_a_fresh_check_reports(repo):
