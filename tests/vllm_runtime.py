@@ -32,7 +32,7 @@ from pathlib import Path
 VLLM_VERSION = "0.29.0"
 TORCH_VERSION = "2.13.0"  # vLLM 0.29.0 pins torch==2.13.0
 # Bump when the recipe below changes, so an old cached environment is not reused.
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2  # 2: pytest and what vLLM's tests/conftest.py imports
 
 # Imported (directly or on the import chain) by the modules the harness touches:
 # vllm.config, vllm.v1.kv_cache_interface, vllm.v1.core.kv_cache_utils,
@@ -63,6 +63,9 @@ IMPORT_REQUIREMENTS = (
 )
 # Installed without their declared dependencies (xgrammar declares triton).
 NO_DEPS_REQUIREMENTS = ("xgrammar",)
+# For `kvlint verify --upstream-tests`: pytest, and what vLLM's root tests/conftest.py imports beyond the
+# above (fastapi without its [standard] extra: only its import is needed).
+TEST_REQUIREMENTS = ("pytest", "tblib", "einops", "fastapi")
 
 SMOKE_IMPORTS = (
     "import vllm.config, vllm.v1.kv_cache_interface, vllm.v1.core.kv_cache_utils, "
@@ -151,6 +154,10 @@ def _pinned(names: tuple[str, ...], pins: dict[str, str]) -> list[str]:
     return [pins.get(_normalise(name), name) for name in names]
 
 
+def _without_extras(requirement: str) -> str:
+    return re.sub(r"\[[^\]]*\]", "", requirement, count=1)
+
+
 def _build(target: Path, log: list[str]) -> None:
     torch_wheel = find_torch_cpu_wheel()
     _run([sys.executable, "-m", "venv", str(target)], "create the virtualenv", log)
@@ -171,6 +178,11 @@ def _build(target: Path, log: list[str]) -> None:
     _run(
         [*pip, "--no-deps", *_pinned(NO_DEPS_REQUIREMENTS, pins)],
         "install xgrammar without triton",
+        log,
+    )
+    _run(
+        [*pip, "-c", str(constraints), *map(_without_extras, _pinned(TEST_REQUIREMENTS, pins))],
+        "install pytest and what vLLM's tests/conftest.py imports",
         log,
     )
     _run([str(python), "-I", "-c", SMOKE_IMPORTS], "import the modules the harness touches", log)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -9,8 +10,6 @@ import click
 
 from kvlint.commands.options import resolve_options, run_scan, scan_options
 from kvlint.engine.summary import FixSummary
-from kvlint.errors import FixError, UnreadableSource
-from kvlint.scan.jobs import WorkerState
 from kvlint.types import Applicability, Finding
 
 
@@ -21,48 +20,65 @@ from kvlint.types import Applicability, Finding
     "--unsafe-fixes", is_flag=True, help="Also apply fixes that may change behaviour beyond the intended one."
 )
 def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, cache_dir, show_diff, unsafe_fixes):
-    """Apply safe fixes in place, atomically. Exit 0 when no finding is left, 1 when some remain."""
+    """Apply safe fixes in place, atomically. Exit 0 when no finding is left, 1 when some remain.
+
+    With --diff, stdout is a patch alone (paths relative to the working folder, as `git diff` writes
+    them: `git apply` takes it there) and everything else goes to stderr."""
     # libcst's codemod machinery: only `fix` needs it
-    from kvlint.fixing.apply import fixable
-    from kvlint.fixing.fix_file import fix_file
+    from kvlint.fixing.after import findings_after_fix
+    from kvlint.fixing.fix_file import fix_scanned
 
     options = resolve_options(paths, release, config_path, select, ignore, jobs, no_cache, cache_dir, quiet=False)
     result = run_scan(options, progress=True)
-    state = WorkerState(result.project, options.config.rule_settings())
-    left: list[Finding] = []
-    changed_files = 0
+    names = PatchNames(Path.cwd(), result.index.root)
+    fixed_files: dict[str, bytes] = {}
     failed = False
-    for path, findings in sorted(_by_file(result.findings).items()):
-        if not any(fixable(f, unsafe_fixes) for f in findings):
-            left.extend(findings)
-            continue
-        try:
-            fixed = fix_file(Path(path), path, result.codes, state, options.config, unsafe_fixes, write=not show_diff)
-        except (FixError, UnreadableSource, OSError) as error:
-            click.echo(f"{path}: not fixed: {error}", err=True)
-            left.extend(findings)
+    for attempt in fix_scanned(result, options.config, unsafe_fixes, write=not show_diff, patch_name=names.of):
+        if attempt.fixed is None:
+            click.echo(f"{attempt.path}: not fixed: {attempt.error}", err=True)
             failed = True
-            continue
-        if fixed.applied:
-            changed_files += 1
+        elif attempt.fixed.applied:
+            fixed_files[attempt.path] = attempt.fixed.fixed
             if show_diff:
-                click.echo(fixed.diff, nl=False)
+                click.echo(attempt.fixed.diff, nl=False)
             else:
-                codes = ", ".join(sorted({f.code for f in fixed.applied}))
-                click.echo(f"{path}: fixed {len(fixed.applied)} finding(s) ({codes})", err=True)
-        left.extend(fixed.left)
-    for f in sorted(left, key=Finding.sort_key):
-        click.echo(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}{_note(f, unsafe_fixes)}")
-    summary = FixSummary(changed_files, left, failed, diff_only=show_diff)
+                codes = ", ".join(sorted({f.code for f in attempt.fixed.applied}))
+                click.echo(f"{attempt.path}: fixed {len(attempt.fixed.applied)} finding(s) ({codes})", err=True)
+    if show_diff and fixed_files and names.outside:
+        click.echo(f"kvlint: the patch's paths are relative to {names.base}: apply it there", err=True)
+    # What a fresh `check` of the fixed tree reports: the cross-file analysis is redone on it.
+    left = findings_after_fix(result, fixed_files, not show_diff, options.config, options.jobs)
+    for f in left:
+        line = f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}{_note(f, unsafe_fixes)}"
+        click.echo(line, err=show_diff)  # --diff: stdout holds the patch alone
+    summary = FixSummary(len(fixed_files), left, failed, diff_only=show_diff)
     click.echo(summary.line(), err=True)
     sys.exit(summary.exit_code())
 
 
-def _by_file(findings: list[Finding]) -> dict[str, list[Finding]]:
-    by_file: dict[str, list[Finding]] = {}
-    for f in findings:
-        by_file.setdefault(f.path, []).append(f)
-    return by_file
+class PatchNames:
+    """The names a patch gives files: relative to the working folder, as `git diff` run there would; for
+    files outside it (a fetched release), relative to their vLLM tree's root, which is then said."""
+
+    def __init__(self, working_folder: Path, tree_root: str | None):
+        self.working_folder = working_folder
+        self.tree_root = Path(tree_root) if tree_root else None
+        self.base = working_folder
+        self.outside = False
+
+    def of(self, path: str) -> str:
+        for base in (self.working_folder, self.tree_root):
+            if base is None:
+                continue
+            for candidate, folder in ((Path(os.path.abspath(path)), base), (Path(path).resolve(), base.resolve())):
+                try:
+                    relative = candidate.relative_to(folder).as_posix()
+                except ValueError:
+                    continue
+                if base is not self.working_folder:
+                    self.base, self.outside = base, True
+                return relative
+        return os.path.relpath(path, self.working_folder).replace(os.sep, "/")
 
 
 def _note(finding: Finding, unsafe_fixes: bool) -> str:

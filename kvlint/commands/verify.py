@@ -1,8 +1,10 @@
-"""`kvlint verify`: prove at runtime that every sizing path computes the same span.
+"""`kvlint verify`: prove at runtime that every sizing path computes the same span, or (with
+--upstream-tests) that vLLM's own tests pass on the tree `kvlint fix` rewrote as they did before.
 
-The vLLM tree is imported only in a child interpreter (child.py, run with ``-I``), never
-in kvlint's own process. Exit codes: 0 every cell agrees, 1 some cell disagrees,
-2 the tree cannot be imported or the harness failed (one line on stderr).
+The vLLM tree is imported only in a child interpreter (child.py, pytest_child.py, run with ``-I``), never
+in kvlint's own process. Exit codes: 0 every cell agrees (no test got worse), 1 some cell disagrees (some
+test that passed fails, or a test module no longer collects), 2 the tree cannot be imported or the
+harness failed (one line on stderr).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import click
 from kvlint.engine.summary import EXIT_ERROR
 from kvlint.errors import VerifyError
 from kvlint.verify.matrix import render_json, render_text
-from kvlint.verify.run import DEFAULT_TIMEOUT_S, ChildRun, run_child
+from kvlint.verify.run import DEFAULT_TIMEOUT_S, ChildRun, package_parent, run_child
 
 RENDERERS = {"text": render_text, "json": render_json}
 
@@ -26,7 +28,40 @@ RENDERERS = {"text": render_text, "json": render_json}
     "vllm_path",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Directory that contains the vllm package (put on sys.path). Default: the installed vllm.",
+    help="The vllm package folder, or the folder that holds it (put on sys.path). Default: the installed vllm.",
+)
+@click.option(
+    "--vllm-release",
+    "release",
+    metavar="VERSION",
+    help="Use this vLLM release's sources (and, with --upstream-tests, its tests) from PyPI's sdist.",
+)
+@click.option(
+    "--upstream-tests",
+    is_flag=True,
+    help="Run vLLM's own tests of the modules `kvlint fix` changes, on the tree and on a fixed copy of it.",
+)
+@click.option(
+    "--tests",
+    "tests_path",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="With --upstream-tests: vLLM's tests/ folder, or the folder that holds it. "
+    "Default: the release's, or the one beside --vllm's package.",
+)
+@click.option(
+    "--test-module",
+    "test_modules",
+    multiple=True,
+    metavar="PATH",
+    help="With --upstream-tests: run only this test module (repeatable; relative to the tests' root, "
+    "e.g. tests/v1/test_x.py) of those that import a changed module.",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="KVLINT_CACHE_DIR",
+    help="Cache folder that holds fetched releases (default: ~/.cache/kvlint).",
 )
 @click.option(
     "--python",
@@ -55,10 +90,15 @@ RENDERERS = {"text": render_text, "json": render_json}
     type=click.FloatRange(min=1),
     default=DEFAULT_TIMEOUT_S,
     show_default=True,
-    help="Seconds the child may run.",
+    help="Seconds the child may run (with --upstream-tests: each of its two pytest runs).",
 )
 def verify(
     vllm_path: Path | None,
+    release: str | None,
+    upstream_tests: bool,
+    tests_path: Path | None,
+    test_modules: tuple[str, ...],
+    cache_dir: Path | None,
     python: str,
     output_format: str,
     dcp_sizes: tuple[int, ...],
@@ -70,9 +110,25 @@ def verify(
     every group kind x DCP size, and prints each sizing path's token span per block.
     Exit 0 when every cell agrees, 1 when any disagrees, 2 when the tree cannot be
     imported.
+
+    With --upstream-tests: copies the tree, applies `kvlint fix` to the copy, finds vLLM's test modules
+    that import a module the fix changed (read, never imported), runs them with pytest against the
+    original and against the copy, and lists every test whose outcome changed and every test module
+    that could not be collected. Without a CUDA device vLLM runs on its CPU platform and tests that
+    need a GPU skip with their own reasons.
     """
-    run = ChildRun(python=python, vllm_path=vllm_path, dcp_sizes=dcp_sizes, timeout_s=timeout_s)
+    if vllm_path is not None and release:
+        raise click.UsageError("give either --vllm or --vllm-release, not both")
+    if (tests_path is not None or test_modules) and not upstream_tests:
+        raise click.UsageError("--tests and --test-module go with --upstream-tests")
     try:
+        tree = _tree(vllm_path, release, cache_dir)
+        if upstream_tests:
+            if dcp_sizes:
+                raise click.UsageError("--dcp is for the sizing matrix, not --upstream-tests")
+            tests_root = _tests_root(tests_path, tree, release, cache_dir)
+            _upstream(tree, tests_root, test_modules, python, output_format, timeout_s)
+        run = ChildRun(python=python, vllm_path=tree, dcp_sizes=dcp_sizes, timeout_s=timeout_s)
         report = run_child(run)
     except VerifyError as error:
         click.echo(f"kvlint verify: {error}", err=True)
@@ -80,6 +136,49 @@ def verify(
     click.echo(RENDERERS[output_format](report))
     if not report.compared:
         click.echo(f"kvlint verify: no cell could be compared in vLLM {report.vllm_version}", err=True)
+    click.get_current_context().exit(report.exit_code)
+
+
+def _tree(vllm_path: Path | None, release: str | None, cache_dir: Path | None) -> Path | None:
+    """The folder to put on sys.path: --vllm as given (the package folder or its parent), the release's."""
+    if release:
+        from kvlint.scan.releases import release_sources  # index and archive handling: only when fetching
+
+        return release_sources(release, cache_dir=cache_dir)
+    return package_parent(vllm_path) if vllm_path is not None else None
+
+
+def _tests_root(tests_path: Path | None, tree: Path | None, release: str | None, cache_dir: Path | None) -> Path:
+    """The folder that holds vLLM's tests/ (pytest's rootdir)."""
+    if tests_path is not None:
+        if tests_path.name == "tests" and tests_path.is_dir() and not (tests_path / "tests").is_dir():
+            return tests_path.parent
+        if (tests_path / "tests").is_dir():
+            return tests_path
+        raise VerifyError(f"{tests_path}: holds no tests/ folder")
+    if release:
+        from kvlint.scan.releases import release_tests
+
+        return release_tests(release, cache_dir=cache_dir)
+    if tree is None:
+        raise click.UsageError("--upstream-tests needs the tree: give --vllm PATH or --vllm-release VERSION")
+    if (tree / "tests").is_dir():
+        return tree  # a vLLM checkout: tests/ beside vllm/
+    raise VerifyError(f"no tests/ folder beside {tree / 'vllm'}: give --tests PATH")
+
+
+def _upstream(
+    tree: Path | None, tests_root: Path, only: tuple[str, ...], python: str, output_format: str, timeout_s: float
+) -> None:
+    from kvlint.scan.config import find_pyproject, load_config
+    from kvlint.verify.upstream import run_upstream_tests
+    from kvlint.verify.upstream_report import render_json, render_text
+
+    if tree is None:
+        raise click.UsageError("--upstream-tests needs the tree: give --vllm PATH or --vllm-release VERSION")
+    config = load_config(find_pyproject(Path.cwd()))  # as `kvlint fix` reads it
+    report = run_upstream_tests(tree, tests_root, python, timeout_s, config, only)
+    click.echo((render_json if output_format == "json" else render_text)(report), nl=output_format == "json")
     click.get_current_context().exit(report.exit_code)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import traceback
 from dataclasses import dataclass, field, replace
@@ -18,6 +19,8 @@ from kvlint.errors import UnreadableSource
 from kvlint.types import FileResult, Finding, unreadable
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+# libcst's own "error at L:C: " prefix: its numbers differ from the error's raw position, so it is dropped.
+_LIBCST_POSITION = re.compile(r"^(?:parser error: )?error at \d+:\d+: ")
 
 
 def line_offsets(text: str) -> list[int]:
@@ -60,10 +63,8 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        detail = error.message.split(": ", 1)[-1] if error.message.startswith("parser error") else error.message
-        return unreadable(
-            request.path, f"syntax error: {' '.join(detail.split())}", error.raw_line, error.raw_column + 1
-        )
+        line, column, detail = syntax_error_position(text, error)
+        return unreadable(request.path, f"syntax error at {line}:{column}: {detail}", line, column)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     context = RuleContext(
         path=request.path,
@@ -81,6 +82,24 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
     kept = [f for f in findings if not is_suppressed(f.code, range(f.line, f.end_line + 1), table)]
     kept.sort(key=Finding.sort_key)
     return FileResult(path=request.path, findings=tuple(kept), suppressed=len(findings) - len(kept))
+
+
+def syntax_error_position(text: str, error: cst.ParserSyntaxError) -> tuple[int, int, str]:
+    """(line, column, detail) of a syntax error, one position (1-based column) for the finding and its message.
+
+    libcst's native parser often points a line past the mistake (a bad `def f(:` is reported on the next
+    line); Python's own parser names the mistake where it is, so its position and wording are used when it
+    rejects the text too. When only libcst rejects it (syntax newer than libcst knows), libcst's stands.
+    """
+    try:
+        ast.parse(text)
+    except SyntaxError as python_error:
+        if python_error.lineno:
+            return python_error.lineno, max(python_error.offset or 1, 1), " ".join(python_error.msg.split())
+    except ValueError:
+        pass  # NUL bytes on Python < 3.12: the decoder reports those before any parse
+    detail = _LIBCST_POSITION.sub("", error.message)
+    return error.raw_line, error.raw_column + 1, " ".join(detail.split())
 
 
 class _ParentCollector(cst.CSTVisitor):

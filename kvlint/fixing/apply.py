@@ -95,8 +95,30 @@ def _wrap_long_import(code: str, module_name: str, newline: str) -> str:
     return pattern.sub(wrap, code)
 
 
-def check_compiles(text: str, path: str) -> None:
+def check_compiles(text: str, path: str, original: str | None = None) -> None:
+    """Refuse a fixed source that is not valid Python. The running interpreter's compiler judges, unless it
+    cannot compile the `original` either (syntax newer than itself, e.g. PEP 695 `type X = ...` on 3.11):
+    then libcst's parser, which reads every version it supports, judges instead."""
     try:
-        compile(ast.parse(text, filename=path), path, "exec", dont_inherit=True)
+        _compile(text, path)
     except (SyntaxError, ValueError) as error:
-        raise FixError(f"the fixed source does not compile ({error}); left unchanged") from None
+        if original is None or _compiles(original, path):
+            raise FixError(f"the fixed source does not compile ({error}); left unchanged") from None
+    else:
+        return
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        raise FixError(f"the fixed source does not parse ({error.message}); left unchanged") from None
+
+
+def _compile(text: str, path: str) -> None:
+    compile(ast.parse(text, filename=path), path, "exec", dont_inherit=True)
+
+
+def _compiles(text: str, path: str) -> bool:
+    try:
+        _compile(text, path)
+    except (SyntaxError, ValueError):
+        return False
+    return True

@@ -37,6 +37,14 @@ def child_environment() -> dict[str, str]:
     return environment
 
 
+def package_parent(path: Path) -> Path:
+    """The folder to put on sys.path for `path`, which names either the vllm package folder or the folder
+    that holds it: both mean the same tree, as they do for `kvlint check` and `kvlint paths`."""
+    if not (path / "vllm" / "__init__.py").is_file() and path.name == "vllm" and (path / "__init__.py").is_file():
+        return path.parent
+    return path
+
+
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else ""
