@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kvlint.commands.options import resolve_options, run_scan, scan_options
+from kvlint.commands.options import fail_on_option, resolve_fail_on, resolve_options, run_scan, scan_options
 from kvlint.engine.summary import FixSummary
 from kvlint.errors import FixError, UnreadableSource
 from kvlint.scan.jobs import WorkerState
@@ -20,8 +20,12 @@ from kvlint.types import Applicability, Finding
 @click.option(
     "--unsafe-fixes", is_flag=True, help="Also apply fixes that may change behaviour beyond the intended one."
 )
-def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, cache_dir, show_diff, unsafe_fixes):
-    """Apply safe fixes in place, atomically. Exit 0 when no finding is left, 1 when some remain."""
+@fail_on_option
+def fix(
+    paths, release, select, ignore, config_path, jobs, verbose, no_cache, cache_dir, show_diff, unsafe_fixes, fail_on
+):
+    """Apply safe fixes in place, atomically. Exit 0 when no finding at or above --fail-on (default: error) is
+    left, 1 when some remain."""
     # libcst's codemod machinery: only `fix` needs it
     from kvlint.fixing.apply import fixable
     from kvlint.fixing.fix_file import fix_file
@@ -53,7 +57,9 @@ def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, ca
         left.extend(fixed.left)
     for f in sorted(left, key=Finding.sort_key):
         click.echo(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}{_note(f, unsafe_fixes)}")
-    summary = FixSummary(changed_files, left, failed, diff_only=show_diff)
+    summary = FixSummary(
+        changed_files, left, failed, diff_only=show_diff, fail_on=resolve_fail_on(fail_on, options.config)
+    )
     click.echo(summary.line(), err=True)
     sys.exit(summary.exit_code())
 
