@@ -11,7 +11,8 @@ A rule takes part by declaring `ROOT_CAUSE_ROLE` (a rule without it is never fol
 - "decision": an expression or a helper that decides a DCP factor (a scaling, a predicate, a layer pick);
 - "check": a spec check, part of a decision when it lies inside one, a root cause of its own otherwise.
 
-Within one function (the innermost `def` around a finding; module level counts as one), two findings fold when
+Within one function (the innermost `def` whose range holds the finding's; module level counts as one; a
+finding reported on a def is in that def), two findings fold when
 - both are expressions and one's range contains the other's (the same expression, or one inside the other),
 - both are reported on the function's whole `def` (two rules about the same helper), or
 - one is reported on the whole `def` and the other is a decision made directly in that function (not in a
@@ -26,9 +27,11 @@ group's fix (and, without one, the first "fix unavailable" note of the group).
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+
+import libcst as cst
+from libcst.metadata import CodeRange
 
 from kvlint.types import Finding, Fix, RelatedLocation
 
@@ -37,9 +40,26 @@ ROLE_ORDER = ("outcome", "decision", "check")
 
 @dataclass(frozen=True)
 class FunctionSpan:
-    first: int  # the first decorator's line, else the def's
-    def_line: int
-    last: int
+    """Where a `def` is, as libcst places it (and so as a finding reported on the def is placed)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    def holds(self, finding: Finding) -> bool:
+        return (self.line, self.column) <= (finding.line, finding.column) and (
+            finding.end_line,
+            finding.end_column,
+        ) <= (self.end_line, self.end_column)
+
+    def is_reported_on(self, finding: Finding) -> bool:
+        return (self.line, self.column, self.end_line, self.end_column) == (
+            finding.line,
+            finding.column,
+            finding.end_line,
+            finding.end_column,
+        )
 
 
 @dataclass(frozen=True)
@@ -62,30 +82,36 @@ def root_cause_roles(rules: Iterable[type]) -> dict[str, str]:
     return roles
 
 
-def function_spans(text: str) -> list[FunctionSpan] | None:
-    """Every function of the source, outer before inner; None when the source does not parse as `ast`."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-    spans = [
-        FunctionSpan(min([node.lineno, *(d.lineno for d in node.decorator_list)]), node.lineno, node.end_lineno)
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None
-    ]
-    return sorted(spans, key=lambda s: (s.first, -s.last))
+class _FunctionDefs(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[cst.FunctionDef] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.found.append(node)
 
 
-def fold_root_causes(findings: Iterable[Finding], roles: Mapping[str, str], text: str) -> list[Finding]:
+def function_spans(module: cst.Module, position: Callable[[cst.CSTNode], CodeRange]) -> list[FunctionSpan]:
+    """Every function of the module, outer before inner, with 1-based columns like a finding's."""
+    visitor = _FunctionDefs()
+    module.visit(visitor)
+    spans = []
+    for node in visitor.found:
+        where = position(node)
+        spans.append(FunctionSpan(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1))
+    return spans
+
+
+def fold_root_causes(
+    findings: Iterable[Finding], roles: Mapping[str, str], functions: Callable[[], list[FunctionSpan]]
+) -> list[Finding]:
     """The findings of one file with those of one root cause folded into one (see the module docstring),
-    sorted by `Finding.sort_key`."""
+    sorted by `Finding.sort_key`. `functions` gives the file's functions, outer before inner; it is called
+    only when two findings could fold."""
     findings = list(findings)
     taking_part = [f for f in findings if f.code in roles]
     if len(taking_part) < 2:
         return sorted(findings, key=Finding.sort_key)
-    spans = function_spans(text)
-    if spans is None:
-        return sorted(findings, key=Finding.sort_key)
+    spans = functions()
     placed = [_place(f, roles[f.code], spans) for f in taking_part]
     groups = _components(placed)
     result = [f for f in findings if f.code not in roles]
@@ -95,12 +121,9 @@ def fold_root_causes(findings: Iterable[Finding], roles: Mapping[str, str], text
 
 
 def _place(finding: Finding, role: str, spans: list[FunctionSpan]) -> _Placed:
-    for span in spans:
-        # A def's node may end after the last statement ast sees (a trailing comment): at least that far.
-        if span.first <= finding.line <= span.def_line and finding.end_line >= span.last:
-            return _Placed(finding, role, span, whole=True)
-    around = [s for s in spans if s.first <= finding.line and finding.end_line <= s.last]
-    return _Placed(finding, role, around[-1] if around else None, whole=False)
+    around = [s for s in spans if s.holds(finding)]
+    scope = around[-1] if around else None
+    return _Placed(finding, role, scope, whole=scope is not None and scope.is_reported_on(finding))
 
 
 def _contains(outer: Finding, inner: Finding) -> bool:

@@ -11,7 +11,7 @@ from libcst.metadata import MetadataWrapper
 
 from kvlint.analysis.provenance import SpecFlow
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
-from kvlint.engine.grouping import fold_root_causes, root_cause_roles
+from kvlint.engine.grouping import fold_root_causes, function_spans, root_cause_roles
 from kvlint.engine.rule import Rule, RuleContext
 from kvlint.engine.source import MAX_FILE_BYTES, decode_source
 from kvlint.engine.suppress import is_suppressed, suppressions
@@ -80,7 +80,7 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
     findings = [pending.rule.finding_for(pending) for pending in context.pending]
     table = suppressions(text)
     kept = [f for f in findings if not is_suppressed(f.code, range(f.line, f.end_line + 1), table)]
-    folded = fold_root_causes(kept, root_cause_roles(request.rules), text)
+    folded = fold_root_causes(kept, root_cause_roles(request.rules), lambda: function_spans(module, context.position))
     return FileResult(path=request.path, findings=tuple(folded), suppressed=len(findings) - len(kept))
 
 
