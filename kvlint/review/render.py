@@ -285,8 +285,11 @@ def rdjson(review: Review, texts: dict[str, str]) -> dict:
                         "message": escape_message(f"{r.code}: {r.message}"),
                         "location": {
                             "path": r.path,
-                            # Folding is per file: a related location is in the finding's file.
-                            "range": {"start": position(r.line, r.column), "end": position(r.end_line, r.end_column)},
+                            # Columns only where the text is known: a finding re-anchored on a change to
+                            # another file (review.crossfile) keeps related locations in its own file.
+                            "range": {"start": position(r.line, r.column), "end": position(r.end_line, r.end_column)}
+                            if r.path == finding.path
+                            else {"start": {"line": r.line}},
                         },
                     }
                     for r in finding.related
