@@ -10,6 +10,7 @@ import click
 from kvlint.commands.options import fail_on_option, resolve_fail_on, resolve_options, run_scan, scan_options
 from kvlint.engine.summary import FixSummary
 from kvlint.errors import FixError, UnreadableSource
+from kvlint.reporters.text import finding_lines
 from kvlint.scan.jobs import WorkerState
 from kvlint.types import Applicability, Finding
 
@@ -56,7 +57,7 @@ def fix(
                 click.echo(f"{path}: fixed {len(fixed.applied)} finding(s) ({codes})", err=True)
         left.extend(fixed.left)
     for f in sorted(left, key=Finding.sort_key):
-        click.echo(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}{_note(f, unsafe_fixes)}")
+        click.echo("\n".join(finding_lines(f, marker=False, note=_note(f, unsafe_fixes))))
     summary = FixSummary(
         changed_files, left, failed, diff_only=show_diff, fail_on=resolve_fail_on(fail_on, options.config)
     )
