@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import pickle
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -54,8 +53,9 @@ def test_a_whole_function_outcome_folds_the_decisions_made_in_it_only():
     unrelated_check = finding("CHK", 6, 5, 6, 30)  # a check that decides no size: a root cause of its own
     in_nested_def = finding("DEC", 11, 9, 11, 30)  # in `inner`: not a decision of f's own
     results = fold(path, scaling, gate, unrelated_check, in_nested_def)
+    # The decision is the root cause; the path that diverges through it is its effect.
     assert shape(results) == [
-        ("OUT", 1, [("DEC", 3), ("CHK", 3)]),
+        ("DEC", 3, [("OUT", 1), ("CHK", 3)]),
         ("CHK", 6, []),
         ("DEC", 11, []),
     ]
@@ -65,7 +65,7 @@ def test_two_findings_on_one_def_fold():
     helper_path = finding("OUT", 10, 5, 12, 20)
     helper_predicate = finding("DEC", 10, 5, 12, 20)
     pick = finding("DEC2", 11, 9, 11, 30)
-    assert shape(fold(helper_predicate, pick, helper_path)) == [("OUT", 10, [("DEC", 10), ("DEC2", 11)])]
+    assert shape(fold(helper_predicate, pick, helper_path)) == [("DEC", 10, [("OUT", 10), ("DEC2", 11)])]
 
 
 def test_findings_apart_or_in_other_functions_stay_apart():
@@ -77,11 +77,13 @@ def test_findings_apart_or_in_other_functions_stay_apart():
 
 
 def test_the_primary_is_the_most_severe_then_by_role():
-    warning_outcome = finding("OUT", 1, 1, 20, 10, severity=Severity.WARNING)
-    error_decision = finding("DEC", 3, 5, 3, 40)
-    [primary] = fold(warning_outcome, error_decision)
-    assert (primary.code, primary.severity, [r.code for r in primary.related]) == ("DEC", Severity.ERROR, ["OUT"])
-    assert ROLE_ORDER == ("outcome", "decision", "check")
+    error_outcome = finding("OUT", 1, 1, 20, 10)
+    warning_decision = finding("DEC", 3, 5, 3, 40, severity=Severity.WARNING)
+    [primary] = fold(error_outcome, warning_decision)
+    assert (primary.code, primary.severity, [r.code for r in primary.related]) == ("OUT", Severity.ERROR, ["DEC"])
+    [primary] = fold(finding("OUT", 1, 1, 20, 10), finding("DEC", 3, 5, 3, 40))
+    assert primary.code == "DEC"  # the cause before its effect
+    assert ROLE_ORDER == ("decision", "outcome", "check")
 
 
 def test_the_group_keeps_the_one_fix_and_the_primary_carries_it():
@@ -91,7 +93,10 @@ def test_the_group_keeps_the_one_fix_and_the_primary_carries_it():
     # Another rule's finding with the same edits (its own title) is the same fix.
     gate = finding("CHK", 4, 9, 4, 30, fix=fix_at(40, title="Replace the gated scaling"))
     [primary] = fold(path, scaling, gate)
-    assert primary.code == "OUT" and primary.fix == fix and len(primary.related) == 2
+    assert primary.code == "DEC" and primary.fix == fix and len(primary.related) == 2
+    # A primary without a fix of its own carries the group's.
+    [primary] = fold(finding("OUT", 10, 5, 12, 20), finding("CHK", 10, 5, 12, 20, fix=fix))
+    assert primary.code == "OUT" and primary.fix == fix
 
 
 def test_a_finding_whose_fix_differs_is_not_folded():
@@ -105,9 +110,11 @@ def test_a_finding_whose_fix_differs_is_not_folded():
 
 def test_a_fix_unavailable_note_reaches_the_primary():
     path = finding("OUT", 1, 1, 20, 10)
-    scaling = finding("DEC", 3, 5, 3, 40, unavailable="no shared resolver in this tree")
-    [primary] = fold(path, scaling)
-    assert primary.fix is None and primary.fix_unavailable == "no shared resolver in this tree"
+    pick = finding("DEC", 3, 5, 3, 40)
+    scaling = finding("DEC2", 3, 10, 3, 30, unavailable="no shared resolver in this tree")
+    [primary] = fold(path, pick, scaling)
+    assert primary.code == "DEC" and primary.fix is None
+    assert primary.fix_unavailable == "no shared resolver in this tree"
 
 
 def test_rules_without_a_role_are_never_folded_and_spans_are_read_only_when_needed():
@@ -198,12 +205,11 @@ def test_029_build_offloading_config_is_one_root_cause(vllm_release):
     result = CliRunner().invoke(main, ["check", "--no-cache", "--jobs", "1", "--format", "json", str(root / "vllm")])
     findings = [f for f in json.loads(result.stdout) if f["path"].endswith(OFFLOADING_CONFIG)]
     scaling_lines = range(44, 50)  # `group.kv_cache_spec.block_size * (dcp if isinstance(...) else 1)`
-    hosts = [f for f in findings if any(r["line"] in scaling_lines for r in f["related"])]
-    assert len(hosts) == 1, findings
-    host = hosts[0]
-    codes = {host["code"], *(r["code"] for r in host["related"])}
-    assert len(codes) >= 3, host  # several rules, one root cause
-    assert host["fix"] and host["fix"]["edits"][0]["line"] == 44
-    # Nothing else is reported on the scaling's lines.
-    assert not [f for f in findings if f is not host and f["line"] in scaling_lines]
-    assert Path(root / OFFLOADING_CONFIG).is_file()
+    [root_cause] = [f for f in findings if f["line"] in scaling_lines]
+    codes = {root_cause["code"], *(r["code"] for r in root_cause["related"])}
+    assert len(codes) >= 3, root_cause  # several rules, one root cause
+    assert root_cause["fix"] and root_cause["fix"]["edits"][0]["line"] == 44
+    # The function's divergent path is its effect, a related location on the def.
+    source = (root / OFFLOADING_CONFIG).read_text().splitlines()
+    defs = [r for r in root_cause["related"] if source[r["line"] - 1].startswith("def build_offloading_config(")]
+    assert defs, root_cause

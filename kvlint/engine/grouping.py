@@ -7,8 +7,9 @@ AttentionSpec)` (a check, and a DCP predicate that differs from the resolver's),
 gives another token span than the scheduler (a divergent path). That is one defect with one fix.
 
 A rule takes part by declaring `ROOT_CAUSE_ROLE` (a rule without it is never folded):
+- "decision": an expression or a helper that decides a DCP factor (a scaling, a predicate, a layer pick):
+  the place a root cause is, and fixed;
 - "outcome": reported on a whole function, as the result of the decisions made in it (a divergent path);
-- "decision": an expression or a helper that decides a DCP factor (a scaling, a predicate, a layer pick);
 - "check": a spec check, part of a decision when it lies inside one, a root cause of its own otherwise.
 
 Within one function (the innermost `def` whose range holds the finding's; module level counts as one; a
@@ -17,8 +18,10 @@ finding reported on a def is in that def), two findings fold when
 - both are reported on the function's whole `def` (two rules about the same helper), or
 - one is reported on the whole `def` and the other is a decision made directly in that function (not in a
   function nested in it): a path diverges because of the scaling or predicate it computes its size with.
-Folding is transitive. The primary is the most severe finding, then the first in role order (outcome,
-decision, check), then the outermost; the others become its related locations, in file order.
+Folding is transitive. The primary is the most severe finding, then the first in role order (decision,
+outcome, check: the cause before its effect), then the outermost (the whole expression before a part of
+it); the others become its related locations, in file order. So in the example the scaling is the finding,
+where its fix applies; the path's counterexample, the gate and the predicate are its related locations.
 
 Fixes: a group keeps one fix. A finding whose fix makes other edits than the group's is not folded and
 stays a finding of its own, so `kvlint fix` applies every fix it applied before; the primary carries the
@@ -35,7 +38,7 @@ from libcst.metadata import CodeRange
 
 from kvlint.types import Finding, Fix, RelatedLocation
 
-ROLE_ORDER = ("outcome", "decision", "check")
+ROLE_ORDER = ("decision", "outcome", "check")
 
 
 @dataclass(frozen=True)
