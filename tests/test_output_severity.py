@@ -13,6 +13,7 @@ from click.testing import CliRunner
 import kvlint.commands.check as check_command
 from kvlint.cli import main
 from kvlint.engine.summary import EXIT_CLEAN, EXIT_FINDINGS, FixSummary, Summary
+from kvlint.errors import ReviewError
 from kvlint.reporters import load_reporter
 from kvlint.review.render import comment_body, markdown, rdjson
 from kvlint.review.review import Review, ReviewComment
@@ -182,3 +183,21 @@ def test_config_defaults_to_failing_on_errors(tmp_path):
 def test_check_help_documents_the_default():
     help_text = CliRunner().invoke(main, ["check", "--help"]).stdout
     assert "--fail-on [error|warning]" in help_text and "(the default" in help_text
+
+
+def test_the_saved_review_keeps_severity_and_related_locations():
+    """Stage two of the fork-safe workflow renders the same comments as one stage would post."""
+    from kvlint.review.review import summarise
+    from kvlint.review.saved import review_data, review_from_data
+
+    review = _review(ERROR, WARNING)
+    data = json.loads(json.dumps(review_data(review, summarise(review, 50))))
+    saved = review_from_data(data)
+    assert [comment_body(c) for c in saved.comments] == [comment_body(c) for c in review.comments]
+    data["comments"][0]["findings"][0]["severity"] = "fatal"
+    with pytest.raises(ReviewError, match="finding severity"):
+        review_from_data(data)
+    data["comments"][0]["findings"][0]["severity"] = "error"
+    data["comments"][0]["findings"][0]["related"][0]["path"] = "../outside.py"
+    with pytest.raises(ReviewError, match="path"):
+        review_from_data(data)
