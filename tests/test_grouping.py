@@ -213,3 +213,55 @@ def test_029_build_offloading_config_is_one_root_cause(vllm_release):
     source = (root / OFFLOADING_CONFIG).read_text().splitlines()
     defs = [r for r in root_cause["related"] if source[r["line"] - 1].startswith("def build_offloading_config(")]
     assert defs, root_cause
+
+
+def test_function_spans_finds_every_def_a_full_visit_finds():
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from kvlint.engine.grouping import function_spans
+
+    source = """\
+def a():
+    def b():
+        pass
+    class C:
+        def m(self):
+            if x:
+                def d(): pass
+            elif y:
+                def d2(): pass
+            try:
+                pass
+            except E:
+                def e(): pass
+            finally:
+                def f(): pass
+    with w:
+        def g(): pass
+    match q:
+        case 1:
+            def h(): pass
+    for i in r:
+        pass
+    else:
+        def j(): pass
+    lam = lambda: 1
+@dec
+async def k(): pass
+"""
+    module = cst.parse_module(source)
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    class Defs(cst.CSTVisitor):
+        def __init__(self):
+            self.lines = []
+
+        def visit_FunctionDef(self, node):
+            self.lines.append(positions[node].start.line)
+
+    visitor = Defs()
+    module.visit(visitor)
+    spans = function_spans(module, positions.__getitem__)
+    assert [s.line for s in spans] == visitor.lines and len(spans) == 11
+    assert spans[0] == FunctionSpan(1, 1, 25, 20)  # `a`, from its def to the end of its last statement

@@ -85,22 +85,24 @@ def root_cause_roles(rules: Iterable[type]) -> dict[str, str]:
     return roles
 
 
-class _FunctionDefs(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found: list[cst.FunctionDef] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.found.append(node)
+# What can hold a `def`: statements and the suites and clauses of compound statements, never an expression.
+_STRUCTURE = (cst.BaseSuite, cst.BaseCompoundStatement, cst.ExceptHandler, cst.Else, cst.Finally, cst.MatchCase)
+if hasattr(cst, "ExceptStarHandler"):  # libcst versions before 0.4.8 have no `except*`
+    _STRUCTURE = (*_STRUCTURE, cst.ExceptStarHandler)
 
 
 def function_spans(module: cst.Module, position: Callable[[cst.CSTNode], CodeRange]) -> list[FunctionSpan]:
-    """Every function of the module, outer before inner, with 1-based columns like a finding's."""
-    visitor = _FunctionDefs()
-    module.visit(visitor)
+    """Every function of the module, outer before inner, with 1-based columns like a finding's. Walks the
+    statements only: a full visit of a large module costs a second, this a few milliseconds."""
     spans = []
-    for node in visitor.found:
-        where = position(node)
-        spans.append(FunctionSpan(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1))
+    pending: list[cst.CSTNode] = list(reversed(module.body))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.FunctionDef):
+            where = position(node)
+            spans.append(FunctionSpan(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1))
+        if isinstance(node, _STRUCTURE):
+            pending.extend(reversed([child for child in node.children if isinstance(child, _STRUCTURE)]))
     return spans
 
 
