@@ -61,6 +61,8 @@ class ContainerIsinstance(Rule):
     __doc__ = __doc__
     CODE = "KV101"
     NAME = "container-isinstance"
+    # kvlint.engine.grouping: a check folds into the decision it sits in, else stands alone.
+    ROOT_CAUSE_ROLE = "check"
     MESSAGE = (
         "`{check}` is False for a UniformTypeKVCacheSpecs container, and `{subject}` may be one: "
         "it is {reason}, seen here unflattened"

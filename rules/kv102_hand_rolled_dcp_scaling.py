@@ -54,6 +54,8 @@ class HandRolledDcpScaling(Rule):
     __doc__ = __doc__
     CODE = "KV102"
     NAME = "hand-rolled-dcp-scaling"
+    # kvlint.engine.grouping: decides a DCP factor; folds with a whole-function finding on its function.
+    ROOT_CAUSE_ROLE = "decision"
     MESSAGE = "`{expression}` scales a block size by the DCP size by hand; {why}"
     FIX_TITLE = _FIX_TITLE
     # Every DCP size (or alias of one) is named after dcp / decode_context_parallel somewhere in the file.

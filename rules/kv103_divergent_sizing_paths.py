@@ -58,6 +58,8 @@ class DivergentSizingPaths(SizingReport, Rule):
     __doc__ = __doc__
     CODE = "KV103"
     NAME = "divergent-sizing-paths"
+    # kvlint.engine.grouping: the whole function's outcome; the decisions in it fold into this finding.
+    ROOT_CAUSE_ROLE = "outcome"
     MESSAGE = "`{path}` gives {tokens} tokens per block for {kind} at DCP={dcp}{view} where the scheduler's `{scheduler}` gives {expected}{also}"
     REPORTS = PathDivergence
     COMPARED_WITH = ("reference", "resolver")

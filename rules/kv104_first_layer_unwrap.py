@@ -49,6 +49,8 @@ class FirstLayerUnwrap(SizingReport, Rule):
     __doc__ = __doc__
     CODE = "KV104"
     NAME = "first-layer-unwrap"
+    # kvlint.engine.grouping: decides a DCP factor; folds with a whole-function finding on its function.
+    ROOT_CAUSE_ROLE = "decision"
     MESSAGE = (
         "`{function}` decides for the whole group from its first layer only: {first} gives {a} but {second} gives {b}"
     )

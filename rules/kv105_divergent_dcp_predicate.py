@@ -49,6 +49,8 @@ class DivergentDcpPredicate(SizingReport, Rule):
     __doc__ = __doc__
     CODE = "KV105"
     NAME = "divergent-dcp-predicate"
+    # kvlint.engine.grouping: decides a DCP factor; folds with a whole-function finding on its function.
+    ROOT_CAUSE_ROLE = "decision"
     MESSAGE = "{predicate} decides DCP sharding differently from the resolver `{resolver}` for: {kinds}"
     REPORTS = PredicateDivergence
     COMPARED_WITH = ("resolver",)

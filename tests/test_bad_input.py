@@ -80,9 +80,10 @@ def test_every_bad_input_case(bad_tree):
         else:
             assert len(kv000) == 1, f"{name}: expected one KV000, got {kv000}"
             assert cause in kv000[0]["message"] and "\n" not in kv000[0]["message"]
-    # Every other finding is kept: the real bug in each readable buggy file is still reported, once.
+    # Every other finding is kept: the real bug in each readable buggy file is still reported, once (one root
+    # cause: the scaling, with the check in its gate as a related location).
     for name in ("buggy.py", "crlf_bom.py", "tabs.py"):
-        assert sorted(f["code"] for f in by_file[name]) == ["KV101", "KV102"], name
+        assert [(f["code"], [r["code"] for r in f["related"]]) for f in by_file[name]] == [("KV102", ["KV101"])], name
     assert not any("loop" in f["path"] for f in findings), "walked into the symlink loop"
 
 
@@ -94,6 +95,8 @@ def test_text_output_is_one_line_per_problem(bad_tree):
         timeout=300,
     )
     for line in completed.stdout.splitlines():
+        # A root cause's related locations are indented under it, in the same `path:line:col:` form.
+        line = line.removeprefix("    related: ")
         path, row, column, rest = line.split(":", 3)
         assert path.startswith("pkg/") and row.isdigit() and column.isdigit() and rest.startswith(" KV")
 
@@ -123,7 +126,9 @@ def test_file_that_vanishes_between_listing_and_reading(tmp_path, monkeypatch):
     assert [(f.code, f.message) for f in victim] == [
         ("KV000", "cannot analyse this file: vanished before it could be read")
     ]
-    assert sorted(f.code for f in findings if f.path.endswith("buggy.py")) == ["KV101", "KV102"]
+    assert [(f.code, [r.code for r in f.related]) for f in findings if f.path.endswith("buggy.py")] == [
+        ("KV102", ["KV101"])
+    ]
 
 
 def test_unreadable_file(tmp_path, monkeypatch):

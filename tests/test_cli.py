@@ -78,8 +78,10 @@ def test_text_format_and_exit_one(project):
     result = run("pkg")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("pkg/buggy.py:6:9: KV102 [*] ")
-    assert any(line.startswith("pkg/buggy.py:6:46: KV101 [*] ") for line in lines)
+    # One root cause: the scaling, with the gate's check inside it as a related location.
+    assert lines[0].startswith("pkg/buggy.py:6:9: KV102 [*] error: ")
+    assert lines[1].startswith("    related: pkg/buggy.py:6:46: KV101 ")
+    assert len(lines) == 2
 
 
 def test_clean_exits_zero(project):
@@ -94,9 +96,11 @@ def test_exit_zero_flag(project):
 def test_json_format(project):
     result = run("--format", "json", "pkg")
     findings = json.loads(result.stdout)
-    assert {f["code"] for f in findings} == {"KV101", "KV102"}
+    assert [f["code"] for f in findings] == ["KV102"]
+    assert [(r["code"], r["line"], r["column"]) for r in findings[0]["related"]] == [("KV101", 6, 46)]
     for f in findings:
         assert set(f) >= {"code", "name", "message", "path", "line", "column", "end_line", "end_column", "fix"}
+        assert f["severity"] == "error"
         assert f["fix"]["applicability"] in ("safe", "unsafe")
         assert f["fix"]["edits"][0]["content"].startswith("resolve_dcp_kv_block_size(")
 
@@ -113,8 +117,9 @@ def test_sarif_format_is_valid_sarif(project):
 def test_github_format(project):
     result = run("--format", "github", "pkg")
     lines = result.stdout.splitlines()
-    assert len(lines) == 2
-    assert all(line.startswith("::error file=pkg/buggy.py,line=6,") for line in lines)
+    assert len(lines) == 1
+    assert lines[0].startswith("::error file=pkg/buggy.py,line=6,")
+    assert "%0Arelated: pkg/buggy.py:6:46: KV101 " in lines[0]
 
 
 def test_select_and_ignore(project):
@@ -173,7 +178,7 @@ def test_suppression_comment(project):
 def test_missing_path_is_reported_and_scan_goes_on(project):
     result = run("--format", "json", "pkg", "nope.py")
     codes = [(f["path"], f["code"]) for f in json.loads(result.stdout)]
-    assert ("nope.py", "KV000") in codes and ("pkg/buggy.py", "KV101") in codes
+    assert ("nope.py", "KV000") in codes and ("pkg/buggy.py", "KV102") in codes
 
 
 def test_no_path_outside_vllm_without_vllm_installed_is_a_clear_error(tmp_path):

@@ -160,7 +160,9 @@ def test_a_log_gets_one_line_per_phase_and_stdout_only_the_report(tree, output_f
     if output_format != "text":
         json.loads(completed.stdout)
     else:
-        assert all(line.startswith("vllm/connector.py:") for line in completed.stdout.splitlines())
+        # a finding per line, its related locations indented under it
+        lines = completed.stdout.splitlines()
+        assert all(line.startswith(("vllm/connector.py:", "    related: vllm/")) for line in lines), lines
 
 
 def test_with_a_cache_the_index_is_read_first(tree, tmp_path):

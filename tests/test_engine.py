@@ -63,13 +63,15 @@ def test_empty_file_is_clean():
 
 def test_modern_syntax_parses():
     source = b"type Alias = list[int]\nclass Box[T]:\n    pass\nmatch x:\n    case 1:\n        pass\nf'{f\"{x}\"}'\n"
-    assert sorted(f.code for f in lint(source + BUGGY.encode()).findings) == ["KV101", "KV102"]
+    findings = lint(source + BUGGY.encode()).findings
+    assert [(f.code, [r.code for r in f.related]) for f in findings] == [("KV102", ["KV101"])]
 
 
 def test_crlf_bom_and_tabs_keep_positions():
     crlf = BUGGY.replace("\n", "\r\n").replace("    ", "\t")
     result = lint(b"\xef\xbb\xbf" + crlf.encode())
-    assert {(f.code, f.line) for f in result.findings} == {("KV101", 3), ("KV102", 3)}
+    found = {(f.code, f.line) for f in result.findings} | {(r.code, r.line) for f in result.findings for r in f.related}
+    assert found == {("KV101", 3), ("KV102", 3)}
     text = decode_source(b"\xef\xbb\xbf" + crlf.encode()).text
     for finding in result.findings:
         for edit in finding.fix.edits:
@@ -91,7 +93,8 @@ def test_suppression_comment_on_the_line():
 
 def test_suppression_text_inside_a_string_does_not_count():
     tricky = BUGGY.replace("else 1)\n", "else 1) + len('# kvlint: ignore')\n", 1)
-    assert {f.code for f in lint(tricky.encode()).findings} == {"KV101", "KV102"}
+    findings = lint(tricky.encode()).findings
+    assert {f.code for f in findings} | {r.code for f in findings for r in f.related} == {"KV101", "KV102"}
 
 
 def test_prefilter_skips_files_that_cannot_match():

@@ -40,8 +40,9 @@ def test_029_flags_the_offloading_tokens_per_block(scan_029):
     code, findings = scan_029
     assert code == 1
     site = [f for f in at_offloading_config(findings) if 43 <= f["line"] <= 50]
-    assert {f["code"] for f in site} == {"KV101", "KV102"}
-    kv102 = next(f for f in site if f["code"] == "KV102")
+    # One root cause: the scaling, with its isinstance gate (and what else it causes) as related locations.
+    assert [f["code"] for f in site] == ["KV102"] and "KV101" in {r["code"] for r in site[0]["related"]}
+    kv102 = site[0]
     assert kv102["fix"]["applicability"] == "safe"
     assert "UniformTypeKVCacheSpecs" in kv102["message"]
 

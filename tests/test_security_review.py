@@ -28,7 +28,12 @@ PR_CODES = {"KV102", "KV103"}
 
 
 def _codes(run) -> set[str]:
-    return {code for comment in comments(run) for code in re.findall(r"kvlint:(KV\d+):", comment["body"])}
+    """The rules the comments report: each comment's findings (its markers) and their related locations."""
+    found = set()
+    for comment in comments(run):
+        found.update(re.findall(r"kvlint:(KV\d+):", comment["body"]))
+        found.update(re.findall(r"^- `[^`\n]*` line \d+, (KV\d+):", comment["body"], re.MULTILINE))
+    return found
 
 
 @pytest.fixture

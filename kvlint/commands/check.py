@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kvlint.commands.options import resolve_options, run_scan, scan_options
+from kvlint.commands.options import fail_on_option, resolve_fail_on, resolve_options, run_scan, scan_options
 from kvlint.engine.summary import Summary
 from kvlint.reporters import FORMATS, load_reporter
 
@@ -15,7 +15,13 @@ from kvlint.reporters import FORMATS, load_reporter
 @scan_options
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
-@click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings (text format).")
+@fail_on_option
+@click.option(
+    "--statistics",
+    is_flag=True,
+    help="Print counts of root causes per rule and severity instead of findings (text format); a finding "
+    "with related locations counts once.",
+)
 def check(
     paths,
     release,
@@ -28,14 +34,19 @@ def check(
     cache_dir,
     output_format,
     exit_zero,
+    fail_on,
     statistics,
 ):
-    """Report findings. Exit 0 clean, 1 findings, 2 usage/config/internal error."""
+    """Report findings, one per root cause (the other findings of that cause are its related locations).
+
+    Exit 0 clean, 1 findings at or above --fail-on (default: error, so warnings alone exit 0), 2
+    usage/config/internal error.
+    """
     reporter = load_reporter(output_format)()
     # Status and progress go to stderr whatever the format (a CI log wants them; stdout stays the report).
     options = resolve_options(paths, release, config_path, select, ignore, jobs, no_cache, cache_dir, quiet=False)
     result = run_scan(options)
-    summary = Summary(result.findings, len(result.files))
+    summary = Summary(result.findings, len(result.files), resolve_fail_on(fail_on, options.config))
     if statistics and output_format == "text":
         for line in summary.statistics():
             click.echo(line)

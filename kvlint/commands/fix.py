@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 
-from kvlint.commands.options import resolve_options, run_scan, scan_options
+from kvlint.commands.options import fail_on_option, resolve_fail_on, resolve_options, run_scan, scan_options
 from kvlint.engine.summary import FixSummary
+from kvlint.reporters.text import finding_lines
 from kvlint.types import Applicability, Finding
 
 
@@ -19,8 +20,12 @@ from kvlint.types import Applicability, Finding
 @click.option(
     "--unsafe-fixes", is_flag=True, help="Also apply fixes that may change behaviour beyond the intended one."
 )
-def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, cache_dir, show_diff, unsafe_fixes):
-    """Apply safe fixes in place, atomically. Exit 0 when no finding is left, 1 when some remain.
+@fail_on_option
+def fix(
+    paths, release, select, ignore, config_path, jobs, verbose, no_cache, cache_dir, show_diff, unsafe_fixes, fail_on
+):
+    """Apply safe fixes in place, atomically. Exit 0 when no finding at or above --fail-on (default: error) is
+    left, 1 when some remain.
 
     With --diff, stdout is a patch alone (paths relative to the working folder, as `git diff` writes
     them: `git apply` takes it there) and everything else goes to stderr."""
@@ -48,10 +53,12 @@ def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, ca
         click.echo(f"kvlint: the patch's paths are relative to {names.base}: apply it there", err=True)
     # What a fresh `check` of the fixed tree reports: the cross-file analysis is redone on it.
     left = findings_after_fix(result, fixed_files, not show_diff, options.config, options.jobs)
-    for f in left:
-        line = f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}{_note(f, unsafe_fixes)}"
-        click.echo(line, err=show_diff)  # --diff: stdout holds the patch alone
-    summary = FixSummary(len(fixed_files), left, failed, diff_only=show_diff)
+    for f in sorted(left, key=Finding.sort_key):
+        # --diff: stdout holds the patch alone
+        click.echo("\n".join(finding_lines(f, marker=False, note=_note(f, unsafe_fixes))), err=show_diff)
+    summary = FixSummary(
+        len(fixed_files), left, failed, diff_only=show_diff, fail_on=resolve_fail_on(fail_on, options.config)
+    )
     click.echo(summary.line(), err=True)
     sys.exit(summary.exit_code())
 

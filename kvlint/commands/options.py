@@ -12,6 +12,7 @@ from kvlint.errors import ConfigError
 from kvlint.scan.config import Config, find_pyproject, load_config
 from kvlint.scan.progress import Display
 from kvlint.scan.runner import ScanResult, scan
+from kvlint.types import Severity
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,22 @@ def scan_options(function):
     for option in reversed(options):
         function = option(function)
     return function
+
+
+def fail_on_option(function):
+    """`--fail-on`: which findings fail the run (`check`, and `fix` for the findings it leaves)."""
+    return click.option(
+        "--fail-on",
+        type=click.Choice([s.value for s in Severity]),
+        default=None,
+        help="Lowest severity that makes the run exit 1: `error` (the default: warnings are reported but "
+        "exit 0) or `warning` (every finding fails). Overrides `fail-on` in [tool.kvlint].",
+    )(function)
+
+
+def resolve_fail_on(value: str | None, config: Config) -> Severity:
+    """The command line's --fail-on, else the configuration's (which defaults to error)."""
+    return Severity(value) if value else config.fail_on
 
 
 def resolve_options(

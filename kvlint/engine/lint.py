@@ -12,11 +12,12 @@ from libcst.metadata import MetadataWrapper
 
 from kvlint.analysis.provenance import SpecFlow
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
+from kvlint.engine.grouping import fold_root_causes, function_spans, root_cause_roles
 from kvlint.engine.rule import Rule, RuleContext
 from kvlint.engine.source import MAX_FILE_BYTES, decode_source
 from kvlint.engine.suppress import is_suppressed, suppressions
 from kvlint.errors import UnreadableSource
-from kvlint.types import FileResult, Finding, unreadable
+from kvlint.types import FileResult, unreadable
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 # libcst's own "error at L:C: " prefix: its numbers differ from the error's raw position, so it is dropped.
@@ -80,8 +81,8 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
     findings = [pending.rule.finding_for(pending) for pending in context.pending]
     table = suppressions(text)
     kept = [f for f in findings if not is_suppressed(f.code, range(f.line, f.end_line + 1), table)]
-    kept.sort(key=Finding.sort_key)
-    return FileResult(path=request.path, findings=tuple(kept), suppressed=len(findings) - len(kept))
+    folded = fold_root_causes(kept, root_cause_roles(request.rules), lambda: function_spans(module, context.position))
+    return FileResult(path=request.path, findings=tuple(folded), suppressed=len(findings) - len(kept))
 
 
 def syntax_error_position(text: str, error: cst.ParserSyntaxError) -> tuple[int, int, str]:

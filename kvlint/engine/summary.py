@@ -1,6 +1,9 @@
 """What a run comes to: the counts, the one-line summary on stderr, and the exit code (as black's Report).
 
-The exit codes below are the only ones kvlint uses; every command exits through this table.
+The exit codes below are the only ones kvlint uses; every command exits through this table. Which findings
+count for EXIT_FINDINGS is the run's `fail_on` severity (`--fail-on`, `fail-on` in [tool.kvlint]): with
+the default, `error`, warnings are reported but do not fail the run; with `warning`, every finding does.
+A finding here is a root cause: the findings it folded (kvlint.engine.grouping) are its related locations.
 """
 
 from __future__ import annotations
@@ -9,10 +12,27 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvlint.types import Applicability, Finding
+from kvlint.types import Applicability, Finding, Severity
+
+DEFAULT_FAIL_ON = Severity.ERROR
+
+
+def failing(findings: Sequence[Finding], fail_on: Severity) -> list[Finding]:
+    """The findings that fail a run whose threshold is `fail_on`."""
+    return [f for f in findings if f.severity.at_least(fail_on)]
+
+
+def severity_counts(findings: Sequence[Finding]) -> str:
+    """`2 errors, 1 warning`: every severity, most severe first."""
+    counts = Counter(f.severity for f in findings)
+    ordered = sorted(Severity, key=lambda s: -s.rank)
+    return ", ".join(f"{counts[s]} {s.value}{'' if counts[s] == 1 else 's'}" for s in ordered)
+
 
 EXIT_CLEAN = 0  # nothing to report
-EXIT_FINDINGS = 1  # findings (check, review), findings left or a file not fixed (fix), cells that disagree (verify)
+# findings at or above --fail-on (check, review), such findings left or a file not fixed (fix), cells that
+# disagree (verify)
+EXIT_FINDINGS = 1
 EXIT_ERROR = 2  # a usage, configuration or internal error: one line on stderr
 
 
@@ -22,6 +42,7 @@ class Summary:
 
     findings: Sequence[Finding]
     files_checked: int
+    fail_on: Severity = DEFAULT_FAIL_ON
 
     @property
     def safe_fixable(self) -> int:
@@ -32,7 +53,7 @@ class Summary:
         return sum(1 for f in self.findings if f.fix is not None and f.fix.applicability == Applicability.UNSAFE)
 
     def exit_code(self, exit_zero: bool = False) -> int:
-        return EXIT_CLEAN if exit_zero or not self.findings else EXIT_FINDINGS
+        return EXIT_CLEAN if exit_zero or not failing(self.findings, self.fail_on) else EXIT_FINDINGS
 
     def line(self) -> str:
         if not self.findings:
@@ -43,12 +64,25 @@ class Summary:
         if self.unsafe_fixable:
             extra.append(f"{self.unsafe_fixable} more with `--unsafe-fixes`")
         tail = f" ({'; '.join(extra)})" if extra else ""
-        return f"kvlint: {len(self.findings)} finding(s) in {self.files_checked} files checked{tail}."
+        passing = ""
+        if not failing(self.findings, self.fail_on):
+            passing = f"; none fails the run (--fail-on {self.fail_on.value})"
+        return (
+            f"kvlint: {len(self.findings)} finding(s) ({severity_counts(self.findings)}) in "
+            f"{self.files_checked} files checked{tail}{passing}."
+        )
 
     def statistics(self) -> list[str]:
-        """One line per rule that found something: `count  CODE name`, by code."""
-        counts = Counter(f"{f.code} {f.name}" for f in self.findings)
-        return [f"{count:6d}  {name}" for name, count in sorted(counts.items())]
+        """One line per rule and severity: `count  CODE name  severity`, by code, counting root causes (a
+        finding with its related locations counts once, under its primary's rule); then the totals."""
+        counts = Counter((f.code, f.name, f.severity.value) for f in self.findings)
+        lines = [f"{count:6d}  {code} {name}  {severity}" for (code, name, severity), count in sorted(counts.items())]
+        related = sum(len(f.related) for f in self.findings)
+        lines.append(
+            f"{len(self.findings):6d}  root cause(s) ({severity_counts(self.findings)}); "
+            f"{related} more finding(s) folded into them as related locations"
+        )
+        return lines
 
 
 @dataclass(frozen=True)
@@ -59,10 +93,11 @@ class FixSummary:
     left: Sequence[Finding]
     failed: bool
     diff_only: bool  # --diff: nothing written
+    fail_on: Severity = DEFAULT_FAIL_ON  # which findings left fail the run
 
     def exit_code(self) -> int:
         # With --diff, a file that would change is as much to act on as a finding left.
-        pending = self.left or self.failed or (self.diff_only and self.changed_files)
+        pending = failing(self.left, self.fail_on) or self.failed or (self.diff_only and self.changed_files)
         return EXIT_FINDINGS if pending else EXIT_CLEAN
 
     def line(self) -> str:

@@ -11,6 +11,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 from kvlint.errors import FixError
+from kvlint.fixing.imports import add_from_import
 from kvlint.types import Applicability, Finding, TextEdit
 
 LINE_LIMIT = 88
@@ -61,21 +62,28 @@ def _overlaps(a: TextEdit, b: TextEdit) -> bool:
 
 def _update_imports(text: str, adds: set[tuple[str, str]], removes: set[tuple[str, str]]) -> str:
     try:
-        module = cst.parse_module(text)
+        cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         raise FixError(f"the fixed source does not parse ({error.message}); left unchanged") from None
-    context = CodemodContext()
+    code = text
     for module_name, name in sorted(adds):
-        AddImportsVisitor.add_needed_import(context, module_name, name)
-    for module_name, name in sorted(removes):
-        RemoveImportsVisitor.remove_unused_import(context, module_name, name)
-    module = AddImportsVisitor(context).transform_module(module)
+        # Sorted into its block and wrapped like the file's imports (kvlint.fixing.imports), or where libcst
+        # puts it when the file's imports have a shape that module does not rewrite.
+        placed = add_from_import(code, module_name, name)
+        code = placed if placed is not None else _add_with_libcst(code, module_name, name)
     if removes:
-        module = RemoveImportsVisitor(context).transform_module(module)
-    code = module.code
-    for module_name in sorted({m for m, _ in adds}):
-        code = _wrap_long_import(code, module_name, module.default_newline)
+        context = CodemodContext()
+        for module_name, name in sorted(removes):
+            RemoveImportsVisitor.remove_unused_import(context, module_name, name)
+        code = RemoveImportsVisitor(context).transform_module(cst.parse_module(code)).code
     return code
+
+
+def _add_with_libcst(code: str, module_name: str, name: str) -> str:
+    context = CodemodContext()
+    AddImportsVisitor.add_needed_import(context, module_name, name)
+    module = AddImportsVisitor(context).transform_module(cst.parse_module(code))
+    return _wrap_long_import(module.code, module_name, module.default_newline)
 
 
 def _wrap_long_import(code: str, module_name: str, newline: str) -> str:

@@ -1,8 +1,13 @@
-"""GitHub Actions workflow commands: `::error file=…,line=…,col=…,title=…::message`."""
+"""GitHub Actions workflow commands: `::error file=…,line=…,col=…,title=…::message`, or `::warning` for a
+warning; the related locations of a root cause are lines of its message."""
 
 from __future__ import annotations
 
 from kvlint.reporters.base import Reporter
+from kvlint.types import Severity
+
+# The annotation levels GitHub has are error, warning and notice.
+COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning"}
 
 
 def _escape_data(value: str) -> str:
@@ -19,7 +24,7 @@ class GithubReporter(Reporter):
     def render(self, findings, rules) -> str:
         lines = []
         for f in findings:
-            level = "error" if f.severity.value == "error" else "warning"
+            level = COMMANDS[f.severity]
             properties = ",".join(
                 [
                     f"file={_escape_property(f.path)}",
@@ -30,5 +35,11 @@ class GithubReporter(Reporter):
                     f"title={_escape_property(f'{f.code} {f.name}')}",
                 ]
             )
-            lines.append(f"::{level} {properties}::{_escape_data(f'{f.code} {f.message}')}")
+            message = "\n".join(
+                [
+                    f"{f.code} {f.message}",
+                    *(f"related: {r.path}:{r.line}:{r.column}: {r.code} {r.message}" for r in f.related),
+                ]
+            )
+            lines.append(f"::{level} {properties}::{_escape_data(message)}")
         return "\n".join(lines) + ("\n" if lines else "")

@@ -1,3 +1,5 @@
+"""A JSON array of findings, one per root cause: each with its severity, fix and `related` locations."""
+
 from __future__ import annotations
 
 import json
@@ -39,6 +41,19 @@ def finding_to_dict(f: Finding) -> dict:
         "end_column": f.end_column,
         "fix": fix,
         "fix_unavailable": f.fix_unavailable,
+        # The other findings of this root cause (kvlint.engine.grouping), in file order.
+        "related": [
+            {
+                "code": r.code,
+                "message": r.message,
+                "path": r.path,
+                "line": r.line,
+                "column": r.column,
+                "end_line": r.end_line,
+                "end_column": r.end_column,
+            }
+            for r in f.related
+        ],
     }
 
 

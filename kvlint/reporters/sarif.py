@@ -1,4 +1,5 @@
-"""SARIF 2.1.0 as GitHub code scanning accepts it: every result's ruleId is in tool.driver.rules."""
+"""SARIF 2.1.0 as GitHub code scanning accepts it: every result's ruleId is in tool.driver.rules, its `level`
+is the finding's severity, and the other findings of its root cause are its `relatedLocations`."""
 
 from __future__ import annotations
 
@@ -7,11 +8,23 @@ from pathlib import PurePath
 
 from kvlint import __version__
 from kvlint.reporters.base import Reporter
+from kvlint.types import Severity
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 # No helpUri or informationUri: kvlint has no published home to link to (the PyPI name `kvlint` is another
 # project's), and SARIF wants absolute URIs. Each rule's full documentation is in its `help` instead; the
 # same text is in docs/rules/ of this repository.
+# SARIF's result levels are error, warning, note and none; every kvlint severity has its own.
+LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning"}
+
+
+def _location(path: str, line: int, column: int, end_line: int, end_column: int) -> dict:
+    return {
+        "physicalLocation": {
+            "artifactLocation": {"uri": PurePath(path).as_posix(), "uriBaseId": "%SRCROOT%"},
+            "region": {"startLine": line, "startColumn": column, "endLine": end_line, "endColumn": end_column},
+        }
+    }
 
 
 class SarifReporter(Reporter):
@@ -42,27 +55,23 @@ class SarifReporter(Reporter):
             )
         results = []
         for f in findings:
-            results.append(
-                {
-                    "ruleId": f.code,
-                    "ruleIndex": codes.index(f.code),
-                    "level": "error" if f.severity.value == "error" else "warning",
-                    "message": {"text": f.message},
-                    "locations": [
-                        {
-                            "physicalLocation": {
-                                "artifactLocation": {"uri": PurePath(f.path).as_posix(), "uriBaseId": "%SRCROOT%"},
-                                "region": {
-                                    "startLine": f.line,
-                                    "startColumn": f.column,
-                                    "endLine": f.end_line,
-                                    "endColumn": f.end_column,
-                                },
-                            }
-                        }
-                    ],
-                }
-            )
+            result = {
+                "ruleId": f.code,
+                "ruleIndex": codes.index(f.code),
+                "level": LEVELS[f.severity],
+                "message": {"text": f.message},
+                "locations": [_location(f.path, f.line, f.column, f.end_line, f.end_column)],
+            }
+            if f.related:
+                result["relatedLocations"] = [
+                    {
+                        "id": index,
+                        **_location(r.path, r.line, r.column, r.end_line, r.end_column),
+                        "message": {"text": f"{r.code}: {r.message}"},
+                    }
+                    for index, r in enumerate(f.related, start=1)
+                ]
+            results.append(result)
         document = {
             "$schema": SCHEMA,
             "version": "2.1.0",

@@ -1,19 +1,28 @@
 from __future__ import annotations
 
 from kvlint.reporters.base import Reporter
+from kvlint.types import Finding
+
+
+def finding_lines(finding: Finding, marker: bool = True, note: str = "") -> list[str]:
+    """`path:line:col: CODE [*] severity: message`, then one indented line per related location of the
+    same root cause: `    related: path:line:col: CODE message`."""
+    fix_marker = ""
+    if marker and finding.fix is not None:
+        fix_marker = " [*]" if finding.fix.applicability.value == "safe" else " [unsafe fix]"
+    where = f"{finding.path}:{finding.line}:{finding.column}"
+    lines = [f"{where}: {finding.code}{fix_marker} {finding.severity.value}: {finding.message}{note}"]
+    lines.extend(f"    related: {r.path}:{r.line}:{r.column}: {r.code} {r.message}" for r in finding.related)
+    return lines
 
 
 class TextReporter(Reporter):
-    """`path:line:col: CODE message`, one finding a line, then a fix note where one applies."""
+    """One finding (a root cause) a line with its severity and fix marker, its related locations indented
+    under it."""
 
     NAME = "text"
     MACHINE = False
 
     def render(self, findings, rules) -> str:
-        lines = []
-        for f in findings:
-            marker = ""
-            if f.fix is not None:
-                marker = " [*]" if f.fix.applicability.value == "safe" else " [unsafe fix]"
-            lines.append(f"{f.path}:{f.line}:{f.column}: {f.code}{marker} {f.message}")
+        lines = [line for f in findings for line in finding_lines(f)]
         return "\n".join(lines) + ("\n" if lines else "")

@@ -114,6 +114,7 @@ def findings_through_touched_targets(
     anchored: list[Finding] = []
     replaced: list[Finding] = []
     linted: dict[str, list[Finding]] = {}
+    seen: set[int] = set()
     for divergence in analysis.divergences:
         rule = _reporting_rule(divergence, rules)
         roles = [role for role in getattr(rule, "COMPARED_WITH", ()) if role in touched]
@@ -128,11 +129,13 @@ def findings_through_touched_targets(
             if repository_path not in linted:
                 linted[repository_path] = _lint_one(tree, repository_path, project, rules, config)
             candidates = linted[repository_path]
-        # Through the engine, so that suppression comments and per-file-ignores still hold.
-        finding = next((f for f in candidates if f.code == rule.CODE and f.line == divergence.line), None)
-        if finding is None or changes.get(repository_path, ChangedFile("")).touches(
-            finding.line, max(finding.end_line, finding.line)
-        ):
+        # Through the engine, so that suppression comments and per-file-ignores still hold; a divergence
+        # folded into another finding of its root cause (kvlint.engine.grouping) is reported by that one.
+        finding = next((f for f in candidates if _reports(f, rule.CODE, divergence.line)), None)
+        if finding is None or id(finding) in seen:
+            continue
+        seen.add(id(finding))
+        if changes.get(repository_path, ChangedFile("")).touches(finding.line, max(finding.end_line, finding.line)):
             continue
         name, target_path, anchor = touched[roles[0]]
         what = "the scheduler's sizing path" if roles[0] == "reference" else "the shared resolver"
@@ -151,6 +154,12 @@ def findings_through_touched_targets(
         if repository_path in changes:
             replaced.append(finding)
     return anchored, replaced
+
+
+def _reports(finding: Finding, code: str, line: int) -> bool:
+    return (finding.code, finding.line) == (code, line) or any(
+        (r.code, r.line) == (code, line) for r in finding.related
+    )
 
 
 def _lint_one(

@@ -21,12 +21,14 @@ from kvlint.review.review import (
     summarise,
     why_sentence,
 )
-from kvlint.types import Applicability
+from kvlint.types import Applicability, Finding, Severity
 
 SOURCE_NAME = "kvlint"
 # No URLs in rdjson: kvlint has no published home (the PyPI name `kvlint` is another project's); a rule's
 # documentation is `kvlint explain CODE`, or docs/rules/CODE.md in kvlint's repository.
 SUMMARY_MARKER = "<!-- kvlint:summary -->"
+# reviewdog's severities (rdjson) for kvlint's; the result's own severity is its most severe diagnostic's.
+RDJSON_SEVERITIES = {Severity.ERROR: "ERROR", Severity.WARNING: "WARNING"}
 # Inline markup anywhere (emphasis, links, tables, strikethrough); block markup only where a line starts.
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\*_\[\]|~])")
 _LINE_START_MARKUP = re.compile(r"^(\s*)([#+\-=]|\d+[.)])")
@@ -184,10 +186,15 @@ def comment_body(comment: ReviewComment, markers: bool = True, language: str = "
     else:
         for finding in comment.findings:
             why = why_sentence(finding.code)
-            sentence = f"**kvlint {escape_text(finding.code)} {escape_text(finding.name)}**: {escape_message(finding.message)}."
+            sentence = (
+                f"**kvlint {escape_text(finding.code)} {escape_text(finding.name)}** ({finding.severity.value}): "
+                f"{escape_message(finding.message)}."
+            )
             if why:
                 sentence += f" {escape_message(why)}"
             parts.append(sentence)
+            if finding.related:
+                parts.append(related_list(finding))
     fixes = [f for f in comment.findings if f.fix and f.fix.applicability is Applicability.SAFE]
     if comment.suggestion is not None:
         title = fixes[0].fix.title if fixes else "Apply the fix"
@@ -197,6 +204,14 @@ def comment_body(comment: ReviewComment, markers: bool = True, language: str = "
         parts.append(f"{fence}{language}\n{comment.suggestion.text}\n{fence}")
     parts.extend(note_sentence(note, comment.path) for note in comment.notes)
     return "\n\n".join(parts) + "\n"
+
+
+def related_list(finding: Finding) -> str:
+    """The other findings of a root cause, one bullet each: where, which rule, what it says (escaped)."""
+    lines = ["Same root cause, also reported at:"]
+    for r in finding.related:
+        lines.append(f"- {code_span(r.path)} line {r.line}, {escape_text(r.code)}: {escape_message(r.message)}")
+    return "\n".join(lines)
 
 
 def review_payload(summary: Summary, comments: list[ReviewComment], commit: str | None) -> dict:
@@ -283,9 +298,24 @@ def rdjson(review: Review, texts: dict[str, str]) -> dict:
                 # reviewdog posts the message as markdown: escaped like a review comment's.
                 "message": " ".join([escape_message(finding.message), *_placement_sentences(comment, finding)]),
                 "location": {"path": finding.path, "range": location_range},
-                "severity": "ERROR" if finding.severity.value == "error" else "WARNING",
+                "severity": RDJSON_SEVERITIES[finding.severity],
                 "code": {"value": finding.code},
             }
+            if finding.related:
+                diagnostic["related_locations"] = [
+                    {
+                        "message": escape_message(f"{r.code}: {r.message}"),
+                        "location": {
+                            "path": r.path,
+                            # Columns only where the text is known: a finding re-anchored on a change to
+                            # another file (review.crossfile) keeps related locations in its own file.
+                            "range": {"start": position(r.line, r.column), "end": position(r.end_line, r.end_column)}
+                            if r.path == finding.path
+                            else {"start": {"line": r.line}},
+                        },
+                    }
+                    for r in finding.related
+                ]
             if comment.suggestion is not None and finding.fix and finding.fix.applicability is Applicability.SAFE:
                 suggestions = [comment.suggestion, *companions.get((comment.path, comment.line), [])]
                 # Line-wise ranges (no columns): the lines first..last, replaced by the text.
@@ -294,8 +324,9 @@ def rdjson(review: Review, texts: dict[str, str]) -> dict:
                     for s in suggestions
                 ]
             diagnostics.append(diagnostic)
+    ranks = {name: severity.rank for severity, name in RDJSON_SEVERITIES.items()}
     return {
         "source": {"name": SOURCE_NAME},
-        "severity": "ERROR" if diagnostics else "INFO",
+        "severity": max((d["severity"] for d in diagnostics), key=ranks.__getitem__, default="INFO"),
         "diagnostics": diagnostics,
     }

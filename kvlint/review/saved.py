@@ -29,12 +29,13 @@ from kvlint.review.review import (
     fingerprint_of,
     marker,
 )
-from kvlint.types import Applicability, Finding, Fix
+from kvlint.types import Applicability, Finding, Fix, RelatedLocation, Severity
 
 FORMAT_VERSION = 1
 MAX_FILE_BYTES = 16 * 1024 * 1024
 _MAX_COMMENTS = 5_000
 _MAX_FINDINGS_PER_COMMENT = 50
+_MAX_RELATED = 50  # related locations of one finding (the other findings of its root cause)
 _MAX_TEXT = 4_000  # a message or a fix title
 _MAX_SUGGESTION = 65_000
 _MAX_LINE = 10_000_000
@@ -84,6 +85,19 @@ def _comment_data(comment: ReviewComment) -> dict:
                 "fingerprint": fingerprint_of(marker_text),
                 "safe_fix": safe,
                 "fix_title": finding.fix.title if safe else None,
+                "severity": finding.severity.value,
+                "related": [
+                    {
+                        "path": r.path,
+                        "line": r.line,
+                        "column": r.column,
+                        "end_line": r.end_line,
+                        "end_column": r.end_column,
+                        "code": r.code,
+                        "message": r.message,
+                    }
+                    for r in finding.related
+                ],
             }
         )
     suggestion = comment.suggestion
@@ -239,7 +253,11 @@ def _comment_from(raw: dict, name_of) -> ReviewComment:
                 edits=(),
             )
         message = _text(entry.get("message"), "finding message")
-        findings.append(Finding(path, line, 1, line, 1, code, name, message, fix=fix))
+        severity = entry.get("severity", Severity.ERROR.value)
+        if severity not in {s.value for s in Severity}:
+            _refuse("finding severity")
+        related = _related_from(entry.get("related", []), name_of)
+        findings.append(Finding(path, line, 1, line, 1, code, name, message, Severity(severity), fix, related=related))
         markers.append(marker(code, path, fingerprint))
     suggestion = None
     if raw.get("suggestion") is not None:
@@ -255,6 +273,30 @@ def _comment_from(raw: dict, name_of) -> ReviewComment:
         _refuse("comment notes")
     notes = [_note_from(_dict(note, "note")) for note in raw_notes]
     return ReviewComment(path, line, start_line, findings, markers, suggestion, notes, companion_of)
+
+
+def _related_from(raw, name_of) -> tuple[RelatedLocation, ...]:
+    if not isinstance(raw, list) or len(raw) > _MAX_RELATED:
+        _refuse("finding related")
+    related = []
+    for entry in raw:
+        entry = _dict(entry, "related location")
+        code = entry.get("code")
+        name_of(code)  # a rule kvlint has
+        line = _integer(entry.get("line"), "related line", 1, _MAX_LINE)
+        end_line = _integer(entry.get("end_line"), "related end_line", line, _MAX_LINE)
+        related.append(
+            RelatedLocation(
+                _path(entry.get("path")),
+                line,
+                _integer(entry.get("column"), "related column", 1, _MAX_LINE),
+                end_line,
+                _integer(entry.get("end_column"), "related end_column", 1, _MAX_LINE),
+                code,
+                _text(entry.get("message"), "related message"),
+            )
+        )
+    return tuple(related)
 
 
 def _note_from(raw: dict) -> Note:

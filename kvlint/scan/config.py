@@ -8,8 +8,9 @@ from pathlib import Path
 
 from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
 from kvlint.errors import ConfigError
+from kvlint.types import Severity
 
-KNOWN_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "scheduler-only-paths"}
+KNOWN_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "scheduler-only-paths", "fail-on"}
 
 
 @dataclass
@@ -19,6 +20,8 @@ class Config:
     exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     scheduler_only_paths: list[str] = field(default_factory=lambda: list(DEFAULT_SCHEDULER_ONLY_PATHS))
+    # The lowest severity that fails a run (exit 1); `--fail-on` overrides it.
+    fail_on: Severity = Severity.ERROR
     source: str | None = None  # the pyproject.toml it came from
 
     def rule_settings(self) -> dict:
@@ -40,6 +43,15 @@ def _string_list(value, key: str, path: Path) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{path}: [tool.kvlint] {key} must be a list of strings")
     return list(value)
+
+
+def _severity(value, key: str, path: Path) -> Severity:
+    names = [s.value for s in Severity]
+    if not isinstance(value, str) or value not in names:
+        raise ConfigError(
+            f"{path}: [tool.kvlint] {key} must be one of {', '.join(map(repr, names))}, not {repr(value)[:60]}"
+        )
+    return Severity(value)
 
 
 def load_config(path: Path | None) -> Config:
@@ -71,6 +83,8 @@ def load_config(path: Path | None) -> Config:
     config.exclude = _string_list(table.get("exclude", []), "exclude", path)
     if "scheduler-only-paths" in table:
         config.scheduler_only_paths = _string_list(table["scheduler-only-paths"], "scheduler-only-paths", path)
+    if "fail-on" in table:
+        config.fail_on = _severity(table["fail-on"], "fail-on", path)
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         raise ConfigError(f"{path}: [tool.kvlint] per-file-ignores must be a table of glob = [codes]")

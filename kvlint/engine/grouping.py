@@ -1,0 +1,209 @@
+"""One finding per root cause: fold the findings of one file that describe the same defect into a primary
+finding whose `related` lists the others.
+
+One hand-written sizing expression can trip several rules at once: in vLLM 0.29.0 `build_offloading_config`
+scales `group.kv_cache_spec.block_size` by hand (a scaling), gated on `isinstance(group.kv_cache_spec,
+AttentionSpec)` (a check, and a DCP predicate that differs from the resolver's), and so its whole function
+gives another token span than the scheduler (a divergent path). That is one defect with one fix.
+
+A rule takes part by declaring `ROOT_CAUSE_ROLE` (a rule without it is never folded):
+- "decision": an expression or a helper that decides a DCP factor (a scaling, a predicate, a layer pick):
+  the place a root cause is, and fixed;
+- "outcome": reported on a whole function, as the result of the decisions made in it (a divergent path);
+- "check": a spec check, part of a decision when it lies inside one, a root cause of its own otherwise.
+
+Within one function (the innermost `def` whose range holds the finding's; module level counts as one; a
+finding reported on a def is in that def), two findings fold when
+- both are expressions and one's range contains the other's (the same expression, or one inside the other),
+- both are reported on the function's whole `def` (two rules about the same helper), or
+- one is reported on the whole `def` and the other is a decision made directly in that function (not in a
+  function nested in it): a path diverges because of the scaling or predicate it computes its size with.
+Folding is transitive. The primary is the most severe finding, then the first in role order (decision,
+outcome, check: the cause before its effect), then the outermost (the whole expression before a part of
+it); the others become its related locations, in file order. So in the example the scaling is the finding,
+where its fix applies; the path's counterexample, the gate and the predicate are its related locations.
+
+Fixes: a group keeps one fix. A finding whose fix makes other edits than the group's is not folded and
+stays a finding of its own, so `kvlint fix` applies every fix it applied before; the primary carries the
+group's fix (and, without one, the first "fix unavailable" note of the group).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+
+import libcst as cst
+from libcst.metadata import CodeRange
+
+from kvlint.types import Finding, Fix, RelatedLocation
+
+ROLE_ORDER = ("decision", "outcome", "check")
+
+
+@dataclass(frozen=True)
+class FunctionSpan:
+    """Where a `def` is, as libcst places it (and so as a finding reported on the def is placed)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    def holds(self, finding: Finding) -> bool:
+        return (self.line, self.column) <= (finding.line, finding.column) and (
+            finding.end_line,
+            finding.end_column,
+        ) <= (self.end_line, self.end_column)
+
+    def is_reported_on(self, finding: Finding) -> bool:
+        return (self.line, self.column, self.end_line, self.end_column) == (
+            finding.line,
+            finding.column,
+            finding.end_line,
+            finding.end_column,
+        )
+
+
+@dataclass(frozen=True)
+class _Placed:
+    finding: Finding
+    role: str
+    scope: FunctionSpan | None  # the innermost function around it; None at module level
+    whole: bool  # reported on its scope's whole def
+
+
+def root_cause_roles(rules: Iterable[type]) -> dict[str, str]:
+    """code → role of the rules that take part in folding."""
+    roles = {}
+    for rule in rules:
+        role = getattr(rule, "ROOT_CAUSE_ROLE", None)
+        if role is not None:
+            if role not in ROLE_ORDER:
+                raise ValueError(f"{rule.__name__}.ROOT_CAUSE_ROLE must be one of {ROLE_ORDER}, not {role!r}")
+            roles[rule.CODE] = role
+    return roles
+
+
+# What can hold a `def`: statements and the suites and clauses of compound statements, never an expression.
+_STRUCTURE = (cst.BaseSuite, cst.BaseCompoundStatement, cst.ExceptHandler, cst.Else, cst.Finally, cst.MatchCase)
+if hasattr(cst, "ExceptStarHandler"):  # libcst versions before 0.4.8 have no `except*`
+    _STRUCTURE = (*_STRUCTURE, cst.ExceptStarHandler)
+
+
+def function_spans(module: cst.Module, position: Callable[[cst.CSTNode], CodeRange]) -> list[FunctionSpan]:
+    """Every function of the module, outer before inner, with 1-based columns like a finding's. Walks the
+    statements only: a full visit of a large module costs a second, this a few milliseconds."""
+    spans = []
+    pending: list[cst.CSTNode] = list(reversed(module.body))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.FunctionDef):
+            where = position(node)
+            spans.append(FunctionSpan(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1))
+        if isinstance(node, _STRUCTURE):
+            pending.extend(reversed([child for child in node.children if isinstance(child, _STRUCTURE)]))
+    return spans
+
+
+def fold_root_causes(
+    findings: Iterable[Finding], roles: Mapping[str, str], functions: Callable[[], list[FunctionSpan]]
+) -> list[Finding]:
+    """The findings of one file with those of one root cause folded into one (see the module docstring),
+    sorted by `Finding.sort_key`. `functions` gives the file's functions, outer before inner; it is called
+    only when two findings could fold."""
+    findings = list(findings)
+    taking_part = [f for f in findings if f.code in roles]
+    if len(taking_part) < 2:
+        return sorted(findings, key=Finding.sort_key)
+    spans = functions()
+    placed = [_place(f, roles[f.code], spans) for f in taking_part]
+    groups = _components(placed)
+    result = [f for f in findings if f.code not in roles]
+    for group in groups:
+        result.extend(_fold(group))
+    return sorted(result, key=Finding.sort_key)
+
+
+def _place(finding: Finding, role: str, spans: list[FunctionSpan]) -> _Placed:
+    around = [s for s in spans if s.holds(finding)]
+    scope = around[-1] if around else None
+    return _Placed(finding, role, scope, whole=scope is not None and scope.is_reported_on(finding))
+
+
+def _contains(outer: Finding, inner: Finding) -> bool:
+    return (outer.line, outer.column) <= (inner.line, inner.column) and (inner.end_line, inner.end_column) <= (
+        outer.end_line,
+        outer.end_column,
+    )
+
+
+def _same_cause(a: _Placed, b: _Placed) -> bool:
+    if a.scope != b.scope:
+        return False
+    if a.whole and b.whole:
+        return True
+    if not a.whole and not b.whole:
+        return _contains(a.finding, b.finding) or _contains(b.finding, a.finding)
+    inside = b if a.whole else a
+    return inside.role == "decision"
+
+
+def _components(placed: list[_Placed]) -> list[list[_Placed]]:
+    parent = list(range(len(placed)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(len(placed)):
+        for j in range(i + 1, len(placed)):
+            if _same_cause(placed[i], placed[j]):
+                parent[root(j)] = root(i)
+    groups: dict[int, list[_Placed]] = {}
+    for i, item in enumerate(placed):
+        groups.setdefault(root(i), []).append(item)
+    return list(groups.values())
+
+
+def _primary_order(item: _Placed) -> tuple:
+    f = item.finding
+    return (-f.severity.rank, ROLE_ORDER.index(item.role), f.line, f.column, -f.end_line, -f.end_column, f.code)
+
+
+def _same_edits(a: Fix, b: Fix) -> bool:
+    return (a.applicability, a.edits, a.imports) == (b.applicability, b.edits, b.imports)
+
+
+def _fold(group: list[_Placed]) -> list[Finding]:
+    """The group as one primary finding, plus any member whose fix differs from the group's, alone."""
+    ordered = [item.finding for item in sorted(group, key=_primary_order)]
+    primary = ordered[0]
+    fix = primary.fix or next((f.fix for f in ordered if f.fix is not None), None)
+    # `fix` is the first of the group's fixes in primary order: its owner is always folded.
+    folded = [f for f in ordered[1:] if f.fix is None or _same_edits(f.fix, fix)]
+    apart = [f for f in ordered[1:] if f.fix is not None and not _same_edits(f.fix, fix)]
+    if not folded:
+        return ordered
+    unavailable = primary.fix_unavailable
+    if fix is None and unavailable is None:
+        unavailable = next((f.fix_unavailable for f in folded if f.fix_unavailable), None)
+    related = sorted(
+        [_related(f) for f in folded] + [r for f in [primary, *folded] for r in f.related],
+        key=lambda r: (r.path, r.line, r.column, r.code),
+    )
+    return [replace(primary, fix=fix, fix_unavailable=unavailable, related=tuple(related)), *apart]
+
+
+def _related(finding: Finding) -> RelatedLocation:
+    return RelatedLocation(
+        finding.path,
+        finding.line,
+        finding.column,
+        finding.end_line,
+        finding.end_column,
+        finding.code,
+        finding.message,
+    )
