@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 
 from kvlint.commands.options import resolve_options, run_scan, scan_options
-from kvlint.engine.summary import FixSummary
+from kvlint.engine.summary import EXIT_ERROR, FixSummary
 from kvlint.errors import FixError, UnreadableSource
+from kvlint.escaping import printable
 from kvlint.scan.jobs import WorkerState
 from kvlint.types import Applicability, Finding
 
@@ -39,7 +40,7 @@ def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, ca
         try:
             fixed = fix_file(Path(path), path, result.codes, state, options.config, unsafe_fixes, write=not show_diff)
         except (FixError, UnreadableSource, OSError) as error:
-            click.echo(f"{path}: not fixed: {error}", err=True)
+            click.echo(f"{printable(path)}: not fixed: {printable(str(error))}", err=True)
             left.extend(findings)
             failed = True
             continue
@@ -49,13 +50,13 @@ def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, ca
                 click.echo(fixed.diff, nl=False)
             else:
                 codes = ", ".join(sorted({f.code for f in fixed.applied}))
-                click.echo(f"{path}: fixed {len(fixed.applied)} finding(s) ({codes})", err=True)
+                click.echo(f"{printable(path)}: fixed {len(fixed.applied)} finding(s) ({codes})", err=True)
         left.extend(fixed.left)
     for f in sorted(left, key=Finding.sort_key):
-        click.echo(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}{_note(f, unsafe_fixes)}")
+        click.echo(printable(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}{_note(f, unsafe_fixes)}"))
     summary = FixSummary(changed_files, left, failed, diff_only=show_diff)
     click.echo(summary.line(), err=True)
-    sys.exit(summary.exit_code())
+    sys.exit(EXIT_ERROR if result.degradations else summary.exit_code())
 
 
 def _by_file(findings: list[Finding]) -> dict[str, list[Finding]]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from kvlint.errors import ConfigError
+from kvlint.escaping import printable
 from kvlint.scan.config import Config, find_pyproject, load_config
 from kvlint.scan.runner import ScanResult, scan
 
@@ -112,8 +113,9 @@ def _cache_folder(no_cache: bool, cache_dir: str | None) -> Path | None:
 
 
 def run_scan(options: Options, progress: bool) -> ScanResult:
-    """Run the rules as the options say; the progress line only ever goes to a terminal."""
-    return scan(
+    """Run the rules as the options say; the progress line only ever goes to a terminal. Says on stderr
+    what the scan could not do (the command then exits 2) and a configuration that excluded every file."""
+    result = scan(
         options.paths,
         options.config,
         options.select,
@@ -122,3 +124,13 @@ def run_scan(options: Options, progress: bool) -> ScanResult:
         cache_dir=options.cache_dir,
         progress=progress and sys.stderr.isatty(),
     )
+    for line in result.degradations:
+        click.echo(f"kvlint: error: {printable(line)}", err=True)
+    if result.excluded_by_configuration:
+        source = f" ({printable(options.config.source)})" if options.config.source else ""
+        click.echo(
+            f"kvlint: {result.excluded_by_configuration} file(s) excluded by the configuration's `exclude`{source}:"
+            " nothing checked",
+            err=True,
+        )
+    return result

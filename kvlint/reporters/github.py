@@ -1,12 +1,18 @@
-"""GitHub Actions workflow commands: `::error file=…,line=…,col=…,title=…::message`."""
+"""GitHub Actions workflow commands: `::error file=…,line=…,col=…,title=…::message`.
+
+Every control character of a value is first written as an escape (kvlint.escaping), then the value is
+escaped as the runner reads it (`%`; `:` and `,` in properties): a file name cannot end the command
+early, start a new one on the next line (a fake `::error`), or send a terminal sequence to the log.
+"""
 
 from __future__ import annotations
 
+from kvlint.escaping import printable
 from kvlint.reporters.base import Reporter
 
 
 def _escape_data(value: str) -> str:
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _escape_property(value: str) -> str:
