@@ -22,8 +22,6 @@ import pytest
 from click.testing import CliRunner
 
 from kvlint.cli import main
-from kvlint.scan.config import Config
-from kvlint.scan.runner import scan
 from test_semantics import (
     CONNECTOR_029,
     INDEXER,
@@ -422,14 +420,3 @@ def test_a_configuration_that_excludes_everything_says_so(tree, monkeypatch):
         f"kvlint: 4 file(s) excluded by the configuration's `exclude` ({tree / 'pyproject.toml'}): nothing checked"
         in result.stderr.splitlines()
     )
-
-
-def test_the_scan_api_reads_only_regular_files(tree):
-    """Without the command line too: /dev/zero, reached from inside the scanned folder, is never read."""
-    os.symlink("/dev/zero", tree / "vllm" / "zero.py")
-    result = scan([Path("/dev")], Config(), None, [], jobs=1, cache_dir=None)  # every device is "inside"
-    assert not any(f.path == "/dev/zero" for f in result.findings)
-    result = scan([tree / "vllm"], Config(), None, [], jobs=1, cache_dir=None)
-    assert [f.message for f in result.findings if f.path.endswith("zero.py")] == [
-        "cannot analyse this file: symbolic link to a file outside the scanned folder: not read"
-    ]
