@@ -210,6 +210,21 @@ def test_a_fifo_named_like_a_cache_file_does_not_hang(tree, tmp_path):
     assert (again.returncode, codes(again)) == (expected.returncode, codes(expected))
 
 
+def test_a_link_planted_at_a_cache_file_name_is_replaced_not_written_through(tree, tmp_path, monkeypatch):
+    cli(monkeypatch, tree, "check", "--jobs", "1", "vllm")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    cache = tmp_path / "cache" / "results"
+    planted = sorted(cache.iterdir())
+    for path in planted:
+        path.unlink()
+        path.symlink_to(victim)
+    again = cli(monkeypatch, tree, "check", "--jobs", "1", "vllm")
+    assert again.exit_code == 1 and victim.read_text() == "precious\n"
+    assert all(path.is_file() and not path.is_symlink() for path in planted), "rewritten as kvlint's own files"
+    assert all(path.stat().st_mode & 0o077 == 0 for path in planted)
+
+
 def test_the_index_is_stored_as_checked_data(tree):
     """The tree index (hierarchy, sizing analysis, container reachability) round-trips through the
     data-only codec; anything that is not exactly what it writes is refused."""
