@@ -105,9 +105,7 @@ def test_symlinked_file_is_scanned_only_inside_the_scanned_folder(tmp_path):
     (tmp_path / "pkg" / "leaving.py").symlink_to(outside)
     found, problems = displays([tmp_path / "pkg"])
     assert found == [f"{tmp_path}/pkg/linked.py"]
-    assert problems == [
-        (f"{tmp_path}/pkg/leaving.py", "symbolic link to a file outside the scanned folder: not read")
-    ]
+    assert problems == [(f"{tmp_path}/pkg/leaving.py", "symbolic link to a file outside the scanned folder: not read")]
 
 
 def test_folder_and_socket_named_like_modules_are_not_source_and_the_socket_is_said(tmp_path):
