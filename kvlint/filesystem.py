@@ -149,6 +149,8 @@ def walk_python(
     root: str,
     skip_folder: Callable[[str], bool] | None = None,
     problems: list[PathProblem] | None = None,
+    *,
+    links_may_leave: bool = False,
 ) -> Iterator[tuple[str, str]]:
     """Every regular `.py` file under `root` as (path, real path): the one tree walk of kvlint.
 
@@ -158,11 +160,12 @@ def walk_python(
     it (to `/`, to the stdlib, to a secret) is a problem, never walked or read. Real paths are carried down
     the walk, so only links cost a `realpath`. A folder that cannot be listed, a dangling link and a `.py`
     that is not a regular file (a FIFO, a device, a link to one) are added to `problems`.
+    `links_may_leave`: only for a trusted tree (kvlint's own sources, which an install may link from elsewhere).
     """
-    boundary = os.path.realpath(root)
+    boundary = os.sep if links_may_leave else os.path.realpath(root)
     visited: set[tuple[int, int]] = set()
     # (folder, its real path), popped in walk order: subfolders are pushed in reverse.
-    stack = [(root, boundary)]
+    stack = [(root, os.path.realpath(root))]
     while stack:
         folder, real_folder = stack.pop()
         try:

@@ -103,7 +103,7 @@ def own_source_digest() -> str:
         def outside_results(path: str, base: str = base, skipping: bool = folder == package) -> bool:
             return skipping and path[len(base) + 1 :] in _NOT_IN_RESULTS  # a top-level name of the package
 
-        for path, _ in walk_python(base, outside_results):
+        for path, _ in walk_python(base, outside_results, links_may_leave=True):
             if outside_results(path):
                 continue
             try:
