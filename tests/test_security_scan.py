@@ -344,6 +344,20 @@ def test_a_file_the_cross_file_analysis_cannot_read_is_said(tree):
     ]
 
 
+def test_an_interface_linked_out_of_the_tree_is_said(tree, tmp_path):
+    """The index reads its named files (the interface, the resolver's home) like the walk: not through a link
+    out of the tree; that it could not is a failure the scan says, not a silent built-in hierarchy."""
+    from kvlint.analysis.tree_index import build_tree_index
+
+    interface = tree / "vllm" / "v1" / "kv_cache_interface.py"
+    elsewhere = tmp_path / "kv_cache_interface.py"
+    interface.rename(elsewhere)
+    interface.symlink_to(elsewhere)
+    assert build_tree_index(tree).failures == (
+        "cross-file analysis incomplete: vllm/v1/kv_cache_interface.py not read: a symbolic link out of the tree",
+    )
+
+
 # --------------------------------------------------------------------------------------- writing (`fix`)
 
 

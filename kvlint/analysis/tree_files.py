@@ -54,10 +54,15 @@ class TreeFiles:
             return None
 
     def read_if_present(self, relative: str) -> bytes | None:
-        """A file the analysis looks for by name (the interface, the resolver's home): None when absent, or
-        when it is not a regular file or a link out of the tree (what the walk would not list either)."""
+        """A file the analysis looks for by name (the interface, the resolver's home): None when absent; when
+        it is there but cannot be read (not a regular file, a link out of the tree), None and a failure."""
         path = self.root / relative
-        if not path.is_file() or not is_inside(os.path.realpath(path), os.path.realpath(self.root)):
+        if not os.path.lexists(path):
+            return None
+        if not is_inside(os.path.realpath(path), os.path.realpath(self.root)):
+            self.failures.append(
+                f"cross-file analysis incomplete: {relative} not read: a symbolic link out of the tree"
+            )
             return None
         return self.read(relative)
 

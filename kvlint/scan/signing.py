@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import secrets
 import stat
 from functools import lru_cache
 from pathlib import Path
@@ -80,11 +79,11 @@ def _create_key(path: str) -> None:
     folder = os.path.dirname(path)
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        temporary = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
             with os.fdopen(descriptor, "w") as stream:
-                stream.write(secrets.token_hex(KEY_BYTES) + "\n")
+                stream.write(os.urandom(KEY_BYTES).hex() + "\n")  # the OS's CSPRNG, as `secrets` uses
                 stream.flush()
                 os.fsync(stream.fileno())
             os.link(temporary, path)  # fails when another process got there first: its key is the key
