@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kvlint.commands.options import resolve_options, run_scan, scan_options
+from kvlint.commands.options import resolve_options, run_scan, say_degradations, scan_options
 from kvlint.engine.summary import EXIT_ERROR, Summary
 from kvlint.escaping import printable
 from kvlint.reporters import FORMATS, load_reporter
@@ -49,5 +49,5 @@ def check(
         for file_result in result.files:
             if file_result.detail:
                 click.echo(f"kvlint: details for {printable(file_result.path)}:\n{file_result.detail}", err=True)
-    # A cross-file analysis that failed (said by run_scan) is an error, not a clean result.
-    sys.exit(EXIT_ERROR if result.degradations else summary.exit_code(exit_zero))
+    # A cross-file analysis that failed is an error, not a clean result.
+    sys.exit(EXIT_ERROR if say_degradations(result) else summary.exit_code(exit_zero))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kvlint.commands.options import resolve_options, run_scan, scan_options
+from kvlint.commands.options import resolve_options, run_scan, say_degradations, scan_options
 from kvlint.engine.summary import EXIT_ERROR, FixSummary
 from kvlint.errors import FixError, UnreadableSource
 from kvlint.escaping import printable
@@ -56,7 +56,7 @@ def fix(paths, release, select, ignore, config_path, jobs, verbose, no_cache, ca
         click.echo(printable(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}{_note(f, unsafe_fixes)}"))
     summary = FixSummary(changed_files, left, failed, diff_only=show_diff)
     click.echo(summary.line(), err=True)
-    sys.exit(EXIT_ERROR if result.degradations else summary.exit_code())
+    sys.exit(EXIT_ERROR if say_degradations(result) else summary.exit_code())
 
 
 def _by_file(findings: list[Finding]) -> dict[str, list[Finding]]:

@@ -114,7 +114,7 @@ def _cache_folder(no_cache: bool, cache_dir: str | None) -> Path | None:
 
 def run_scan(options: Options, progress: bool) -> ScanResult:
     """Run the rules as the options say; the progress line only ever goes to a terminal. Says on stderr
-    what the scan could not do (the command then exits 2) and a configuration that excluded every file."""
+    when the configuration excluded every file."""
     result = scan(
         options.paths,
         options.config,
@@ -124,8 +124,6 @@ def run_scan(options: Options, progress: bool) -> ScanResult:
         cache_dir=options.cache_dir,
         progress=progress and sys.stderr.isatty(),
     )
-    for line in result.degradations:
-        click.echo(f"kvlint: error: {printable(line)}", err=True)
     if result.excluded_by_configuration:
         source = f" ({printable(options.config.source)})" if options.config.source else ""
         click.echo(
@@ -134,3 +132,11 @@ def run_scan(options: Options, progress: bool) -> ScanResult:
             err=True,
         )
     return result
+
+
+def say_degradations(result: ScanResult) -> bool:
+    """Say on stderr what the cross-file analysis could not do (one line each); True when there was some:
+    the command then exits 2. Asked last, when every use of the tree index has happened."""
+    for line in result.degradations:
+        click.echo(f"kvlint: error: {printable(line)}", err=True)
+    return bool(result.degradations)
