@@ -57,7 +57,7 @@ class IndexHandle:
     """A tree index known by its digests, built or loaded only when something needs its content.
 
     A scan answered from the result cache needs only the digests (they are part of the cache keys), so
-    the index itself — the sizing analysis can be large — is never unpickled then.
+    the index itself — the sizing analysis can be large — is never decoded then.
     """
 
     def __init__(self, root: str | None, load, digests: IndexDigests | None = None, index: TreeIndex | None = None):
