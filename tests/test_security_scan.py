@@ -248,6 +248,23 @@ def test_the_index_is_stored_as_checked_data(tree):
             index_from_data(damaged)
 
 
+def test_a_result_with_every_field_set_round_trips():
+    """Every field of a file's result, its findings and their fixes is stored and checked (a field the
+    codec could not store would leave every result holding it uncached: this test says so first)."""
+    from kvlint.scan.cache_codec import CodecError, result_from_data, result_to_data
+    from kvlint.types import Applicability, FileResult, Finding, Fix, ImportChange, Severity, TextEdit
+
+    fix = Fix("title", Applicability.UNSAFE, (TextEdit(0, 1, "x", 1, 1, 1, 2),), (ImportChange("m", "n", False),))
+    finding = Finding("a.py", 1, 2, 3, 4, "KV101", "name", "message", Severity.WARNING, fix, "no resolver here")
+    result = FileResult("a.py", (finding,), parsed=False, skipped_by_prefilter=True, suppressed=2, detail="trace")
+    data = result_to_data(result)
+    assert result_from_data(json.loads(json.dumps(data))) == result
+    wrong_severity = {**data, "findings": [{**data["findings"][0], "severity": "fatal"}]}
+    for damaged in (wrong_severity, {**data, "suppressed": "2"}, {**data, "findings": {}}):
+        with pytest.raises(CodecError):
+            result_from_data(damaged)
+
+
 # --------------------------------------------------------------------- reading the tree (Medium 3 and 7)
 
 
