@@ -103,19 +103,20 @@ def test_text_output_is_one_line_per_problem(bad_tree):
 
 def _scan_with_failing_read(tmp_path, monkeypatch, error: OSError) -> list:
     """Scan a folder whose `victim.py` fails to read the way `error` says (simulated where the read happens)."""
+    from kvlint.scan import runner
     from kvlint.scan.config import Config
     from kvlint.scan.runner import scan
 
     (tmp_path / "victim.py").write_text(BUGGY)
     (tmp_path / "buggy.py").write_text(BUGGY)
-    real_read = Path.read_bytes
+    real_read = runner.read_regular_file
 
-    def failing(self):
-        if self.name == "victim.py":
+    def failing(path, *more, **options):
+        if Path(path).name == "victim.py":
             raise error
-        return real_read(self)
+        return real_read(path, *more, **options)
 
-    monkeypatch.setattr(Path, "read_bytes", failing)
+    monkeypatch.setattr(runner, "read_regular_file", failing)
     result = scan([tmp_path], Config(), ["KV000", "KV101", "KV102"], [], jobs=1, cache_dir=None)
     return result.findings
 

@@ -7,6 +7,7 @@ project index), what does not (a `touch`), and that a broken cache is an empty o
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import subprocess
@@ -26,7 +27,7 @@ from kvlint.scan.config import Config
 from kvlint.scan.index_cache import index_digests
 from kvlint.scan.result_cache import ResultCache, configuration_key
 from kvlint.scan.runner import scan
-from kvlint.scan.storage import FileStat, stable_repr
+from kvlint.scan.storage import FileStat, load_record, save_record, stable_repr
 
 # The miniature vLLM tree (hierarchy, resolver) and fixture sources the CLI tests use.
 from test_cli import BUGGY, CLEAN, INTERFACE, RESOLVER  # noqa: E402
@@ -42,6 +43,12 @@ def zero(kv_cache_config):
         if isinstance(group.kv_cache_spec, FullAttentionSpec):
             group.zero()
 """
+
+
+@pytest.fixture(autouse=True)
+def own_cache_key(tmp_path_factory, monkeypatch):
+    """Each test signs its caches with a key of its own (scan/signing.py), never the user's."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
 
 
 def make_tree(root: Path, buggy_copies: int = 2) -> Path:
@@ -230,7 +237,14 @@ def test_project_index_is_reused_unless_a_file_that_matters_changed(tree, tmp_pa
 
 
 @pytest.mark.parametrize(
-    "garbage", [b"", b"not a pickle", pickle.dumps({"format": 1, "entries": {"x": 1}}), pickle.dumps([1, 2])]
+    "garbage",
+    [
+        b"",
+        b"not a cache file",
+        pickle.dumps({"format": 1, "entries": {"x": 1}}),
+        json.dumps({"format": 4, "entries": {}, "codes": []}).encode(),
+        b"kvlint-cache 1 " + b"0" * 64 + b"\n{}",
+    ],
 )
 def test_corrupt_cache_is_ignored(tree, tmp_path, garbage):
     cache = tmp_path / "cache"
@@ -345,13 +359,15 @@ def test_fresh_entry_requires_same_stat_rules_and_module(tmp_path):
     old = FileStat(10, 1, 1, 1)
     from kvlint.types import FileResult
 
-    cache.store("a.py", old, "digest", "vllm/a.py", ("KV101",), FileResult("a.py"))
-    assert cache.fresh("a.py", old, "vllm/a.py", ("KV101",)) == FileResult("a.py")
-    assert cache.fresh("a.py", FileStat(10, 2, 1, 1), "vllm/a.py", ("KV101",)) is None
-    assert cache.fresh("a.py", old, "vllm/b.py", ("KV101",)) is None
-    assert cache.fresh("a.py", old, "vllm/a.py", ("KV101", "KV102")) is None
-    assert cache.matching("a.py", "other", None, "vllm/a.py", ("KV101",)) is None
-    assert cache.matching("a.py", "digest", None, "vllm/a.py", ("KV101",)) == FileResult("a.py")
+    a, b = ("vllm/a.py", "d1"), ("vllm/b.py", "d1")
+    cache.store("a.py", old, "digest", a, ("KV101",), FileResult("a.py"))
+    assert cache.fresh("a.py", old, a, ("KV101",)) == FileResult("a.py")
+    assert cache.fresh("a.py", FileStat(10, 2, 1, 1), a, ("KV101",)) is None
+    assert cache.fresh("a.py", old, b, ("KV101",)) is None
+    assert cache.fresh("a.py", old, ("vllm/a.py", "d2"), ("KV101",)) is None
+    assert cache.fresh("a.py", old, a, ("KV101", "KV102")) is None
+    assert cache.matching("a.py", "other", None, a, ("KV101",)) is None
+    assert cache.matching("a.py", "digest", None, a, ("KV101",)) == FileResult("a.py")
 
 
 def test_progress_only_when_asked(tree, monkeypatch, capsys):
@@ -419,9 +435,10 @@ def test_damaged_remembered_triggers_are_not_trusted(tree, tmp_path):
     cache = tmp_path / "cache"
     expected = outcome(run(tree, cache))
     [manifest] = cache.glob("manifest-*")
-    stored = pickle.loads(manifest.read_bytes())
+    key = manifest.stem.removeprefix("manifest-")
+    stored = load_record(manifest, "manifest", key)
     stored["triggers"] = {code: "block_size" for code in stored["triggers"]}  # flat strings: not clauses
-    manifest.write_bytes(pickle.dumps(stored))
+    assert save_record(manifest, "manifest", key, stored)  # signed: as if kvlint had written it
     (tree / "vllm" / "models" / "model.py").write_text(ISINSTANCE)
     assert outcome(run(tree, cache)) == outcome(run(tree, None))
     assert outcome(run(tree, cache)) != expected

@@ -175,10 +175,11 @@ def test_suppression_comment(project):
     assert run("pkg").exit_code == 0
 
 
-def test_missing_path_is_reported_and_scan_goes_on(project):
+def test_missing_path_is_an_error(project):
+    # A path the user named that is not there is a usage error (issue 12), not a finding: exit 2, one line.
     result = run("--format", "json", "pkg", "nope.py")
-    codes = [(f["path"], f["code"]) for f in json.loads(result.stdout)]
-    assert ("nope.py", "KV000") in codes and ("pkg/buggy.py", "KV102") in codes
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == "kvlint: error: nope.py: no such file or directory\n"
 
 
 def test_no_path_outside_vllm_without_vllm_installed_is_a_clear_error(tmp_path):

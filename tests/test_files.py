@@ -98,15 +98,17 @@ def test_symlinked_folder_is_followed_and_a_loop_walked_once(tmp_path):
     assert problems == []
 
 
-def test_symlinked_file_is_scanned(tmp_path):
-    target = touch(tmp_path / "elsewhere" / "code.txt")
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "linked.py").symlink_to(target)
-    found, _ = displays([tmp_path / "pkg"])
+def test_symlinked_file_is_scanned_only_inside_the_scanned_folder(tmp_path):
+    inside = touch(tmp_path / "pkg" / "data" / "code.txt")
+    outside = touch(tmp_path / "elsewhere" / "code.txt")
+    (tmp_path / "pkg" / "linked.py").symlink_to(inside)
+    (tmp_path / "pkg" / "leaving.py").symlink_to(outside)
+    found, problems = displays([tmp_path / "pkg"])
     assert found == [f"{tmp_path}/pkg/linked.py"]
+    assert problems == [(f"{tmp_path}/pkg/leaving.py", "symbolic link to a file outside the scanned folder: not read")]
 
 
-def test_folder_and_socket_named_like_modules_are_not_source(tmp_path):
+def test_folder_and_socket_named_like_modules_are_not_source_and_the_socket_is_said(tmp_path):
     (tmp_path / "pkg.py").mkdir()
     touch(tmp_path / "pkg.py" / "inner.py")
     sock = socket.socket(socket.AF_UNIX)
@@ -119,7 +121,7 @@ def test_folder_and_socket_named_like_modules_are_not_source(tmp_path):
     finally:
         sock.close()
     assert found == [f"{tmp_path}/pkg.py/inner.py"]
-    assert problems == []
+    assert problems == [(f"{tmp_path}/s.py", "not a regular file (socket): not read")]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads any folder")

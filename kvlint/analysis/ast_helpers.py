@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from kvlint.filesystem import read_regular_file
+
 
 def dotted(node: ast.AST) -> str | None:
     """`a.b.c` for a name or a chain of attributes on a name; None for anything else."""
@@ -47,8 +49,18 @@ def class_names(node: ast.expr) -> set[str]:
 
 
 def parse_file(path: Path) -> ast.Module | None:
-    """The module's tree; None when it cannot be read or parsed."""
+    """The module's tree; None when it cannot be read (not a regular file, over 10 MiB, …) or parsed."""
     try:
-        return ast.parse(path.read_bytes(), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
+        return parse_source(read_regular_file(path), str(path))
+    except OSError:
+        return None
+
+
+def parse_source(data: bytes | None, filename: str) -> ast.Module | None:
+    """The tree of a module's bytes; None when there are none or they do not parse."""
+    if data is None:
+        return None
+    try:
+        return ast.parse(data, filename=filename)
+    except (SyntaxError, ValueError, RecursionError):
         return None

@@ -23,7 +23,6 @@ or statement around each mention where it can (kvlint.analysis.statement_units);
 from __future__ import annotations
 
 import ast
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ from kvlint.analysis.class_mentions import (
     returned_construction,
 )
 from kvlint.analysis.statement_units import parse_unit, unit_spans
+from kvlint.analysis.tree_files import TreeFiles
 
 if TYPE_CHECKING:
     from kvlint.analysis.hierarchy import SpecHierarchy
@@ -84,33 +84,23 @@ def container_reachability(
     *,
     interface_module: str,
     container_class: str,
+    files: TreeFiles | None = None,
 ) -> ContainerReachability:
-    """`only` (paths relative to root): a known superset of the files to read, as the project cache has it."""
+    """`only` (paths relative to root): a known superset of the files to read, as the project cache has it;
+    `files`: the tree's files as its index reads them (what cannot be read is written down there)."""
     if root is None or container_class not in hierarchy.bases:
         return UNDECIDED
-    texts = _naming_files(Path(root), interface_module, only)
+    texts = _naming_files(files if files is not None else TreeFiles(Path(root), only), interface_module)
     if interface_module not in texts:  # no interface read: nothing to decide against
         return UNDECIDED
     return _Reader(texts, hierarchy, container_class).result()
 
 
-def _naming_files(root: Path, interface_module: str, only: frozenset[str] | None) -> dict[str, bytes]:
-    if only is not None:
-        candidates = sorted(only)
-    else:
-        candidates = []
-        for folder, dirs, files in os.walk(root / "vllm"):
-            dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
-            base = Path(folder).relative_to(root).as_posix()
-            candidates.extend(f"{base}/{name}" for name in files if name.endswith(".py"))
-        candidates.sort()
+def _naming_files(files: TreeFiles, interface_module: str) -> dict[str, bytes]:
     texts: dict[str, bytes] = {}
-    for relative in candidates:
-        try:
-            data = (root / relative).read_bytes()
-        except OSError:
-            continue
-        if could_name_a_spec_class(relative, data, interface_module):
+    for relative in sorted(files.relatives()):
+        data = files.read(relative)
+        if data is not None and could_name_a_spec_class(relative, data, interface_module):
             texts[relative] = data
     return texts
 

@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kvlint.analysis.ast_helpers import base_name, field_default, parse_file
+from kvlint.analysis.ast_helpers import base_name, field_default, parse_file, parse_source
 from kvlint.analysis.vocabulary import ATTENTION_ROOT, SPEC_ROOT
 
 # Used only when a scan has no kv_cache_interface.py (a lone file or fixture): vLLM 0.29.0's hierarchy.
@@ -75,7 +75,15 @@ def builtin_hierarchy() -> SpecHierarchy:
 
 def read_hierarchy(interface: Path) -> SpecHierarchy:
     """The spec family (classes reaching KVCacheSpec) of `interface`; the built-in one when it does not parse."""
-    module = parse_file(interface)
+    return _hierarchy_of(parse_file(interface), str(interface))
+
+
+def hierarchy_of_source(data: bytes | None, interface: str) -> SpecHierarchy:
+    """`read_hierarchy` of bytes already read (None: no interface, the built-in hierarchy)."""
+    return _hierarchy_of(parse_source(data, interface), interface)
+
+
+def _hierarchy_of(module: ast.Module | None, interface: str) -> SpecHierarchy:
     if module is None:
         return builtin_hierarchy()
     bases: dict[str, tuple[str, ...]] = {}
@@ -84,12 +92,12 @@ def read_hierarchy(interface: Path) -> SpecHierarchy:
         if isinstance(node, ast.ClassDef):
             bases[node.name] = tuple(b for b in map(base_name, node.bases) if b)
             defaults[node.name] = _class_attributes(node)
-    hierarchy = SpecHierarchy(bases=bases, attribute_defaults=defaults, source=str(interface))
+    hierarchy = SpecHierarchy(bases=bases, attribute_defaults=defaults, source=interface)
     family = {n for n in bases if hierarchy.is_subclass(n, SPEC_ROOT)}
     return SpecHierarchy(
         bases={n: b for n, b in bases.items() if n in family},
         attribute_defaults={n: a for n, a in defaults.items() if n in family},
-        source=str(interface),
+        source=interface,
     )
 
 

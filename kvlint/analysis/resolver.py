@@ -7,11 +7,11 @@ trees have no resolver at all.
 from __future__ import annotations
 
 import ast
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from kvlint.analysis.ast_helpers import class_names, parse_file
+from kvlint.analysis.tree_files import TreeFiles
 from kvlint.analysis.vocabulary import RESOLVER_HOME, RESOLVER_NAME
 
 
@@ -25,25 +25,20 @@ class ResolverRule:
     reads_dcp_sharded: bool = False
 
 
-def defines_resolver(path: Path) -> bool:
+def defines_resolver(data: bytes | None) -> bool:
     # A bytes search finds an ASCII name exactly where the decoded text has it, without decoding the tree.
-    try:
-        return f"def {RESOLVER_NAME}(".encode() in path.read_bytes()
-    except OSError:
-        return False
+    return data is not None and f"def {RESOLVER_NAME}(".encode() in data
 
 
-def find_resolver(root: Path) -> Path | None:
-    """The file defining the resolver: its upstream home first, then the first one in a sorted walk."""
-    home = root / RESOLVER_HOME
-    if home.is_file() and defines_resolver(home):
-        return home
-    for folder, dirs, files in os.walk(root / "vllm"):
-        dirs.sort()
-        for name in sorted(files):
-            candidate = Path(folder) / name
-            if name.endswith(".py") and defines_resolver(candidate):
-                return candidate
+def find_resolver(root: Path, files: TreeFiles | None = None) -> Path | None:
+    """The file defining the resolver: its upstream home first, then the first one in walk order (sorted).
+    `files`: the tree's files as its index reads them (a file that cannot be read is written down there)."""
+    files = files if files is not None else TreeFiles(root)
+    if defines_resolver(files.read_if_present(RESOLVER_HOME)):
+        return root / RESOLVER_HOME
+    for relative in files.relatives():
+        if relative != RESOLVER_HOME and defines_resolver(files.read(relative)):
+            return root / relative
     return None
 
 

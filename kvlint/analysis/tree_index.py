@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvlint.analysis.containers import ContainerReachability, container_reachability
-from kvlint.analysis.hierarchy import SpecHierarchy, read_hierarchy
+from kvlint.analysis.hierarchy import SpecHierarchy, hierarchy_of_source
 from kvlint.analysis.resolver import find_resolver, read_resolver_rule
 from kvlint.analysis.sizing.matrix import build_sizing_analysis
 from kvlint.analysis.sizing.results import SizingAnalysis
+from kvlint.analysis.tree_files import TreeFiles
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE
 
 
@@ -33,6 +34,9 @@ class TreeIndex:
     sizing: SizingAnalysis | None = None
     # Which spec classes a container the tree builds can hold (kvlint.analysis.containers); None: not read.
     containers: ContainerReachability | None = None
+    # What the analysis could not read or do, one line each (kvlint.analysis.tree_files): the scan reports
+    # them, so that a cross-file finding never vanishes in silence. Empty when it read everything.
+    failures: tuple[str, ...] = ()
 
     @property
     def has_resolver(self) -> bool:
@@ -68,14 +72,26 @@ def build_tree_index(
 ) -> TreeIndex:
     """The index of the tree at `root`. `could_matter_files`: when known, the only files (relative to
     root) whose text the sizing analysis needs to read; `scheduler_only_paths` decides its roles."""
-    hierarchy = read_hierarchy(root / INTERFACE_MODULE)
-    sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths)
+    files = TreeFiles(root, could_matter_files)
+    hierarchy = hierarchy_of_source(files.read_if_present(INTERFACE_MODULE), str(root / INTERFACE_MODULE))
+    sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths, files)
     containers = container_reachability(
-        root, hierarchy, could_matter_files, interface_module=INTERFACE_MODULE, container_class=CONTAINER_CLASS
+        root,
+        hierarchy,
+        could_matter_files,
+        interface_module=INTERFACE_MODULE,
+        container_class=CONTAINER_CLASS,
+        files=files,
     )
-    resolver_path = find_resolver(root)
+    resolver_path = find_resolver(root, files)
     if resolver_path is None:
-        return TreeIndex(root=str(root), hierarchy=hierarchy, sizing=sizing, containers=containers)
+        return TreeIndex(
+            root=str(root),
+            hierarchy=hierarchy,
+            sizing=sizing,
+            containers=containers,
+            failures=tuple(dict.fromkeys(files.failures)),
+        )
     relative = resolver_path.relative_to(root).with_suffix("")
     rule = read_resolver_rule(resolver_path)
     return TreeIndex(
@@ -87,4 +103,5 @@ def build_tree_index(
         resolver_reads_dcp_sharded=rule.reads_dcp_sharded,
         sizing=sizing,
         containers=containers,
+        failures=tuple(dict.fromkeys(files.failures)),  # a file several readers missed is said once
     )

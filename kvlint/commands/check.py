@@ -6,8 +6,16 @@ import sys
 
 import click
 
-from kvlint.commands.options import fail_on_option, resolve_fail_on, resolve_options, run_scan, scan_options
-from kvlint.engine.summary import Summary
+from kvlint.commands.options import (
+    fail_on_option,
+    resolve_fail_on,
+    resolve_options,
+    run_scan,
+    say_degradations,
+    scan_options,
+)
+from kvlint.engine.summary import EXIT_ERROR, Summary
+from kvlint.escaping import printable
 from kvlint.reporters import FORMATS, load_reporter
 
 
@@ -57,5 +65,6 @@ def check(
     if verbose:
         for file_result in result.files:
             if file_result.detail:
-                click.echo(f"kvlint: details for {file_result.path}:\n{file_result.detail}", err=True)
-    sys.exit(summary.exit_code(exit_zero))
+                click.echo(f"kvlint: details for {printable(file_result.path)}:\n{file_result.detail}", err=True)
+    # A cross-file analysis that failed is an error, not a clean result.
+    sys.exit(EXIT_ERROR if say_degradations(result) else summary.exit_code(exit_zero))

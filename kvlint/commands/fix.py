@@ -8,8 +8,16 @@ from pathlib import Path
 
 import click
 
-from kvlint.commands.options import fail_on_option, resolve_fail_on, resolve_options, run_scan, scan_options
-from kvlint.engine.summary import FixSummary
+from kvlint.commands.options import (
+    fail_on_option,
+    resolve_fail_on,
+    resolve_options,
+    run_scan,
+    say_degradations,
+    scan_options,
+)
+from kvlint.engine.summary import EXIT_ERROR, FixSummary
+from kvlint.escaping import printable
 from kvlint.reporters.text import finding_lines
 from kvlint.types import Applicability, Finding
 
@@ -40,7 +48,7 @@ def fix(
     failed = False
     for attempt in fix_scanned(result, options.config, unsafe_fixes, write=not show_diff, patch_name=names.of):
         if attempt.fixed is None:
-            click.echo(f"{attempt.path}: not fixed: {attempt.error}", err=True)
+            click.echo(f"{printable(attempt.path)}: not fixed: {printable(str(attempt.error))}", err=True)
             failed = True
         elif attempt.fixed.applied:
             fixed_files[attempt.path] = attempt.fixed.fixed
@@ -48,7 +56,9 @@ def fix(
                 click.echo(attempt.fixed.diff, nl=False)
             else:
                 codes = ", ".join(sorted({f.code for f in attempt.fixed.applied}))
-                click.echo(f"{attempt.path}: fixed {len(attempt.fixed.applied)} finding(s) ({codes})", err=True)
+                click.echo(
+                    f"{printable(attempt.path)}: fixed {len(attempt.fixed.applied)} finding(s) ({codes})", err=True
+                )
     if show_diff and fixed_files and names.outside:
         click.echo(f"kvlint: the patch's paths are relative to {names.base}: apply it there", err=True)
     # What a fresh `check` of the fixed tree reports: the cross-file analysis is redone on it.
@@ -60,7 +70,7 @@ def fix(
         len(fixed_files), left, failed, diff_only=show_diff, fail_on=resolve_fail_on(fail_on, options.config)
     )
     click.echo(summary.line(), err=True)
-    sys.exit(summary.exit_code())
+    sys.exit(EXIT_ERROR if say_degradations(result) else summary.exit_code())
 
 
 class PatchNames:

@@ -9,6 +9,7 @@ import click
 
 from kvlint.commands.quiet import is_quiet, progress_display, quiet_option
 from kvlint.errors import ConfigError
+from kvlint.escaping import printable
 from kvlint.scan.config import Config, find_pyproject, load_config
 from kvlint.scan.progress import Display
 from kvlint.scan.runner import ScanResult, scan
@@ -135,8 +136,9 @@ def _cache_folder(no_cache: bool, cache_dir: str | None) -> Path | None:
 
 
 def run_scan(options: Options, progress: bool = True) -> ScanResult:
-    """Run the rules as the options say, showing the scan's phases on stderr (`progress_display`)."""
-    return scan(
+    """Run the rules as the options say, showing the scan's phases on stderr (`progress_display`). Says on
+    stderr when the configuration excluded every file."""
+    result = scan(
         options.paths,
         options.config,
         options.select,
@@ -145,3 +147,19 @@ def run_scan(options: Options, progress: bool = True) -> ScanResult:
         cache_dir=options.cache_dir,
         progress=progress_display() if progress else Display.NONE,
     )
+    if result.excluded_by_configuration:
+        source = f" ({printable(options.config.source)})" if options.config.source else ""
+        click.echo(
+            f"kvlint: {result.excluded_by_configuration} file(s) excluded by the configuration's `exclude`{source}:"
+            " nothing checked",
+            err=True,
+        )
+    return result
+
+
+def say_degradations(result: ScanResult) -> bool:
+    """Say on stderr what the cross-file analysis could not do (one line each); True when there was some:
+    the command then exits 2. Asked last, when every use of the tree index has happened."""
+    for line in result.degradations:
+        click.echo(f"kvlint: error: {printable(line)}", err=True)
+    return bool(result.degradations)

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from io import BytesIO
 
 from kvlint.errors import UnreadableSource
+from kvlint.filesystem import MAX_FILE_BYTES  # the one size limit, checked by every reader before it reads
 
-MAX_FILE_BYTES = 10 * 1024 * 1024
+__all__ = ["MAX_FILE_BYTES", "DecodedSource", "decode_source"]
 
 
 @dataclass(frozen=True)

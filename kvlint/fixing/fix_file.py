@@ -18,7 +18,7 @@ from kvlint.engine.lint import lint_bytes
 from kvlint.engine.source import decode_source
 from kvlint.errors import FixError, UnreadableSource
 from kvlint.fixing.apply import apply_fixes, check_compiles, fixable
-from kvlint.fixing.write import encode_like, write_atomically
+from kvlint.fixing.write import encode_like, read_original, write_atomically
 from kvlint.scan.config import Config
 from kvlint.scan.jobs import WorkerState, job_for_file, request_for
 from kvlint.scan.runner import ScanResult
@@ -71,7 +71,7 @@ def fix_file(
 ) -> FileFix:
     """Fix `path` (shown as `display`) with the rules `codes` selects; the patch names it `patch_name`
     (default: `display`). Raises FixError, UnreadableSource or OSError when the file is left untouched."""
-    original = path.read_bytes()
+    original = read_original(path)
     decoded = decode_source(original)
     job = job_for_file(path, display, codes, config, state.project, original)
     request = request_for(job, state)

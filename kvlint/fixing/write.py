@@ -1,5 +1,17 @@
-"""Write a fixed file so that nothing is lost: same encoding, a temp file in the same folder, then a rename
-that happens only if the file still holds what kvlint read."""
+"""Write a fixed file so that nothing is lost: same encoding, owner and mode, a temp file in the same folder,
+then a rename that happens only if the file still holds what kvlint read.
+
+What is refused, with a one-line reason (the file is left as it is):
+- a symbolic link: kvlint never writes through a link (a link in a pull request could point anywhere); the
+  walk never yields a link whose target is outside the scanned folder, and the fix is made on the target
+  when it is scanned itself;
+- a file with more than one hard link: the rename would split the links (the other names keep the old
+  text), and writing in place instead would give up atomicity (a crash could leave every linked copy
+  half-written; a store that shares files by hard links, such as a package cache, would be edited too);
+- a file whose owner or group kvlint cannot give the new file (owned by another user): the rewritten file
+  would change owner;
+- anything that is not a regular file.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +23,7 @@ import time
 from pathlib import Path
 
 from kvlint.errors import FixError
+from kvlint.filesystem import describe, file_kind, read_regular_file
 
 TEMP_SUFFIX = ".kvlint-tmp"
 # A live run holds its temp file for the time of one write, fsync and rename; one this old was left by a
@@ -18,13 +31,37 @@ TEMP_SUFFIX = ".kvlint-tmp"
 STALE_TEMP_AGE_S = 600
 
 
+def read_original(path: Path) -> bytes:
+    """The bytes of a file to fix: a regular file of at most 10 MiB, read without blocking (a FIFO swapped in
+    since the scan is refused, not waited on); FixError saying why not."""
+    try:
+        return read_regular_file(path)
+    except OSError as error:
+        raise FixError(f"cannot read: {describe(error)}") from None
+
+
+def writable_target(path: Path) -> os.stat_result:
+    """The file's own stat (not a link's target) when kvlint may replace it; FixError saying why not."""
+    try:
+        info = os.lstat(path)
+    except OSError as error:
+        raise FixError(f"cannot stat: {error.strerror}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise FixError("is a symbolic link: not written (kvlint never writes through a link)")
+    if not stat.S_ISREG(info.st_mode):
+        raise FixError(f"is not a regular file ({file_kind(info.st_mode)}): not written")
+    if info.st_nlink > 1:
+        raise FixError(
+            f"has {info.st_nlink} hard links: not written (a rename would split them, an in-place write is not"
+            " atomic); apply `kvlint fix --diff` by hand"
+        )
+    return info
+
+
 def write_atomically(path: Path, original: bytes, new: bytes) -> None:
     """Replace `path` with `new` only if it still holds `original`; temp file in the same folder, then rename."""
     folder = path.parent
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except OSError as error:
-        raise FixError(f"cannot stat: {error.strerror}") from None
+    before = writable_target(path)
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=folder)
     except OSError as error:
@@ -33,13 +70,14 @@ def write_atomically(path: Path, original: bytes, new: bytes) -> None:
         with os.fdopen(handle, "wb") as stream:
             stream.write(new)
             stream.flush()
+            _keep_owner_and_mode(stream.fileno(), before)
             os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
         try:
-            current = path.read_bytes()
+            current = read_regular_file(path, follow_symlinks=False)
+            now = writable_target(path)
         except OSError as error:
-            raise FixError(f"cannot re-read before writing: {error.strerror}; left unchanged") from None
-        if current != original:
+            raise FixError(f"cannot re-read before writing: {describe(error)}; left unchanged") from None
+        if current != original or (now.st_dev, now.st_ino) != (before.st_dev, before.st_ino):
             raise FixError("changed on disk since kvlint read it; left unchanged")
         os.replace(temporary, path)
     except BaseException:
@@ -49,6 +87,17 @@ def write_atomically(path: Path, original: bytes, new: bytes) -> None:
             pass
         raise
     remove_stale_temporaries(path)
+
+
+def _keep_owner_and_mode(descriptor: int, before: os.stat_result) -> None:
+    """Give the new file the old one's owner, group and mode (the mode last: a chown clears set-id bits)."""
+    mine = os.fstat(descriptor)
+    if (mine.st_uid, mine.st_gid) != (before.st_uid, before.st_gid):
+        try:
+            os.fchown(descriptor, before.st_uid, before.st_gid)
+        except OSError:
+            raise FixError("is owned by another user or group: not written (the new file would change owner)") from None
+    os.fchmod(descriptor, stat.S_IMODE(before.st_mode))
 
 
 def remove_stale_temporaries(path: Path) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from kvlint.escaping import printable
 from kvlint.reporters.base import Reporter
 from kvlint.types import Finding
 
@@ -13,12 +14,13 @@ def finding_lines(finding: Finding, marker: bool = True, note: str = "") -> list
     where = f"{finding.path}:{finding.line}:{finding.column}"
     lines = [f"{where}: {finding.code}{fix_marker} {finding.severity.value}: {finding.message}{note}"]
     lines.extend(f"    related: {r.path}:{r.line}:{r.column}: {r.code} {r.message}" for r in finding.related)
-    return lines
+    return [printable(line) for line in lines]
 
 
 class TextReporter(Reporter):
     """One finding (a root cause) a line with its severity and fix marker, its related locations indented
-    under it."""
+    under it. A control character in a path or message (a file named with a newline) is written as an
+    escape (finding_lines): one finding, one line."""
 
     NAME = "text"
     MACHINE = False

@@ -11,6 +11,7 @@ import html
 import re
 
 from kvlint.engine.registry import rule_class
+from kvlint.escaping import printable
 from kvlint.review.review import (
     DEFAULT_MAX_COMMENTS,
     Note,
@@ -33,29 +34,6 @@ RDJSON_SEVERITIES = {Severity.ERROR: "ERROR", Severity.WARNING: "WARNING"}
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\*_\[\]|~])")
 _LINE_START_MARKUP = re.compile(r"^(\s*)([#+\-=]|\d+[.)])")
 _SUPPRESSIONS_SHOWN = 10
-
-
-def printable(text: str) -> str:
-    """`text` with every control, format (bidi, zero-width) and separator character, and every undecodable
-    byte, written as an escape: a file name cannot start a new line (a fake `::error` workflow command on
-    stderr, a fake heading in markdown) or reorder what a reader sees."""
-    if text.isprintable():
-        return text
-    return "".join(_escaped_char(char) for char in text)
-
-
-def _escaped_char(char: str) -> str:
-    code = ord(char)
-    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by surrogateescape
-        return f"\\x{code - 0xDC00:02x}"
-    if char.isprintable() or char == " ":
-        return char
-    if char in _SHORT_ESCAPES:
-        return _SHORT_ESCAPES[char]
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def escape_text(text: str) -> str:

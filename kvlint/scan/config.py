@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
 from kvlint.errors import ConfigError
+from kvlint.filesystem import describe, read_regular_file
 from kvlint.types import Severity
 
 KNOWN_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "scheduler-only-paths", "fail-on"}
@@ -62,9 +63,11 @@ def load_config(path: Path | None) -> Config:
     else:  # the same parser, from PyPI
         import tomli as tomllib
 
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
+    try:  # the checkout's own file: read like its sources (a regular file of at most 10 MiB, never waited on)
+        data = tomllib.loads(read_regular_file(path).decode("utf-8"))
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {describe(error)}") from None
+    except UnicodeDecodeError as error:
         raise ConfigError(f"{path}: cannot read: {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None

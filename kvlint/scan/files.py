@@ -1,32 +1,19 @@
-"""Expand the paths a user gives into the Python files to scan, honouring excludes."""
+"""Expand the paths a user gives into the Python files to scan, honouring excludes.
+
+The walk itself (regular files only, never out of the scanned folder) is kvlint.filesystem's `walk_python`.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+import stat
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-# Never worth descending into.
-SKIPPED_FOLDERS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "__pycache__",
-        ".venv",
-        "venv",
-        ".tox",
-        ".nox",
-        ".mypy_cache",
-        ".pytest_cache",
-        "node_modules",
-        "build",
-        "dist",
-        ".kvlint_cache",
-    }
-)
+from kvlint.filesystem import SKIPPED_FOLDERS, PathProblem, file_kind, walk_python
+
+__all__ = ["SKIPPED_FOLDERS", "PathProblem", "SourceFile", "collect_files", "is_excluded", "walk_python"]
 
 
 @dataclass(frozen=True)
@@ -35,12 +22,6 @@ class SourceFile:
     display: str
     # The absolute path with every symbolic link resolved, when the walk knew it without asking the disk.
     real: str | None = None
-
-
-@dataclass(frozen=True)
-class PathProblem:
-    display: str
-    cause: str
 
 
 def is_excluded(display: str, patterns: list[str]) -> bool:
@@ -80,9 +61,10 @@ def collect_files(
 
     for given in paths:
         on_disk = given if display_root is None else display_root / given
-        if on_disk.is_file():
+        kind = _given_kind(on_disk)
+        if kind == "file":
             add(str(on_disk), str(given))  # named explicitly: scanned whatever its suffix
-        elif on_disk.is_dir():
+        elif kind == "folder":
             base, shown = str(on_disk), str(given)
 
             def displayed(path: str, base: str = base, shown: str = shown) -> str:
@@ -95,87 +77,25 @@ def collect_files(
             for path, real in walk_python(base, excluded_folder, walk_problems):
                 add(path, displayed(path), real)
             problems.extend(PathProblem(displayed(p.display), p.cause) for p in walk_problems)
-        elif on_disk.is_symlink():
-            problems.append(PathProblem(str(given), "dangling symbolic link"))
         else:
-            problems.append(PathProblem(str(given), "no such file or directory"))
+            problems.append(PathProblem(str(given), kind, given=True))
     return files, problems
 
 
-def walk_python(
-    root: str,
-    skip_folder: Callable[[str], bool] | None = None,
-    problems: list[PathProblem] | None = None,
-) -> Iterator[tuple[str, str]]:
-    """Every `.py` file under `root` as (path, real path): the one tree walk of kvlint.
-
-    Depth first, a folder's files before its subfolders, each in sorted order; SKIPPED_FOLDERS and the
-    folders `skip_folder` rejects are not entered; folder links are followed once each (as `os.walk`
-    with followlinks=True would, but from `os.scandir` entries: no stat per ordinary file). Real paths
-    are carried down the walk, so only links cost a `realpath`. A folder that cannot be listed and a
-    dangling link are added to `problems`; a `.py` that is not a regular file is left out.
-    """
-    visited: set[tuple[int, int]] = set()
-    # (folder, its real path), popped in walk order: subfolders are pushed in reverse.
-    stack = [(root, os.path.realpath(root))]
-    while stack:
-        folder, real_folder = stack.pop()
-        try:
-            stat = os.stat(folder)
-        except OSError:
-            continue
-        if (stat.st_dev, stat.st_ino) in visited:  # a symlink loop: already walked
-            continue
-        visited.add((stat.st_dev, stat.st_ino))
-        try:
-            with os.scandir(folder) as listing:
-                entries = list(listing)
-        except OSError as error:
-            if problems is not None:
-                problems.append(
-                    PathProblem(
-                        str(error.filename if error.filename is not None else folder),
-                        f"cannot list folder: {error.strerror}",
-                    )
-                )
-            continue
-        folders: list[os.DirEntry] = []
-        names: list[os.DirEntry] = []
-        for entry in entries:
-            try:
-                is_folder = entry.is_dir()
-            except OSError:
-                is_folder = False
-            (folders if is_folder else names).append(entry)
-        names.sort(key=lambda e: e.name)
-        for entry in names:
-            found = _python_file(entry, real_folder, problems)
-            if found is not None:
-                yield found
-        folders.sort(key=lambda e: e.name, reverse=True)
-        for entry in folders:
-            name = entry.name
-            if name not in SKIPPED_FOLDERS and not (skip_folder is not None and skip_folder(entry.path)):
-                stack.append(
-                    (entry.path, os.path.realpath(entry.path) if entry.is_symlink() else f"{real_folder}{os.sep}{name}")
-                )
-
-
-def _python_file(entry: os.DirEntry, real_folder: str, problems: list[PathProblem] | None) -> tuple[str, str] | None:
-    if not entry.name.endswith(".py"):
-        return None
-    path = entry.path  # folder + name, joined by scandir itself
-    if entry.is_symlink():
-        if not os.path.exists(path):
-            if problems is not None:
-                problems.append(PathProblem(os.path.normpath(path), "dangling symbolic link"))
-            return None
-        real = os.path.realpath(path)
-    else:
-        real = f"{real_folder}{os.sep}{entry.name}"
+def _given_kind(path: Path) -> str:
+    """ "file", "folder", or why a path the user named cannot be scanned (a name too long for this system,
+    a FIFO or a device such as /dev/stdin, which would block or never end, …)."""
     try:
-        if not entry.is_file():
-            return None  # e.g. a socket named x.py: not source
-    except OSError:
-        return None
-    return path, real
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        try:
+            os.lstat(path)
+        except OSError:
+            missing = isinstance(error, (FileNotFoundError, NotADirectoryError))
+            return "no such file or directory" if missing else f"cannot read: {error.strerror}"
+        return "dangling symbolic link"
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    return f"not a regular file or folder ({file_kind(mode)})"

@@ -10,6 +10,12 @@ name (`find_resolver`), a DSA indexer's `get_kv_cache_spec` (`read_program` read
 from it), or the interface's module name (`containers` reads every file that may name a spec class). The index is rebuilt when a file that could matter (before or after) changed, appeared or
 vanished; a change elsewhere cannot reach the index, so the old one is reused. tests/test_semantics.py
 checks on real releases that reading only these files gives the same analysis as reading them all.
+
+Both files are signed JSON records (scan/storage.py), the index encoded by scan/cache_codec.py: data only,
+checked when read, "not cached" unless this user's kvlint wrote them for this tree and kvlint. The tree is
+walked and read as the index's readers walk and read it (kvlint.analysis.tree_files: regular files only,
+size capped, never through a link out of the tree). An index whose analysis failed somewhere is not kept:
+the next scan tries again, and says so again.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from pathlib import Path
 
 from kvlint.analysis.containers import NAMING_WORD
 from kvlint.analysis.hierarchy import builtin_hierarchy
+from kvlint.analysis.tree_files import is_hidden
 from kvlint.analysis.tree_index import TreeIndex, build_tree_index, find_tree_root
 from kvlint.analysis.vocabulary import (
     DCP_WORDS,
@@ -30,25 +37,27 @@ from kvlint.analysis.vocabulary import (
     RESOLVER_HOME,
     RESOLVER_NAME,
 )
+from kvlint.filesystem import read_regular_file, walk_python
+from kvlint.scan.cache_codec import CodecError, index_from_data, index_to_data
 from kvlint.scan.storage import (
     FileStat,
     content_digest,
-    load_pickle,
+    load_record,
     own_source_digest,
-    save_pickle,
+    save_record,
     stable_repr,
     trusted_stat,
 )
 
 INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD)
-_INDEX_FORMAT = 6
+_INDEX_FORMAT = 7
 
 
 class IndexHandle:
     """A tree index known by its digests, built or loaded only when something needs its content.
 
     A scan answered from the result cache needs only the digests (they are part of the cache keys), so
-    the index itself — the sizing analysis can be large — is never unpickled then.
+    the index itself — the sizing analysis can be large — is never decoded then.
     """
 
     def __init__(self, root: str | None, load, digests: IndexDigests | None = None, index: TreeIndex | None = None):
@@ -68,6 +77,12 @@ class IndexHandle:
         if self._digests is None:
             self._digests = index_digests(self.index)
         return self._digests
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """What the index's analysis could not do, when it was built or loaded in this run (a kept index
+        never has any: one with failures is not kept)."""
+        return self._index.failures if self._index is not None else ()
 
 
 @dataclass(frozen=True)
@@ -133,66 +148,77 @@ def could_matter(relative: str, data: bytes) -> bool:
     return b"Indexer" in data and b"get_kv_cache_spec" in data
 
 
-def _tree_files(root: Path, known_stats: dict) -> dict[str, tuple | None]:
-    """Every .py file under root/vllm (relative, "/"-separated) with its stat as a tuple; None when stat fails."""
-    found: dict[str, tuple | None] = {}
+def _tree_files(root: Path, known_stats: dict) -> dict[str, list | None]:
+    """Every .py file the index's readers may read (relative, "/"-separated: kvlint.analysis.tree_files'
+    walk) with its stat as a list; None when stat fails."""
+    found: dict[str, list | None] = {}
     base = str(root)
     prefix = len(base) + 1
-    stack = [os.path.join(base, "vllm")]
-    while stack:
-        folder = stack.pop()
-        try:
-            with os.scandir(folder) as listing:
-                entries = list(listing)
-        except OSError:
-            continue
-        for entry in entries:
+    for path, _ in walk_python(os.path.join(base, "vllm"), is_hidden):
+        stat = known_stats.get(path)
+        if stat is None:
             try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                    continue
+                stat = FileStat.of(os.stat(path))
             except OSError:
-                continue
-            if entry.name.endswith(".py"):
-                relative = entry.path[prefix:].replace(os.sep, "/")
-                stat = known_stats.get(entry.path)
-                if stat is None:
-                    try:
-                        stat = FileStat.of(os.stat(entry.path))
-                    except OSError:
-                        pass
-                found[relative] = None if stat is None else tuple(stat)
+                pass
+        found[path[prefix:].replace(os.sep, "/")] = None if stat is None else list(stat)
     return found
 
 
+# A snapshot record, a JSON list: [stat as a list, or null when the content digest decides; the content
+# digest; whether the file could matter]. Records are checked where they are used; a damaged one counts as
+# changed (the file is read again) and as one that mattered (the index is rebuilt).
+Record = list
+
+
+def _record(value: object) -> Record | None:
+    if type(value) is list and len(value) == 3 and type(value[1]) is str and type(value[2]) is bool:
+        return value
+    return None
+
+
 def _snapshot(
-    root: Path, old: dict[str, tuple], current: dict[str, tuple | None], started_ns: int
-) -> tuple[dict[str, tuple], bool]:
+    root: Path, old: dict[str, object], current: dict[str, list | None], started_ns: int
+) -> tuple[dict[str, Record], bool]:
     """(the new snapshot, whether the index is stale): files whose stat is unchanged keep their record;
     the others are read, hashed and judged again."""
-    snapshots: dict[str, tuple] = {}
+    snapshots: dict[str, Record] = {}
     stale = False
     for relative, stat in current.items():
-        before = old.get(relative)
+        before = _record(old.get(relative))
         if before is not None and stat is not None and before[0] == stat:
             snapshots[relative] = before
             continue
         try:
-            data = (root / relative).read_bytes()
+            data = read_regular_file(root / relative)
         except OSError:
             stale = True
             continue
         digest = content_digest(data)
         trusted = trusted_stat(FileStat(*stat), started_ns) if stat is not None else None
-        record = None if trusted is None else tuple(trusted)
+        stat_record = None if trusted is None else list(trusted)
         if before is not None and before[1] == digest:
-            snapshots[relative] = (record, digest, before[2])
+            snapshots[relative] = [stat_record, digest, before[2]]
             continue
         matters = could_matter(relative, data)
-        snapshots[relative] = (record, digest, matters)
-        stale = stale or matters or (before is not None and before[2])
-    stale = stale or any(snapshot[2] for relative, snapshot in old.items() if relative not in current)
+        snapshots[relative] = [stat_record, digest, matters]
+        stale = stale or matters or old.get(relative) is not None and (before is None or before[2])
+    gone = (_record(record) for relative, record in old.items() if relative not in current)
+    stale = stale or any(record is None or record[2] for record in gone)
     return snapshots, stale
+
+
+def _digests_from_data(data: object) -> IndexDigests | None:
+    if type(data) is not dict or set(data) != {"shared", "modules"} or type(data["shared"]) is not str:
+        return None
+    modules = data["modules"]
+    if type(modules) is not dict or not all(type(v) is str for v in modules.values()):
+        return None
+    return IndexDigests(data["shared"], modules)
+
+
+def _digests_to_data(digests: IndexDigests) -> dict:
+    return {"shared": digests.shared, "modules": digests.modules}
 
 
 def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_paths: tuple[str, ...]) -> IndexHandle:
@@ -201,38 +227,45 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_
     key = hashlib.sha256(
         repr((_INDEX_FORMAT, str(root), own_source_digest(), scheduler_only_paths)).encode("utf-8", "backslashreplace")
     ).hexdigest()
-    snapshot_path = cache_dir / f"project-{key}.pickle"
-    index_path = cache_dir / f"project-{key}-index.pickle"
-    stored = load_pickle(snapshot_path)
-    valid = (
-        isinstance(stored, dict)
-        and isinstance(stored.get("digests"), IndexDigests)
-        and isinstance(stored.get("files"), dict)
-    )
-    old: dict[str, tuple] = (
-        {k: v for k, v in stored["files"].items() if type(v) is tuple and len(v) == 3} if valid else {}
-    )
-    snapshots, stale = _snapshot(root, old, _tree_files(root, known_stats), started_ns)
+    snapshot_path = cache_dir / f"project-{key}.json"
+    index_path = cache_dir / f"project-{key}-index.json"
+    stored = load_record(snapshot_path, "snapshot", key)
+    digests = _digests_from_data(stored.get("digests")) if type(stored) is dict else None
+    old = stored.get("files") if digests is not None and type(stored.get("files")) is dict else None
+    snapshots, stale = _snapshot(root, old or {}, _tree_files(root, known_stats), started_ns)
 
-    if valid and not stale:
-        digests = stored["digests"]
+    if digests is not None and old is not None and not stale:
+        kept_digests = digests
 
         def load() -> TreeIndex:
-            kept = load_pickle(index_path)
-            if isinstance(kept, dict) and kept.get("digests") == digests and isinstance(kept.get("index"), TreeIndex):
-                return kept["index"]
-            return build_tree_index(
-                root, scheduler_only_paths
-            )  # the index file is gone or damaged: the unchanged tree rebuilds the same index
+            kept = load_record(index_path, "index", key)
+            if type(kept) is dict and _digests_from_data(kept.get("digests")) == kept_digests:
+                try:
+                    return index_from_data(kept.get("index"))
+                except CodecError:
+                    pass
+            # The index file is gone or damaged: the unchanged tree rebuilds the same index.
+            return build_tree_index(root, scheduler_only_paths)
 
         if snapshots != old:
-            save_pickle(snapshot_path, {"digests": digests, "files": snapshots})
+            save_record(snapshot_path, "snapshot", key, {"digests": _digests_to_data(digests), "files": snapshots})
         return IndexHandle(str(root), load, digests=digests)
     index = build_tree_index(
         root, scheduler_only_paths, frozenset(relative for relative, snapshot in snapshots.items() if snapshot[2])
     )
     digests = index_digests(index)
-    # The index first: a snapshot never names an index that is not on disk.
-    if save_pickle(index_path, {"digests": digests, "index": index}):
-        save_pickle(snapshot_path, {"digests": digests, "files": snapshots})
+    if not index.failures:  # an analysis that failed is tried again, and said again, next time
+        _keep(index, digests, snapshots, index_path, snapshot_path, key)
     return IndexHandle(str(root), lambda: index, digests=digests, index=index)
+
+
+def _keep(
+    index: TreeIndex, digests: IndexDigests, snapshots: dict, index_path: Path, snapshot_path: Path, key: str
+) -> None:
+    try:
+        data = index_to_data(index)
+    except CodecError:
+        return  # an index holding what the codec cannot write is rebuilt each time
+    # The index first: a snapshot never names an index that is not on disk.
+    if save_record(index_path, "index", key, {"digests": _digests_to_data(digests), "index": data}):
+        save_record(snapshot_path, "snapshot", key, {"digests": _digests_to_data(digests), "files": snapshots})

@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.analysis.tree_index import find_tree_root
 from kvlint.engine.registry import matches, rules_for_codes, select_codes
+from kvlint.errors import TargetError
+from kvlint.escaping import printable
+from kvlint.filesystem import FileTooLarge, describe, read_regular_file
 from kvlint.scan.config import Config
 from kvlint.scan.files import PathProblem, SourceFile, collect_files
 from kvlint.scan.index_cache import IndexHandle, open_project_index
@@ -41,6 +44,13 @@ class ScanResult:
     codes: tuple[str, ...]  # the rules run, in order
     findings: list[Finding] = field(default_factory=list)
     cache_hits: int = 0  # files answered from the result cache
+    # Files the configuration's `exclude` left out when it left nothing to check (0 otherwise): said, not silent.
+    excluded_by_configuration: int = 0
+
+    @property
+    def degradations(self) -> tuple[str, ...]:
+        """What the cross-file analysis could not do, one line each (empty when it did everything)."""
+        return self.index.failures
 
     @property
     def project(self) -> ProjectIndex:
@@ -76,6 +86,7 @@ class _Scan:
     keys: dict[int, CacheKey] = field(default_factory=dict)
     hits: int = 0
     real_folders: dict[str, str] = field(default_factory=dict)
+    excluded: int = 0  # see ScanResult.excluded_by_configuration
 
     @cached_property
     def state(self) -> WorkerState:
@@ -122,6 +133,9 @@ def _plan(
 ) -> _Scan:
     """Which files, which project index, which cache: all decided before the first file is read."""
     files, problems = collect_files(paths, config.exclude, display_root)
+    named = next((p for p in problems if p.given), None)
+    if named is not None:  # a path the user named that is not there is an error, not a finding
+        raise TargetError(f"{printable(named.display)}: {named.cause}")
     settings = config.rule_settings()
     stats = [_stat(source.path) for source in files] if cache_dir is not None else []
     known = {source.real: stat for source, stat in zip(files, stats) if source.real is not None and stat is not None}
@@ -137,6 +151,8 @@ def _plan(
     triage = Triage(codes, cache.triggers if cache is not None else None)
     run = _Scan(config, codes, files, problems, index, settings, cache, stats, triage)
     run.results = [None] * len(files)
+    if not files and config.exclude:
+        run.excluded = len(collect_files(paths, [], display_root)[0])
     return run
 
 
@@ -224,7 +240,14 @@ def _result(run: _Scan) -> ScanResult:
     done = [unreadable(p.display, p.cause) for p in run.problems if matches(UNREADABLE_CODE, run.codes)]
     done.extend(r for r in run.results if r is not None)
     findings = sorted((f for r in done for f in r.findings if f.code in run.codes), key=Finding.sort_key)
-    return ScanResult(files=done, index=run.index, codes=run.codes, findings=findings, cache_hits=run.hits)
+    return ScanResult(
+        files=done,
+        index=run.index,
+        codes=run.codes,
+        findings=findings,
+        cache_hits=run.hits,
+        excluded_by_configuration=run.excluded,
+    )
 
 
 def _source_module_path(source: SourceFile, root: str | None, real_folders: dict[str, str]) -> str:
@@ -242,9 +265,12 @@ def _source_module_path(source: SourceFile, root: str | None, real_folders: dict
 
 
 def read_source(path: str, display: str) -> bytes | FileResult:
-    """A file's bytes, or the result that says why they cannot be read."""
+    """A file's bytes, or the result that says why they cannot be read: a regular file of at most 10 MiB,
+    opened without blocking (kvlint.filesystem), so a FIFO or a device swapped in after the walk is refused."""
     try:
-        return Path(path).read_bytes()
+        return read_regular_file(path)
+    except FileTooLarge as error:
+        return unreadable(display, describe(error))  # what the engine says of a file it was handed too large
     except FileNotFoundError:
         return unreadable(display, "vanished before it could be read")
     except IsADirectoryError:
@@ -252,7 +278,7 @@ def read_source(path: str, display: str) -> bytes | FileResult:
     except PermissionError:
         return unreadable(display, "permission denied")
     except OSError as error:
-        return unreadable(display, f"cannot read: {error.strerror or error}")
+        return unreadable(display, f"cannot read: {describe(error)}")
 
 
 def _cacheable(result: FileResult) -> bool:

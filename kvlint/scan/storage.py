@@ -1,7 +1,14 @@
 """What kvlint's caches are built from: where they live, a file's stat and content digest, stable keys, and
-pickles written atomically and read back as "nothing" when damaged.
+records — signed JSON data, written atomically, read back as "nothing" unless kvlint itself wrote them.
 
 Shared by the result cache (scan/result_cache.py) and the project index cache: neither knows the other.
+
+A record file is one header line, `kvlint-cache <FORMAT> <signature>`, then the JSON document. The signature
+(scan/signing.py: HMAC with this user's secret key) covers the record's kind ("manifest", "snapshot",
+"index"), its key (the configuration it belongs to) and the document, so a record can be neither forged nor
+moved to another kind or configuration. It is read only as a regular file (no link followed, no FIFO or
+device opened, nothing waited for) of at most MAX_RECORD_BYTES; whatever fails — missing, over the size,
+unsigned, signed with another key, not JSON — is "not cached", never an error and never "clean".
 """
 
 from __future__ import annotations
@@ -9,21 +16,26 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
+import json
 import os
-import pickle
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
 import kvlint
 import kvlint.rules
-from kvlint.scan.files import walk_python
+from kvlint.filesystem import read_regular_file, walk_python
+from kvlint.scan.signing import cache_key, sign, verify
 
 # A file modified this close to (or after) the scan's start may change again within the same
 # timestamp tick without its stat changing ("racily clean" in git's words): its stat is not trusted.
 RACY_WINDOW_NS = 2_000_000_000
 # Parts of kvlint that never change a file's result: editing them keeps the cache.
 _NOT_IN_RESULTS = ("verify", "reporters", "commands", "cli.py", "__main__.py")
+# The layout of a record file; bumped when it changes (older files are then "not cached").
+RECORD_FORMAT = 1
+# A manifest holds about 250 bytes per file scanned: this is room for a tree of several hundred thousand.
+MAX_RECORD_BYTES = 256 * 1024 * 1024
 
 
 def cache_root() -> Path:
@@ -91,7 +103,7 @@ def own_source_digest() -> str:
         def outside_results(path: str, base: str = base, skipping: bool = folder == package) -> bool:
             return skipping and path[len(base) + 1 :] in _NOT_IN_RESULTS  # a top-level name of the package
 
-        for path, _ in walk_python(base, outside_results):
+        for path, _ in walk_python(base, outside_results, links_may_leave=True):
             if outside_results(path):
                 continue
             try:
@@ -108,17 +120,39 @@ def trusted_stat(stat: FileStat | None, started_ns: int) -> FileStat | None:
     return stat
 
 
-def load_pickle(path: Path) -> object | None:
-    """What `save_pickle` wrote, or None when it is missing, truncated, corrupt or from another Python."""
+def load_record(path: Path, kind: str, key: str) -> object | None:
+    """The JSON value `save_record` wrote for this kind and key, or None: missing, not a regular file, over
+    MAX_RECORD_BYTES, damaged, or not signed by this user's kvlint for this kind and key."""
+    secret = cache_key()
+    if secret is None:
+        return None
     try:
-        with open(path, "rb") as stream:
-            return pickle.load(stream)
-    except Exception:  # an unreadable cache is an empty cache, never an error
+        data = read_regular_file(path, MAX_RECORD_BYTES, follow_symlinks=False)
+    except OSError:
+        return None
+    header, _, document = data.partition(b"\n")
+    words = header.split(b" ")
+    if len(words) != 3 or words[0] != b"kvlint-cache" or words[1] != str(RECORD_FORMAT).encode():
+        return None
+    if not verify(secret, words[2], kind.encode(), key.encode(), document):
+        return None
+    try:
+        return json.loads(document)
+    except (ValueError, RecursionError):  # signed by us yet not JSON: a bug or a disk error, never a result
         return None
 
 
-def save_pickle(path: Path, value: object) -> bool:
-    """Write atomically: readers see the old file or the new one, never a mix. False when it cannot."""
+def save_record(path: Path, kind: str, key: str, value: object) -> bool:
+    """Write atomically (readers see the old file or the new one, never a mix), signed. False when it cannot."""
+    secret = cache_key()
+    if secret is None:
+        return False
+    try:
+        # ASCII with \u escapes: a path that is not UTF-8 (a surrogate escape) round-trips too.
+        document = json.dumps(value, separators=(",", ":")).encode("ascii")
+    except (TypeError, ValueError, RecursionError):
+        return False  # something that is not data: not cached
+    signature = sign(secret, kind.encode(), key.encode(), document)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         import tempfile  # only when something is written
@@ -126,14 +160,14 @@ def save_pickle(path: Path, value: object) -> bool:
         handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(handle, "wb") as stream:
-                pickle.dump(value, stream, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temporary, path)
+                stream.write(f"kvlint-cache {RECORD_FORMAT} {signature}\n".encode() + document)
+            os.replace(temporary, path)  # a link or FIFO planted at `path` is replaced, never written through
         except BaseException:
             try:
                 os.unlink(temporary)
             except OSError:
                 pass
             raise
-    except (OSError, pickle.PicklingError, TypeError, AttributeError):
-        return False  # a read-only or full disk, or something unpicklable, costs speed, never the scan
+    except OSError:
+        return False  # a read-only or full disk costs speed, never the scan
     return True

@@ -31,6 +31,7 @@ from kvlint.analysis.sizing.results import (
 )
 from kvlint.analysis.sizing.sites import Candidate
 from kvlint.analysis.sizing.values import DCP, Container, Layer, join, known_number
+from kvlint.analysis.tree_files import TreeFiles
 from kvlint.analysis.vocabulary import ATTENTION_ROOT, DEFAULT_SCHEDULER_ONLY_PATHS, RESOLVER_NAME, SCHEDULER_REFERENCE
 
 _CORE = "vllm/v1/core/"  # where upstream's own reference path and resolver live: preferred over copies
@@ -343,12 +344,16 @@ def build_sizing_analysis(
     hierarchy: SpecHierarchy,
     only: frozenset[str] | None = None,
     scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS,
+    files: TreeFiles | None = None,
 ) -> SizingAnalysis | None:
-    """The cross-file analysis of a tree; None when there is no tree (rules then analyse each file alone)."""
+    """The cross-file analysis of a tree; None when there is no tree (rules then analyse each file alone) or
+    when it failed — then the failure is written down in `files` (the tree index carries it, the scan says it)."""
     if root is None:
         return None
+    files = files if files is not None else TreeFiles(Path(root), only)
     try:
-        program = read_program(Path(root), hierarchy, only)
+        program = read_program(Path(root), hierarchy, only, files)
         return analyse_program(dataclasses.replace(program, scheduler_only_paths=tuple(scheduler_only_paths)))
-    except Exception:  # noqa: BLE001 - the per-file rules must still run; they then report nothing cross-file
+    except Exception as error:  # noqa: BLE001 - the per-file rules must still run; the failure is reported
+        files.note(f"cross-file analysis incomplete: the sizing analysis failed ({type(error).__name__}: {error})")
         return None

@@ -9,13 +9,13 @@ are parsed, most of them partially (the top-level blocks that may size blocks). 
 from __future__ import annotations
 
 import ast
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.sizing.values import Layer
+from kvlint.analysis.tree_files import TreeFiles
 from kvlint.analysis.vocabulary import DCP_WORDS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE, dcp_aliases
 
 # A function taking a spec and a DCP size: a helper that may decide the DCP factor itself.
@@ -160,37 +160,33 @@ def _sizes_near_dcp(text: str) -> bool:
     return any(abs(i - j) <= _WINDOW for i in size_lines for j in dcp_lines)
 
 
-def read_program(root: Path, hierarchy: SpecHierarchy, only: frozenset[str] | None = None) -> Program:
+def read_program(
+    root: Path, hierarchy: SpecHierarchy, only: frozenset[str] | None = None, files: TreeFiles | None = None
+) -> Program:
     """Candidate modules: the interface; modules sizing a block near a DCP size or defining a (spec, dcp)
     helper; then, once helpers are known, modules calling one of them.
 
     `only` (paths relative to root) limits the files read to a known superset of the candidates — the
-    project cache's files that "could matter" — in the same order as a full walk."""
+    project cache's files that "could matter" — in the same order as a full walk. `files`: the tree's files
+    as its index reads them (regular files only, size capped; what cannot be read is written down there)."""
+    files = files if files is not None else TreeFiles(root, only)
     selected: dict[str, str] = {}
     maybe_callers: dict[str, str] = {}
     indexer_texts: list[str] = []
-    for folder, dirs, files in os.walk(root / "vllm"):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
-        for name in sorted(files):
-            if not name.endswith(".py"):
-                continue
-            full = Path(folder) / name
-            if only is not None and full.relative_to(root).as_posix() not in only:
-                continue
-            try:
-                text = full.read_bytes().decode("utf-8", "replace")
-            except OSError:
-                continue
-            relative = full.relative_to(root).as_posix()
-            if "Indexer" in text and "get_kv_cache_spec" in text:
-                indexer_texts.append(text)
-            if relative == INTERFACE_MODULE:
+    for relative in files.relatives():
+        data = files.read(relative)
+        if data is None:
+            continue
+        text = data.decode("utf-8", "replace")
+        if "Indexer" in text and "get_kv_cache_spec" in text:
+            indexer_texts.append(text)
+        if relative == INTERFACE_MODULE:
+            selected[relative] = text
+        elif _mentions_dcp(text):
+            if ("block_size" in text and _sizes_near_dcp(text)) or _HELPER_SIGNATURE.search(text):
                 selected[relative] = text
-            elif _mentions_dcp(text):
-                if ("block_size" in text and _sizes_near_dcp(text)) or _HELPER_SIGNATURE.search(text):
-                    selected[relative] = text
-                else:
-                    maybe_callers[relative] = text
+            else:
+                maybe_callers[relative] = text
     modules = {
         r: m
         for r, m in ((r, parse_module(r, t, partial=r != INTERFACE_MODULE)) for r, t in selected.items())

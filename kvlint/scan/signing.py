@@ -1,0 +1,93 @@
+"""The secret that makes the caches kvlint's own: every cache file is signed (HMAC-SHA256) with a key only
+this user can read, kept outside the cache folder.
+
+Why a secret: a cache entry says "this file, with this content, under this kvlint and configuration, has
+these findings". Binding an entry to the file's content digest and kvlint's source digest is not enough,
+because both are public: anyone who can write the cache folder (another user sharing it, a cache that CI
+restored from a pull request's run) could write an entry claiming "no findings" for the exact content of a
+file that has some. A signature they cannot compute closes that: an entry kvlint did not write itself is
+"not cached", and the file is linted again.
+
+The key: 32 random bytes (hex) in `$XDG_STATE_HOME/kvlint/cache-key` (default `~/.local/state/kvlint/`),
+created on first use with mode 0600 in a 0700 folder. It is used only when it is a regular file, owned by
+this user, with no hard link and no permission for group or others; otherwise — or when it cannot be
+created (a read-only home) — the caches are neither read nor written (a slower scan, the same findings).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import stat
+from functools import lru_cache
+from pathlib import Path
+
+from kvlint.filesystem import read_regular_file
+
+KEY_BYTES = 32
+
+
+def key_path() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "kvlint" / "cache-key"
+
+
+def sign(key: bytes, *parts: bytes) -> str:
+    """The signature of `parts` (their lengths are part of it: no two splits of the same bytes collide)."""
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    for part in parts:
+        mac.update(len(part).to_bytes(8, "big"))
+        mac.update(part)
+    return mac.hexdigest()
+
+
+def verify(key: bytes, signature: bytes, *parts: bytes) -> bool:
+    return hmac.compare_digest(signature, sign(key, *parts).encode())
+
+
+def cache_key() -> bytes | None:
+    """This user's cache key (created on first use); None when there is no trustworthy one."""
+    return _cache_key(str(key_path()))
+
+
+@lru_cache(maxsize=4)
+def _cache_key(path: str) -> bytes | None:
+    key = _read_key(path)
+    if key is None and not os.path.lexists(path):
+        _create_key(path)
+        key = _read_key(path)
+    return key
+
+
+def _read_key(path: str) -> bytes | None:
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_nlink != 1:
+            return None
+        if info.st_mode & 0o077:  # readable or writable by others: not a secret any more
+            return None
+        text = read_regular_file(path, 4 * KEY_BYTES, follow_symlinks=False).strip()
+        key = bytes.fromhex(text.decode("ascii"))
+    except (OSError, ValueError):
+        return None
+    return key if len(key) == KEY_BYTES else None
+
+
+def _create_key(path: str) -> None:
+    """Write a new key; two processes creating it at once agree on one (a link is made only if absent)."""
+    folder = os.path.dirname(path)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            with os.fdopen(descriptor, "w") as stream:
+                stream.write(os.urandom(KEY_BYTES).hex() + "\n")  # the OS's CSPRNG, as `secrets` uses
+                stream.flush()
+                os.fsync(stream.fileno())
+            os.link(temporary, path)  # fails when another process got there first: its key is the key
+        finally:
+            os.unlink(temporary)
+    except OSError:
+        return
