@@ -142,7 +142,13 @@ def stubbed_scan(tmp_path, monkeypatch):
     """`check` over a scan that found one warning (the scan itself is tested elsewhere)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pkg").mkdir()
-    result = SimpleNamespace(findings=[WARNING], files=[FileResult("pkg/b.py", (WARNING,))], rules=())
+    result = SimpleNamespace(
+        findings=[WARNING],
+        files=[FileResult("pkg/b.py", (WARNING,))],
+        rules=(),
+        degradations=(),
+        excluded_by_configuration=0,
+    )
     monkeypatch.setattr(check_command, "run_scan", lambda options, progress=True: result)
     return tmp_path
 

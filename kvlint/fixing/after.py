@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -100,4 +101,15 @@ def _indexes_of_copies(root: Path, fixed: dict[str, bytes], roles: tuple[str, ..
 
 
 def _all_but_python(folder: str, names: list[str]) -> list[str]:
-    return [name for name in names if not name.endswith(".py") and not os.path.isdir(os.path.join(folder, name))]
+    """Keep real folders and regular .py files only: a link (to /dev/zero, out of the tree), a FIFO or a
+    device is never opened by the copy (the walker reports them in the scan itself)."""
+    ignored = []
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(folder, name)).st_mode
+        except OSError:
+            ignored.append(name)
+            continue
+        if not (stat.S_ISDIR(mode) or (stat.S_ISREG(mode) and name.endswith(".py"))):
+            ignored.append(name)
+    return ignored

@@ -25,7 +25,7 @@ from kvlint.analysis.sizing.kinds import SpecKind
 from kvlint.analysis.sizing.results import SizingAnalysis, SizingPath
 from kvlint.analysis.sizing.values import Container, Layer
 from kvlint.analysis.tree_index import TreeIndex
-from kvlint.types import Applicability, FileResult, Finding, Fix, ImportChange, Severity, TextEdit
+from kvlint.types import Applicability, FileResult, Finding, Fix, ImportChange, RelatedLocation, Severity, TextEdit
 
 # Every record class the caches may hold, by the name it is tagged with.
 RECORDS: dict[str, type] = {
@@ -44,6 +44,7 @@ RECORDS: dict[str, type] = {
         FirstLayerPick,
         FileResult,
         Finding,
+        RelatedLocation,
         Fix,
         TextEdit,
         ImportChange,
