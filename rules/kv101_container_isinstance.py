@@ -218,7 +218,7 @@ class ContainerIsinstance(Rule):
             return
         function = self.flow.enclosing_function(node)
         subject_code = dotted(subject)
-        if self.flow.checks_for_container(function, subject_code):
+        if self.flow.checks_for_container(node, subject_code):
             return
         if sees_only_scheduler_config(self.context.module_path, self.flow.enclosing_class_names(node), self.patterns):
             return
