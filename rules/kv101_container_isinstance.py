@@ -342,10 +342,7 @@ class ContainerIsinstance(Rule):
             return f"test `is_full_attention_spec({subject})`, which looks at every layer"
         classes = next(iter(checked)) if len(checked) == 1 else f"({', '.join(sorted(checked))})"
         if "iter_layer_specs" in functions:
-            return (
-                f"test its layers: `any(isinstance(layer, {classes}) for layer in iter_layer_specs({subject}))` "
-                "(or `all(…)`, as the branch needs)"
-            )
+            return f"test its layers, `iter_layer_specs({subject})`, with `isinstance(layer, {classes})`"
         return f"test the layers of `{subject}.kv_cache_specs` when it is a {CONTAINER_CLASS}"
 
     def _acknowledged(self, node: cst.CSTNode) -> bool:

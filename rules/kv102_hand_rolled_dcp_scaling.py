@@ -10,6 +10,16 @@ containers and leaves Mamba state unscaled. A hand-written copy drifts: its `isi
 a DSA container, or it scales Mamba too. In vLLM 0.29.0 this kills startup with
 `AssertionError: tokens_per_block=16 not divisible by tokens_per_hash=32` (CPU offload, DCP=2, DSA model).
 
+Each copy is compared with the tree's rule kind by kind (the resolver's, or without one the scheduler's
+`resolve_kv_cache_block_sizes`), counting what decides its factor: an inline gate, an enclosing
+`if spec.dcp_sharded:`, a factor set on an earlier line (`self.dcp_world_size = dcp_world_size if
+spec.dcp_sharded else 1`) or passed per kind by its callers in the same module, and the kinds the function
+already excluded (`assert isinstance(spec, SlidingWindowSpec)`, an earlier `if isinstance(spec, MambaSpec):
+return`). An error when a kind that reaches the copy and that vLLM accepts under DCP gets another token
+span (the message names it and both spans); a warning when the copy agrees for every kind today (it drifts
+when the resolver changes), when only kinds the tree rejects under DCP differ, or when what decides it is
+not in the file (a size its callers elsewhere pass).
+
 ## Example
 ```python
 tokens_per_block = group.kv_cache_spec.block_size * (
@@ -27,14 +37,17 @@ tokens_per_block = resolve_dcp_kv_block_size(
 ```
 
 ## Fix safety
-Safe when the expression has the canonical shape `S.block_size * (D if isinstance(S, C) else 1)` and the
-classes `C` scale exactly the spec classes the tree's resolver scales: the result then changes only for
-containers, which is the intended fix. Unsafe otherwise (an unconditional product also scales Mamba; a
-different class set changes other kinds too). No fix where the tree has no shared resolver (vLLM < 0.29),
-and none for an augmented assignment, whose rewrite needs a human.
+Safe when the call gives every plain (non-container) kind that reaches the expression the span it has now:
+the result then changes only for containers, which is the intended fix (a copy of the resolver's own rule,
+a gate whose classes match the resolver's, a factor already gated per kind the resolver's way). Unsafe
+otherwise (an unconditional product also scales Mamba; a different class set changes other kinds too). No
+fix where the tree has no shared resolver (vLLM < 0.29), and none for an augmented assignment, whose
+rewrite needs a human.
 """
 
 from __future__ import annotations
+
+import re
 
 import libcst as cst
 
@@ -42,7 +55,8 @@ from kvlint import Example, Rule
 from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import RESOLVER_NAME, dcp_aliases
 from kvlint.rules._resolver_call import FIX_TITLE as _FIX_TITLE
-from kvlint.rules._resolver_call import NO_RESOLVER, resolver_call_fix
+from kvlint.rules._resolver_call import NO_RESOLVER, resolver_call_fix, verdict_for
+from kvlint.rules._scaling_verdict import describe, remedy, severity_of
 
 _IMPORTS = """\
 from vllm.v1.core.kv_cache_utils import resolve_kv_cache_block_sizes
@@ -54,6 +68,8 @@ class HandRolledDcpScaling(Rule):
     __doc__ = __doc__
     CODE = "KV102"
     NAME = "hand-rolled-dcp-scaling"
+    # Worded per verdict (rules/_scaling_verdict.py): the kind and both spans for an error, "agrees today"
+    # for a hand copy, what is not settled otherwise; always the remedy by a name the tree has.
     MESSAGE = "`{expression}` scales a block size by the DCP size by hand; {why}"
     FIX_TITLE = _FIX_TITLE
     # Every DCP size (or alias of one) is named after dcp / decode_context_parallel somewhere in the file.
@@ -260,55 +276,33 @@ def build(kv_cache_config, parallel_config):
         scaling = match_scaling(node, self.flow, self.aliases)
         if scaling is None:
             return
+        project = self.context.project
+        verdict = verdict_for(self, scaling)
+        table = project.kind_table()
         function = self.flow.enclosing_function(node)
-        if function is not None and function.name.value == RESOLVER_NAME:
+        # The resolver itself, or (without one) the scheduler's own path: the rule everything is compared with.
+        own = {RESOLVER_NAME} | ({table.reference} if table is not None and not table.has_resolver else set())
+        if function is not None and function.name.value in own:
             return
         unavailable = None
-        if not self.context.project.has_resolver:
+        if not project.has_resolver:
             unavailable = NO_RESOLVER
         elif scaling.spec is None or not isinstance(node, cst.BaseExpression):
             unavailable = f"no automatic fix for this shape: call `{RESOLVER_NAME}(spec, dcp)` by hand"
+        spec = _short(self.code_of(scaling.spec), 40) if scaling.spec is not None else None
+        by_name = remedy(
+            project.has_resolver, table.reference if table else "", spec, _short(self.code_of(scaling.dcp), 40)
+        )
         self.report(
             node,
-            self.MESSAGE.format(expression=_short(self.code_of(node)), why=self._why(scaling, function)),
+            describe(_short(self.code_of(node)), verdict, by_name),
             fix=None if unavailable else (lambda: resolver_call_fix(self, scaling)),
+            severity=severity_of(verdict),
             fix_unavailable=unavailable,
         )
 
-    def _why(self, scaling, function: cst.FunctionDef | None) -> str:
-        if scaling.gate is None and _is_parameter(scaling.dcp, function):
-            # The caller may already pass a per-kind size (vLLM's coordinator does): say what is known.
-            return (
-                f"`{scaling.dcp.value}` comes from its caller, so whether this agrees with `{RESOLVER_NAME}` "
-                "(which leaves non-attention state unscaled) rests on every caller's choice of that size"
-            )
-        if scaling.gate is None:
-            return (
-                "it applies the DCP size whatever the spec kind, while "
-                f"`{RESOLVER_NAME}` leaves non-attention (Mamba) state unscaled"
-            )
-        if scaling.gate_reads_dcp_sharded:
-            return (
-                f"it repeats the `dcp_sharded` rule of `{RESOLVER_NAME}`, which a call would keep in "
-                "agreement with the scheduler by construction"
-            )
-        if scaling.canonical:
-            classes = ", ".join(sorted(scaling.gate_classes))
-            return (
-                f"its `isinstance(…, {classes})` gate is False for a UniformTypeKVCacheSpecs container, "
-                f"which `{RESOLVER_NAME}` unwraps and scales"
-            )
-        return f"its gate may answer differently from `{RESOLVER_NAME}`"
 
-
-def _is_parameter(expression: cst.BaseExpression, function: cst.FunctionDef | None) -> bool:
-    if function is None or not isinstance(expression, cst.Name):
-        return False
-    params = function.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    return any(p.name.value == expression.value for p in every)
-
-
-def _short(code: str) -> str:
-    flat = " ".join(code.split())
-    return flat if len(flat) <= 60 else flat[:57] + "…"
+def _short(code: str, limit: int = 60) -> str:
+    """One line, no padding inside brackets (`groups[\n    g\n]` → `groups[g]`), cut at `limit`."""
+    flat = re.sub(r"([(\[{]) | ([)\]}])", lambda m: m.group(1) or m.group(2), " ".join(code.split()))
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

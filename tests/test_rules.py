@@ -11,6 +11,7 @@ from kvlint.engine.lint import LintRequest, lint_text
 from kvlint.engine.registry import all_rules
 from kvlint.engine.rule import Example
 from kvlint.fixing.apply import apply_fixes
+from kvlint.types import Severity
 
 SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
 
@@ -166,7 +167,11 @@ def test_kv102_says_when_the_dcp_size_comes_from_the_caller():
         """,
         path="vllm/v1/core/foo_manager.py",
     )
-    [from_caller] = [f.message for f in lint_example(rule, handed).findings]
-    [from_config] = [f.message for f in lint_example(rule, read).findings]
-    assert "`dcp_world_size` comes from its caller" in from_caller and "whatever the spec kind" not in from_caller
-    assert "whatever the spec kind" in from_config
+    [from_caller] = lint_example(rule, handed).findings
+    [from_config] = lint_example(rule, read).findings
+    assert from_caller.severity == Severity.WARNING
+    assert "`dcp_world_size` comes from the callers of `__init__()`" in from_caller.message
+    assert "if `dcp_world_size` is the plain DCP size, a MambaSpec group gets 32" in from_caller.message
+    assert "whatever the spec kind" not in from_caller.message
+    assert from_config.severity == Severity.ERROR
+    assert "whatever the spec kind" in from_config.message and "MambaSpec group" in from_config.message

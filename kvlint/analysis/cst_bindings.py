@@ -78,6 +78,11 @@ def positional_index(function: cst.FunctionDef, param: cst.Param) -> int | None:
     return None
 
 
+def is_static(function: cst.FunctionDef) -> bool:
+    """`@staticmethod`: called through an attribute, it takes no bound first argument."""
+    return any(dotted(decorator.decorator) == "staticmethod" for decorator in function.decorators)
+
+
 def argument_for(call: cst.Call, name: str, position: int | None, via_attribute: bool) -> cst.BaseExpression | None:
     for argument in call.args:
         if argument.keyword is not None and argument.keyword.value == name:

@@ -30,6 +30,7 @@ from kvlint.analysis.cst_bindings import (
     call_name,
     comprehension_bindings,
     dotted,
+    is_static,
     positional_index,
     returned_values,
 )
@@ -179,7 +180,7 @@ class SpecFlow:
         return UNKNOWN
 
     def _classify_name(self, name: cst.Name, depth: int) -> Provenance:
-        bindings = self._lookup(name)
+        bindings = self.bindings_of(name)
         if not bindings:
             return UNKNOWN
         results: list[Provenance] = []
@@ -213,9 +214,12 @@ class SpecFlow:
         if function is None:
             return UNKNOWN
         position = positional_index(function, param)
-        for call in self._callers(function.name.value):
+        for call in self.callers(function.name.value):
             argument = argument_for(
-                call, param.name.value, position, via_attribute=isinstance(call.func, cst.Attribute)
+                call,
+                param.name.value,
+                position,
+                via_attribute=isinstance(call.func, cst.Attribute) and not is_static(function),
             )
             if argument is None:
                 continue
@@ -228,7 +232,8 @@ class SpecFlow:
         return UNKNOWN
 
     # -- bindings ----------------------------------------------------------------------------
-    def _lookup(self, name: cst.Name) -> list[Binding]:
+    def bindings_of(self, name: cst.Name) -> list[Binding]:
+        """The bindings of `name` that reach where it is read (every binding of its scope where no walk answers)."""
         current = self.parent(name)
         while current is not None:
             if isinstance(current, COMPREHENSIONS):
@@ -262,7 +267,8 @@ class SpecFlow:
         self._bindings[scope] = collector.bindings
         return collector.bindings
 
-    def _callers(self, function_name: str) -> list[cst.Call]:
+    def callers(self, function_name: str) -> list[cst.Call]:
+        """The calls in this module of a function or method named so."""
         if self._calls is None:
             finder = CallFinder()
             self.module.visit(finder)
