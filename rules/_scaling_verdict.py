@@ -8,6 +8,8 @@ see, is a warning that says which.
 
 from __future__ import annotations
 
+import re
+
 from kvlint import Severity
 from kvlint.analysis.agreement import AGREES, DIFFERS, REJECTED_ONLY, Verdict
 from kvlint.analysis.kind_table import tokens
@@ -62,3 +64,9 @@ def describe(expression: str, verdict: Verdict | None, fix_by_name: str) -> str:
         f"`{expression}` scales a block size by the DCP size by hand ({verdict.how}); whether it agrees with "
         f"{reference} is not settled here: {verdict.unsettled}{would}; {fix_by_name}"
     )
+
+
+def one_line(code: str, limit: int = 60) -> str:
+    """One line, no padding inside brackets (`groups[\n    g\n]` → `groups[g]`), cut at `limit`."""
+    flat = re.sub(r"([(\[{]) | ([)\]}])", lambda m: m.group(1) or m.group(2), " ".join(code.split()))
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

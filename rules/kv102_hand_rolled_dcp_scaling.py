@@ -10,15 +10,13 @@ containers and leaves Mamba state unscaled. A hand-written copy drifts: its `isi
 a DSA container, or it scales Mamba too. In vLLM 0.29.0 this kills startup with
 `AssertionError: tokens_per_block=16 not divisible by tokens_per_hash=32` (CPU offload, DCP=2, DSA model).
 
-Each copy is compared with the tree's rule kind by kind (the resolver's, or without one the scheduler's
-`resolve_kv_cache_block_sizes`), counting what decides its factor: an inline gate, an enclosing
-`if spec.dcp_sharded:`, a factor set on an earlier line (`self.dcp_world_size = dcp_world_size if
-spec.dcp_sharded else 1`) or passed per kind by its callers in the same module, and the kinds the function
-already excluded (`assert isinstance(spec, SlidingWindowSpec)`, an earlier `if isinstance(spec, MambaSpec):
-return`). An error when a kind that reaches the copy and that vLLM accepts under DCP gets another token
-span (the message names it and both spans); a warning when the copy agrees for every kind today (it drifts
-when the resolver changes), when only kinds the tree rejects under DCP differ, or when what decides it is
-not in the file (a size its callers elsewhere pass).
+Each copy is compared kind by kind with the tree's rule (the resolver; without one the scheduler's
+`resolve_kv_cache_block_sizes`), counting what decides its factor — an inline gate, an enclosing `if`, a
+factor set on an earlier line or passed per kind by callers in the same module — and the kinds the function
+already excluded (`assert isinstance(spec, …)`, an earlier `if …: return`). An error when a kind that
+reaches it and that vLLM accepts under DCP gets another token span (the message names the kind and both
+spans); a warning when it agrees for every kind today (it drifts when the resolver changes), when only
+kinds the tree rejects under DCP differ, or when what decides it is not in the file.
 
 ## Example
 ```python
@@ -37,26 +35,22 @@ tokens_per_block = resolve_dcp_kv_block_size(
 ```
 
 ## Fix safety
-Safe when the call gives every plain (non-container) kind that reaches the expression the span it has now:
-the result then changes only for containers, which is the intended fix (a copy of the resolver's own rule,
-a gate whose classes match the resolver's, a factor already gated per kind the resolver's way). Unsafe
-otherwise (an unconditional product also scales Mamba; a different class set changes other kinds too). No
-fix where the tree has no shared resolver (vLLM < 0.29), and none for an augmented assignment, whose
-rewrite needs a human.
+Safe when the call gives every plain (non-container) kind reaching the expression the span it has now, so
+that only containers change, which is the intended fix. Unsafe otherwise (an unconditional product also
+scales Mamba; a different class set changes other kinds too). No fix where the tree has no shared resolver
+(vLLM < 0.29), and none for an augmented assignment, whose rewrite needs a human.
 """
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
-from kvlint import Example, Rule
+from kvlint import Example, Rule, Severity
 from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import RESOLVER_NAME, dcp_aliases
 from kvlint.rules._resolver_call import FIX_TITLE as _FIX_TITLE
 from kvlint.rules._resolver_call import NO_RESOLVER, resolver_call_fix, verdict_for
-from kvlint.rules._scaling_verdict import describe, remedy, severity_of
+from kvlint.rules._scaling_verdict import describe, one_line, remedy, severity_of
 
 _IMPORTS = """\
 from vllm.v1.core.kv_cache_utils import resolve_kv_cache_block_sizes
@@ -136,6 +130,7 @@ def build(kv_cache_config, parallel_config):
         for group in kv_cache_config.kv_cache_groups
     ]
 """,
+            severity=Severity.ERROR,
         ),
         Example(
             """
@@ -151,32 +146,7 @@ def build(kv_cache_config, parallel_config):
                 return resolve_dcp_kv_block_size(spec, dcp)
             """,
             unsafe=True,
-        ),
-        Example(
-            """
-            def target_blocks(kv_cache_config, cp_world_size):
-                for g in kv_cache_config.kv_cache_groups:
-                    spec = g.kv_cache_spec
-                    block_size = spec.block_size * cp_world_size
-                    yield block_size
-
-            def caller(kv_cache_config, dcp_world_size):
-                return target_blocks(kv_cache_config, cp_world_size=dcp_world_size)
-            """,
-            path="vllm/v1/simple_kv_offload/manager.py",
-            fixed="""
-            from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
-
-            def target_blocks(kv_cache_config, cp_world_size):
-                for g in kv_cache_config.kv_cache_groups:
-                    spec = g.kv_cache_spec
-                    block_size = resolve_dcp_kv_block_size(spec, cp_world_size)
-                    yield block_size
-
-            def caller(kv_cache_config, dcp_world_size):
-                return target_blocks(kv_cache_config, cp_world_size=dcp_world_size)
-            """,
-            unsafe=True,
+            severity=Severity.ERROR,
         ),
         Example(
             """
@@ -203,6 +173,7 @@ def build(kv_cache_config, parallel_config):
                     )
             """,
             unsafe=True,
+            severity=Severity.WARNING,
         ),
         Example(
             """
@@ -220,6 +191,7 @@ def build(kv_cache_config, parallel_config):
                     for g in kv_cache_config.kv_cache_groups
                 ]
             """,
+            severity=Severity.ERROR,
         ),
         Example(
             """
@@ -235,6 +207,7 @@ def build(kv_cache_config, parallel_config):
                 return resolve_dcp_kv_block_size(spec, dcp_size)
             """,
             unsafe=True,  # safe in a tree whose resolver reads `dcp_sharded`; this example's tree checks classes
+            severity=Severity.WARNING,
         ),
         Example(
             """
@@ -244,6 +217,7 @@ def build(kv_cache_config, parallel_config):
                     self.block_size *= dcp_world_size
             """,
             path="vllm/v1/core/single_type_kv_cache_manager.py",
+            severity=Severity.WARNING,
         ),
         Example(
             """
@@ -251,6 +225,128 @@ def build(kv_cache_config, parallel_config):
                 return spec.block_size * (dcp if isinstance(spec, AttentionSpec) else 1)
             """,
             has_resolver=False,
+            severity=Severity.WARNING,
+        ),
+        Example(
+            """
+            def page_spans(kv_cache_config, dcp):
+                for group in kv_cache_config.kv_cache_groups:
+                    for layer in iter_layer_specs(group.kv_cache_spec):
+                        # a layer's spec, the resolver's own test: it agrees today, and drifts with it
+                        yield layer.block_size * (dcp if isinstance(layer, AttentionSpec) else 1)
+            """,
+            fixed="""
+            from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
+
+            def page_spans(kv_cache_config, dcp):
+                for group in kv_cache_config.kv_cache_groups:
+                    for layer in iter_layer_specs(group.kv_cache_spec):
+                        # a layer's spec, the resolver's own test: it agrees today, and drifts with it
+                        yield resolve_dcp_kv_block_size(layer, dcp)
+            """,
+            severity=Severity.WARNING,
+        ),
+        Example(
+            """
+            class FooManager:
+                def __init__(self, kv_cache_spec, dcp_world_size):
+                    # the factor is decided per kind on an earlier line, the resolver's way
+                    self.dcp_world_size = dcp_world_size if isinstance(kv_cache_spec, AttentionSpec) else 1
+                    self.block_size = kv_cache_spec.block_size * self.dcp_world_size
+            """,
+            path="vllm/v1/core/foo_manager.py",
+            fixed="""
+            from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
+
+            class FooManager:
+                def __init__(self, kv_cache_spec, dcp_world_size):
+                    # the factor is decided per kind on an earlier line, the resolver's way
+                    self.dcp_world_size = dcp_world_size if isinstance(kv_cache_spec, AttentionSpec) else 1
+                    self.block_size = resolve_dcp_kv_block_size(kv_cache_spec, self.dcp_world_size)
+            """,
+            severity=Severity.WARNING,
+        ),
+        Example(
+            """
+            def warmup_blocks(kv_cache_config, vllm_config):
+                dcp_world_size = vllm_config.parallel_config.decode_context_parallel_size
+                for group in kv_cache_config.kv_cache_groups:
+                    for layer in iter_layer_specs(group.kv_cache_spec):
+                        block_size = layer.block_size
+                        if isinstance(layer, AttentionSpec):  # the gate is the enclosing `if`
+                            block_size *= dcp_world_size
+                        yield block_size
+            """,
+            severity=Severity.WARNING,
+        ),
+        Example(
+            """
+            class FooConnectorScheduler:
+                def tokens(self, spec, dcp_size):
+                    return spec.block_size * dcp_size  # the caller below passes a per-kind size
+
+                def spans(self, kv_cache_config, dcp):
+                    return [
+                        self.tokens(g.kv_cache_spec, dcp if isinstance(g.kv_cache_spec, AttentionSpec) else 1)
+                        for g in kv_cache_config.kv_cache_groups
+                    ]
+            """,
+            fixed="""
+            from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
+
+            class FooConnectorScheduler:
+                def tokens(self, spec, dcp_size):
+                    return resolve_dcp_kv_block_size(spec, dcp_size)  # the caller below passes a per-kind size
+
+                def spans(self, kv_cache_config, dcp):
+                    return [
+                        self.tokens(g.kv_cache_spec, dcp if isinstance(g.kv_cache_spec, AttentionSpec) else 1)
+                        for g in kv_cache_config.kv_cache_groups
+                    ]
+            """,
+            severity=Severity.WARNING,
+        ),
+        Example(
+            """
+            def lazy_target_blocks(kv_cache_config, vllm_config):
+                dcp = vllm_config.parallel_config.decode_context_parallel_size
+                spans = []
+                for g in kv_cache_config.kv_cache_groups:
+                    spec = g.kv_cache_spec
+                    spans.append(spec.block_size * dcp)  # a Mamba group is scaled too
+                return spans
+            """,
+            path="vllm/v1/simple_kv_offload/manager.py",
+            fixed="""
+            from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
+
+            def lazy_target_blocks(kv_cache_config, vllm_config):
+                dcp = vllm_config.parallel_config.decode_context_parallel_size
+                spans = []
+                for g in kv_cache_config.kv_cache_groups:
+                    spec = g.kv_cache_spec
+                    spans.append(resolve_dcp_kv_block_size(spec, dcp))  # a Mamba group is scaled too
+                return spans
+            """,
+            unsafe=True,
+            severity=Severity.ERROR,
+        ),
+        Example(
+            """
+            def swa_span(kv_cache_spec, vllm_config):
+                assert isinstance(kv_cache_spec, SlidingWindowSpec)  # only attention reaches the product
+                dcp = vllm_config.parallel_config.decode_context_parallel_size
+                return kv_cache_spec.block_size * dcp
+            """,
+            fixed="""
+            from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
+
+            def swa_span(kv_cache_spec, vllm_config):
+                assert isinstance(kv_cache_spec, SlidingWindowSpec)  # only attention reaches the product
+                dcp = vllm_config.parallel_config.decode_context_parallel_size
+                return resolve_dcp_kv_block_size(kv_cache_spec, dcp)
+            """,
+            severity=Severity.WARNING,
         ),
     ]
 
@@ -289,20 +385,14 @@ def build(kv_cache_config, parallel_config):
             unavailable = NO_RESOLVER
         elif scaling.spec is None or not isinstance(node, cst.BaseExpression):
             unavailable = f"no automatic fix for this shape: call `{RESOLVER_NAME}(spec, dcp)` by hand"
-        spec = _short(self.code_of(scaling.spec), 40) if scaling.spec is not None else None
+        spec = one_line(self.code_of(scaling.spec), 40) if scaling.spec is not None else None
         by_name = remedy(
-            project.has_resolver, table.reference if table else "", spec, _short(self.code_of(scaling.dcp), 40)
+            project.has_resolver, table.reference if table else "", spec, one_line(self.code_of(scaling.dcp), 40)
         )
         self.report(
             node,
-            describe(_short(self.code_of(node)), verdict, by_name),
+            describe(one_line(self.code_of(node)), verdict, by_name),
             fix=None if unavailable else (lambda: resolver_call_fix(self, scaling)),
             severity=severity_of(verdict),
             fix_unavailable=unavailable,
         )
-
-
-def _short(code: str, limit: int = 60) -> str:
-    """One line, no padding inside brackets (`groups[\n    g\n]` → `groups[g]`), cut at `limit`."""
-    flat = re.sub(r"([(\[{]) | ([)\]}])", lambda m: m.group(1) or m.group(2), " ".join(code.split()))
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -174,4 +174,4 @@ def test_kv102_says_when_the_dcp_size_comes_from_the_caller():
     assert "if `dcp_world_size` is the plain DCP size, a MambaSpec group gets 32" in from_caller.message
     assert "whatever the spec kind" not in from_caller.message
     assert from_config.severity == Severity.ERROR
-    assert "whatever the spec kind" in from_config.message and "MambaSpec group" in from_config.message
+    assert "the DCP size for every kind" in from_config.message and "MambaSpec group" in from_config.message
