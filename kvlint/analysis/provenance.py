@@ -76,6 +76,7 @@ class SpecFlow:
         self._calls: dict[str, list[cst.Call]] | None = None
         self._functions: dict[str, list[cst.FunctionDef]] | None = None
         self._unwrappers: dict[str, bool] = {}
+        self._parameters: dict[tuple[int, int, int], Provenance] = {}
 
     # -- structure -------------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -207,6 +208,14 @@ class SpecFlow:
         return UNKNOWN
 
     def _classify_param(self, binding: Binding, depth: int) -> Provenance:
+        # Memoised per parameter and depth: every read of a parameter asks the same of the same callers, and
+        # callers' arguments are parameters again (a call graph fans out exponentially without it).
+        key = (id(binding.param), id(binding.function), depth)
+        if key not in self._parameters:
+            self._parameters[key] = self._classify_param_uncached(binding, depth)
+        return self._parameters[key]
+
+    def _classify_param_uncached(self, binding: Binding, depth: int) -> Provenance:
         param, function = binding.param, binding.function
         annotation = annotation_name(param)
         if annotation == "KVCacheGroupSpec":
