@@ -97,8 +97,8 @@ def test_029_the_offloading_defect_stays_an_error_on_every_rule(scan_029):
     config = CONNECTORS + "offloading/config.py"
     [scaling] = at(scan_029, config, 44, "KV102")
     assert scaling["severity"] == "error" and scaling["fix"]["applicability"] == "safe"
-    assert "16 tokens per block for a UniformTypeKVCacheSpecs{MLA, indexer} group at DCP=2" in scaling["message"]
-    assert "gives 32" in scaling["message"]
+    assert "16 tokens per block for a UniformTypeKVCacheSpecs{MLA, indexer} group" in scaling["message"]
+    assert "at DCP=2 where `resolve_dcp_kv_block_size` gives 32" in scaling["message"]
     assert {f["code"]: f["severity"] for f in at(scan_029, config, 47)} == {"KV101": "error", "KV105": "error"}
     assert at(scan_029, config, 29, "KV103")[0]["severity"] == "error"
     [certifiable] = at(scan_029, config, 154, "KV101")  # spec_certifiable
