@@ -111,8 +111,9 @@ class FactorOrigins:
                 argument = param.default
             found.append(Origin(UNKNOWN) if argument is None else self.origin(argument, depth + 1))
         combined = _combine(found)
-        if combined.kind == UNKNOWN and len({o.kind for o in found}) > 1:
-            return Origin(UNKNOWN, where=f"the calls of `{function.name.value}()` here pass `{name}` different sizes")
+        if combined.kind == UNKNOWN:  # said of this function's calls, the nearest place a reader can look
+            what = "different sizes" if len({o.kind for o in found}) > 1 else "a size of unknown origin"
+            return Origin(UNKNOWN, where=f"the calls of `{function.name.value}()` here pass `{name}` {what}")
         return _described(combined, combined.where or f"`{name}` is what `{function.name.value}()`'s callers pass")
 
     def _self_assignments(self, node: cst.Attribute) -> list[cst.BaseExpression]:
