@@ -7,39 +7,32 @@ import re
 import libcst as cst
 
 from kvlint import Applicability, Fix, ImportChange, Rule, TextEdit
+from kvlint.analysis.agreement import Verdict, judge
 from kvlint.analysis.provenance import dotted
 from kvlint.analysis.scaling import Scaling
-from kvlint.analysis.tree_index import TreeIndex
-from kvlint.analysis.vocabulary import RESOLVER_NAME
+from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS, RESOLVER_NAME, dcp_aliases
 
 FIX_TITLE = f"Replace with `{RESOLVER_NAME}(spec, dcp)`"
 NO_RESOLVER = f"no fix: this tree defines no shared `{RESOLVER_NAME}` (added in vLLM 0.29.0), so nothing can call it"
 LINE_LIMIT = 88
 
 
-def gate_matches_resolver(classes: frozenset[str], project: TreeIndex) -> bool:
-    """Does `isinstance(spec, classes)` scale exactly the spec classes the resolver scales?
-
-    Containers aside (that difference is the bug being fixed), the rewrite then changes nothing.
-    """
-    hierarchy = project.hierarchy
-    for spec_class in hierarchy.bases:
-        if spec_class in ("KVCacheSpec", "UniformTypeKVCacheSpecs"):
-            continue
-        gate = any(hierarchy.is_subclass(spec_class, c) for c in classes)
-        resolver = project.resolver_scales(spec_class)
-        if resolver is None or gate != resolver:
-            return False
-    return True
+def verdict_for(rule: Rule, scaling: Scaling) -> Verdict | None:
+    """The scaling's verdict, kind by kind (kvlint.analysis.agreement), once per site and rule."""
+    cache = rule.__dict__.setdefault("_verdicts", {})
+    if id(scaling.node) not in cache:
+        context = rule.context
+        patterns = tuple(context.settings.get("scheduler-only-paths", DEFAULT_SCHEDULER_ONLY_PATHS))
+        cache[id(scaling.node)] = judge(
+            scaling, rule.flow, context.project, context.module_path, patterns, dcp_aliases(context.source)
+        )
+    return cache[id(scaling.node)]
 
 
-def applicability_of(scaling: Scaling, project: TreeIndex) -> Applicability:
-    if scaling.gate_reads_dcp_sharded:
-        # The same rule the resolver applies: the call changes nothing, it only makes the agreement structural.
-        return Applicability.SAFE if project.resolver_reads_dcp_sharded else Applicability.UNSAFE
-    if scaling.canonical and gate_matches_resolver(scaling.gate_classes, project):
-        return Applicability.SAFE
-    return Applicability.UNSAFE
+def applicability_of(rule: Rule, scaling: Scaling) -> Applicability:
+    """Safe when the call keeps every plain kind's span: only containers change, which is the fix."""
+    verdict = verdict_for(rule, scaling)
+    return Applicability.SAFE if verdict is not None and verdict.rewrite_keeps_plain_kinds else Applicability.UNSAFE
 
 
 def _indent_of_line(source: str, offset: int) -> str:
@@ -78,7 +71,7 @@ def resolver_call_fix(rule: Rule, scaling: Scaling) -> Fix | None:
             imports.append(ImportChange(module, name, add=False))
     return Fix(
         title=FIX_TITLE,
-        applicability=applicability_of(scaling, project),
+        applicability=applicability_of(rule, scaling),
         edits=(
             TextEdit(
                 start=start,

@@ -1,25 +1,31 @@
 """## What it does
-Finds an `isinstance(spec, AttentionSpec)`-style check (or `type(spec) is …`) against a class of the
-`AttentionSpec` family, applied to a KV cache *group* spec that may be a `UniformTypeKVCacheSpecs`
-container, in code that sees a worker's KV cache config.
+Finds an `isinstance(spec, AttentionSpec)`-style check (or `type(spec) is …`) against a layer spec class —
+one a `UniformTypeKVCacheSpecs` container is not itself an instance of, such as `FullAttentionSpec` or
+`MambaSpec` — applied to a KV cache *group* spec that may be such a container, in code that sees a
+worker's KV cache config.
 
 ## Why is this bad?
-`UniformTypeKVCacheSpecs` is a `KVCacheSpec` holding one spec per layer; it is not an `AttentionSpec`.
-DSA models (DeepSeek V3.2, GLM-5.x) merge their MLA and indexer layers into one such group, so the check
-answers "not attention" for them and the code silently takes the wrong branch — typically dropping the
-decode-context-parallel factor that the scheduler, going through `resolve_dcp_kv_block_size`, applies.
+`UniformTypeKVCacheSpecs` is a `KVCacheSpec` holding one spec per layer; it is not an `AttentionSpec` nor a
+`MambaSpec`. DSA models (DeepSeek V3.2, GLM-5.x) merge their MLA and indexer layers into one such group,
+and the packed layout builds containers of Mamba layers, so the check answers "not that kind" for them and
+the code silently takes the wrong branch — typically dropping the decode-context-parallel factor that the
+scheduler, going through `resolve_dcp_kv_block_size`, applies.
 
-Only group-level specs are reported: the spec of a group from `kv_cache_config.kv_cache_groups`, a name
-assigned from one, or a parameter that callers in the same module pass one. Layer-level specs
-(`iter_layer_specs(spec)`, `container.kv_cache_specs.values()`, a layer's own spec) are never containers.
-Code that only receives the scheduler's config (the scheduler, KV cache managers and their coordinator,
-scheduler-side connector halves) never meets a container either: the engine flattens it first.
+What the name holds is read where the check is (flow-sensitive): a group's spec from
+`kv_cache_config.kv_cache_groups`, a name assigned from one, or a parameter that callers in the same module
+pass one. A name rebound to a layer (`spec = _unwrap_spec(spec)`, `spec = next(iter(spec.kv_cache_specs
+.values()))`) or known not to be a container (the else of `isinstance(spec, UniformTypeKVCacheSpecs)`, after
+`if isinstance(spec, UniformTypeKVCacheSpecs): return …`) is a layer spec from there on; a one-off
+`iter_layer_specs(spec)` elsewhere in the function changes nothing about `spec`. Code that only receives the
+scheduler's config (the scheduler, KV cache managers and their coordinator, scheduler-side connector halves)
+never meets a container either: the engine flattens it first.
 
-Only classes a container of the scanned tree can hold are reported, read from the tree's own code: vLLM
-builds containers from the specs its layers report, while its runners build encoder-only specs themselves
-and append them as plain groups (`KVCacheGroupSpec(layer_names, spec)`). A container answers
-`isinstance(spec, EncoderOnlyAttentionSpec)` with False, as every one of its layers would, so such a check is
-correct. When the tree's code cannot settle a class, it counts as one a container can hold.
+Which layers a container can hold is read from the tree's own code: vLLM builds containers from the specs
+its layers report, while its runners build encoder-only specs themselves and append them as plain groups
+(`KVCacheGroupSpec(layer_names, spec)`). A check of a class no container can hold is correct and not
+reported. An error when the tree builds layers of a checked class that reach a container (the message names
+that class: the counterexample); a warning when that cannot be settled (no tree read, or the class is only
+passed around as an object).
 
 ## Example
 ```python
@@ -34,7 +40,8 @@ for group in kv_cache_config.kv_cache_groups:
     if is_full_attention_spec(group.kv_cache_spec):  # unwraps containers
         zero_blocks(group)
 ```
-or, for a token span, `resolve_dcp_kv_block_size(group.kv_cache_spec, dcp)`.
+or test the layers with `iter_layer_specs(group.kv_cache_spec)`, or, for a token span,
+`resolve_dcp_kv_block_size(group.kv_cache_spec, dcp)`. Messages name only the helpers the scanned tree has.
 
 ## Fix safety
 When the check is the gate of a hand-written DCP scaling (`spec.block_size * (dcp if isinstance(spec,
@@ -47,10 +54,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kvlint import Example, Rule
+from kvlint import Example, Rule, Severity
 from kvlint.analysis.provenance import Kind, dotted
 from kvlint.analysis.scaling import class_names, match_scaling
-from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS, dcp_aliases, sees_only_scheduler_config
+from kvlint.analysis.vocabulary import (
+    CONTAINER_CLASS,
+    DEFAULT_SCHEDULER_ONLY_PATHS,
+    dcp_aliases,
+    sees_only_scheduler_config,
+)
 from kvlint.rules._resolver_call import resolver_call_fix
 
 # Words in a nearby comment that show the author considered containers (e.g. "fail closed on wrappers").
@@ -64,8 +76,13 @@ class ContainerIsinstance(Rule):
     # kvlint.engine.grouping: a check folds into the decision it sits in, else stands alone.
     ROOT_CAUSE_ROLE = "check"
     MESSAGE = (
-        "`{check}` is False for a UniformTypeKVCacheSpecs container, and `{subject}` may be one: "
-        "it is {reason}, seen here unflattened"
+        "`{check}` is False for a UniformTypeKVCacheSpecs of {layer} layers{where} while each layer answers "
+        "True, and `{subject}` is {reason}, unflattened here: such a group takes the other branch"
+    )
+    # When no container of the checked classes is proven built (no tree read, or the tree cannot settle it).
+    UNSETTLED = (
+        "`{check}` is False for a UniformTypeKVCacheSpecs container, and `{subject}` may be one ({reason}, "
+        "seen here unflattened); whether a container of {classes} layers reaches it is not settled here"
     )
     FIX_TITLE = "Replace the gated scaling with `resolve_dcp_kv_block_size(spec, dcp)`"
     # A group spec only arises from a group list or a KVCacheGroupSpec in the same module.
@@ -109,12 +126,28 @@ class ContainerIsinstance(Rule):
         ),
         Example(
             """
-            def sizes(kv_cache_config):
-                return [
-                    g.kv_cache_spec.block_size
-                    for g in kv_cache_config.kv_cache_groups
-                    if isinstance(g.kv_cache_spec, MambaSpec)  # not an attention class
-                ]
+            def _unwrap_spec(spec):
+                if isinstance(spec, UniformTypeKVCacheSpecs):
+                    return next(iter(spec.kv_cache_specs.values()))
+                return spec
+
+            def _coverage_spec(spec):
+                spec = _unwrap_spec(spec)  # a layer spec from this line on
+                return isinstance(spec, SlidingWindowSpec)
+
+            def coverage(self):
+                return [_coverage_spec(g.kv_cache_spec) for g in self.kv_cache_groups]
+            """
+        ),
+        Example(
+            """
+            def windows(kv_cache_config):
+                for group in kv_cache_config.kv_cache_groups:
+                    spec = group.kv_cache_spec
+                    if isinstance(spec, UniformTypeKVCacheSpecs):
+                        continue  # containers are handled elsewhere
+                    if isinstance(spec, SlidingWindowSpec):
+                        yield spec.sliding_window
             """
         ),
         Example(
@@ -125,6 +158,13 @@ class ContainerIsinstance(Rule):
                         yield group
             """,
             path="vllm/v1/core/kv_cache_coordinator.py",
+        ),
+        Example(
+            """
+            def encoder_groups(kv_cache_config):
+                # the runner appends encoder-only specs as plain groups: no container holds one
+                return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, EncoderOnlyAttentionSpec)]
+            """
         ),
         Example(
             """
@@ -144,6 +184,7 @@ class ContainerIsinstance(Rule):
                     yield group
             """,
             path="vllm/v1/worker/cpu_model_runner.py",
+            severity=Severity.ERROR,
         ),
         Example(
             """
@@ -154,7 +195,8 @@ class ContainerIsinstance(Rule):
                     return type(spec) is MLAAttentionSpec
 
                 return all(certifiable(group.kv_cache_spec) for group in kv_cache_config.kv_cache_groups)
-            """
+            """,
+            severity=Severity.ERROR,
         ),
         Example(
             """
@@ -175,28 +217,65 @@ class ContainerIsinstance(Rule):
                     for g in kv_cache_config.kv_cache_groups
                 ]
             """,
+            severity=Severity.ERROR,
         ),
         Example(
             """
             def single_group(kv_cache_config):
                 spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec
                 return type(spec) is FullAttentionSpec
+            """,
+            severity=Severity.ERROR,
+        ),
+        Example(
             """
+            def startup_fill_group_ids(kv_cache_config):
+                ids = set()
+                for group_idx, group in enumerate(kv_cache_config.kv_cache_groups):
+                    spec = group.kv_cache_spec
+                    if any(isinstance(s, CircularBufferSpec) for s in iter_layer_specs(spec)):
+                        continue  # one look at the layers: `spec` itself is still the group's
+                    if isinstance(spec, AttentionSpec):
+                        continue
+                    ids.add(group_idx)
+                return ids
+            """,
+            severity=Severity.ERROR,
+        ),
+        Example(
+            """
+            def mamba_groups(kv_cache_config):
+                # the packed layout merges Mamba layers into one group spec
+                return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, MambaSpec)]
+            """,
+            severity=Severity.ERROR,
+        ),
+        Example(
+            """
+            def single_group(kv_cache_config):
+                spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec
+                return isinstance(spec, FullAttentionSpec)
+            """,
+            has_resolver=False,  # no tree read: whether a container of full-attention layers is built is open
+            severity=Severity.WARNING,
         ),
     ]
 
     def __init__(self, context):
         super().__init__(context)
-        self.family = context.project.hierarchy.attention_family()
-        # None (no tree read): any class may be a container's member.
+        self.hierarchy = context.project.hierarchy
+        # Every class a container is not itself an instance of: the test can tell it from its layers.
+        own = self.hierarchy.ancestors(CONTAINER_CLASS) | {CONTAINER_CLASS}
+        self.layer_classes = frozenset(self.hierarchy.bases) - own
+        # None (no tree read): any class may be a container's member, and none is proven built.
         self.containers = context.project.containers
         self.patterns = tuple(context.settings.get("scheduler-only-paths", DEFAULT_SCHEDULER_ONLY_PATHS))
-        # (function, spec) pairs already reported: one finding per cause, not one per check.
-        self.reported: set[tuple[int, str]] = set()
+        # (function, spec, counterexample) already reported: one finding per cause, not one per check.
+        self.reported: set[tuple[int, str, str]] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value == "isinstance" and len(node.args) == 2:
-            self._check(node, node.args[0].value, node.args[1].value)
+            self._check(node, node.args[0].value, node.args[1].value, exact=False)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         # `type(spec) is FullAttentionSpec` / `type(spec) == …` / `type(spec) in (…)`
@@ -207,39 +286,66 @@ class ContainerIsinstance(Rule):
             return
         target = node.comparisons[0]
         if isinstance(target.operator, (cst.Is, cst.Equal, cst.In, cst.IsNot, cst.NotEqual, cst.NotIn)):
-            self._check(node, left.args[0].value, target.comparator)
+            self._check(node, left.args[0].value, target.comparator, exact=True)
 
-    def _check(self, node: cst.CSTNode, subject: cst.BaseExpression, classes_node: cst.BaseExpression) -> None:
-        checked = (class_names(classes_node) or frozenset()) & self.family
-        if not checked:
-            return
+    def _check(
+        self, node: cst.CSTNode, subject: cst.BaseExpression, classes_node: cst.BaseExpression, exact: bool
+    ) -> None:
+        named = class_names(classes_node) or frozenset()
+        checked = named & self.layer_classes
+        if not checked or CONTAINER_CLASS in named:
+            return  # nothing a container answers differently from its layers, or the test admits containers
         if self.containers is not None and not any(map(self.containers.may_hold_instance_of, checked)):
             return  # no container the tree builds holds such a layer: its False is every layer's answer too
         provenance = self.flow.classify(subject)
         if provenance.kind is not Kind.GROUP_SPEC:
             return
-        function = self.flow.enclosing_function(node)
         subject_code = dotted(subject)
-        if self.flow.checks_for_container(function, subject_code):
+        if self.flow.checks_for_container(node, subject_code):
             return
         if sees_only_scheduler_config(self.context.module_path, self.flow.enclosing_class_names(node), self.patterns):
             return
-        key = (id(function), subject_code)
+        layer = self.containers.built_layer_class(checked, self.hierarchy, exact) if self.containers else None
+        key = (id(self.flow.enclosing_function(node)), subject_code, layer or ",".join(sorted(checked)))
         if key in self.reported:
             return
         # Last: reading nearby comments needs positions, a full code generation of the module.
         if self._acknowledged(node):
             return
         self.reported.add(key)
+        fix = lambda: self._gated_scaling_fix(node)  # noqa: E731 - built once positions are known
         self.report(
             node,
-            self.MESSAGE.format(
-                check=" ".join(self.code_of(node).split()),
-                subject=subject_code,
-                reason=provenance.reason,
-            ),
-            fix=lambda: self._gated_scaling_fix(node),
+            self._message(node, subject_code, provenance, checked, layer),
+            fix=fix,
+            severity=(Severity.ERROR if layer is not None else Severity.WARNING),
         )
+
+    def _message(self, node, subject: str, provenance, checked: frozenset[str], layer: str | None) -> str:
+        check = " ".join(self.code_of(node).split())
+        if layer is not None:
+            where = self.containers.member_evidence.get(layer, "").split(": ")[0]
+            message = self.MESSAGE.format(
+                check=check,
+                layer=layer,
+                where=f" (the tree builds such layers: `{where}`)" if where else "",
+                subject=subject,
+                reason=provenance.reason,
+            )
+        else:
+            message = self.UNSETTLED.format(
+                check=check, classes=", ".join(sorted(checked)), subject=subject, reason=provenance.reason
+            )
+        return f"{message}; {self._remedy(subject, checked)}"
+
+    def _remedy(self, subject: str, checked: frozenset[str]) -> str:
+        functions = self.hierarchy.functions
+        if checked == {"FullAttentionSpec"} and "is_full_attention_spec" in functions:
+            return f"test `is_full_attention_spec({subject})`, which looks at every layer"
+        classes = next(iter(checked)) if len(checked) == 1 else f"({', '.join(sorted(checked))})"
+        if "iter_layer_specs" in functions:
+            return f"test its layers, `iter_layer_specs({subject})`, with `isinstance(layer, {classes})`"
+        return f"test the layers of `{subject}.kv_cache_specs` when it is a {CONTAINER_CLASS}"
 
     def _acknowledged(self, node: cst.CSTNode) -> bool:
         """A comment next to the check that talks about containers: the author chose this on purpose."""

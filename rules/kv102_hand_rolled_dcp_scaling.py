@@ -10,6 +10,14 @@ containers and leaves Mamba state unscaled. A hand-written copy drifts: its `isi
 a DSA container, or it scales Mamba too. In vLLM 0.29.0 this kills startup with
 `AssertionError: tokens_per_block=16 not divisible by tokens_per_hash=32` (CPU offload, DCP=2, DSA model).
 
+Each copy is compared kind by kind with the tree's rule (the resolver; without one the scheduler's
+`resolve_kv_cache_block_sizes`), counting what decides its factor — an inline gate, an enclosing `if`, a
+factor set on an earlier line or passed per kind by callers in the same module — and the kinds the function
+already excluded (`assert isinstance(spec, …)`, an earlier `if …: return`). An error when a kind that
+reaches it and that vLLM accepts under DCP gets another token span (the message names the kind and both
+spans); a warning when it agrees for every kind today (it drifts when the resolver changes), when only
+kinds the tree rejects under DCP differ, or when what decides it is not in the file.
+
 ## Example
 ```python
 tokens_per_block = group.kv_cache_spec.block_size * (
@@ -27,22 +35,22 @@ tokens_per_block = resolve_dcp_kv_block_size(
 ```
 
 ## Fix safety
-Safe when the expression has the canonical shape `S.block_size * (D if isinstance(S, C) else 1)` and the
-classes `C` scale exactly the spec classes the tree's resolver scales: the result then changes only for
-containers, which is the intended fix. Unsafe otherwise (an unconditional product also scales Mamba; a
-different class set changes other kinds too). No fix where the tree has no shared resolver (vLLM < 0.29),
-and none for an augmented assignment, whose rewrite needs a human.
+Safe when the call gives every plain (non-container) kind reaching the expression the span it has now, so
+that only containers change, which is the intended fix. Unsafe otherwise (an unconditional product also
+scales Mamba; a different class set changes other kinds too). No fix where the tree has no shared resolver
+(vLLM < 0.29), and none for an augmented assignment, whose rewrite needs a human.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
-from kvlint import Example, Rule
+from kvlint import Example, Rule, Severity
 from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import RESOLVER_NAME, dcp_aliases
 from kvlint.rules._resolver_call import FIX_TITLE as _FIX_TITLE
-from kvlint.rules._resolver_call import NO_RESOLVER, resolver_call_fix
+from kvlint.rules._resolver_call import NO_RESOLVER, resolver_call_fix, verdict_for
+from kvlint.rules._scaling_verdict import describe, one_line, remedy, severity_of
 
 _IMPORTS = """\
 from vllm.v1.core.kv_cache_utils import resolve_kv_cache_block_sizes
@@ -56,6 +64,8 @@ class HandRolledDcpScaling(Rule):
     NAME = "hand-rolled-dcp-scaling"
     # kvlint.engine.grouping: decides a DCP factor; folds with a whole-function finding on its function.
     ROOT_CAUSE_ROLE = "decision"
+    # Worded per verdict (rules/_scaling_verdict.py): the kind and both spans for an error, "agrees today"
+    # for a hand copy, what is not settled otherwise; always the remedy by a name the tree has.
     MESSAGE = "`{expression}` scales a block size by the DCP size by hand; {why}"
     FIX_TITLE = _FIX_TITLE
     # Every DCP size (or alias of one) is named after dcp / decode_context_parallel somewhere in the file.
@@ -122,6 +132,7 @@ def build(kv_cache_config, parallel_config):
         for group in kv_cache_config.kv_cache_groups
     ]
 """,
+            severity=Severity.ERROR,
         ),
         Example(
             """
@@ -137,32 +148,7 @@ def build(kv_cache_config, parallel_config):
                 return resolve_dcp_kv_block_size(spec, dcp)
             """,
             unsafe=True,
-        ),
-        Example(
-            """
-            def target_blocks(kv_cache_config, cp_world_size):
-                for g in kv_cache_config.kv_cache_groups:
-                    spec = g.kv_cache_spec
-                    block_size = spec.block_size * cp_world_size
-                    yield block_size
-
-            def caller(kv_cache_config, dcp_world_size):
-                return target_blocks(kv_cache_config, cp_world_size=dcp_world_size)
-            """,
-            path="vllm/v1/simple_kv_offload/manager.py",
-            fixed="""
-            from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
-
-            def target_blocks(kv_cache_config, cp_world_size):
-                for g in kv_cache_config.kv_cache_groups:
-                    spec = g.kv_cache_spec
-                    block_size = resolve_dcp_kv_block_size(spec, cp_world_size)
-                    yield block_size
-
-            def caller(kv_cache_config, dcp_world_size):
-                return target_blocks(kv_cache_config, cp_world_size=dcp_world_size)
-            """,
-            unsafe=True,
+            severity=Severity.ERROR,
         ),
         Example(
             """
@@ -189,6 +175,7 @@ def build(kv_cache_config, parallel_config):
                     )
             """,
             unsafe=True,
+            severity=Severity.WARNING,
         ),
         Example(
             """
@@ -206,6 +193,7 @@ def build(kv_cache_config, parallel_config):
                     for g in kv_cache_config.kv_cache_groups
                 ]
             """,
+            severity=Severity.ERROR,
         ),
         Example(
             """
@@ -221,6 +209,7 @@ def build(kv_cache_config, parallel_config):
                 return resolve_dcp_kv_block_size(spec, dcp_size)
             """,
             unsafe=True,  # safe in a tree whose resolver reads `dcp_sharded`; this example's tree checks classes
+            severity=Severity.WARNING,
         ),
         Example(
             """
@@ -230,6 +219,7 @@ def build(kv_cache_config, parallel_config):
                     self.block_size *= dcp_world_size
             """,
             path="vllm/v1/core/single_type_kv_cache_manager.py",
+            severity=Severity.WARNING,
         ),
         Example(
             """
@@ -237,6 +227,128 @@ def build(kv_cache_config, parallel_config):
                 return spec.block_size * (dcp if isinstance(spec, AttentionSpec) else 1)
             """,
             has_resolver=False,
+            severity=Severity.WARNING,
+        ),
+        Example(
+            """
+            def page_spans(kv_cache_config, dcp):
+                for group in kv_cache_config.kv_cache_groups:
+                    for layer in iter_layer_specs(group.kv_cache_spec):
+                        # a layer's spec, the resolver's own test: it agrees today, and drifts with it
+                        yield layer.block_size * (dcp if isinstance(layer, AttentionSpec) else 1)
+            """,
+            fixed="""
+            from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
+
+            def page_spans(kv_cache_config, dcp):
+                for group in kv_cache_config.kv_cache_groups:
+                    for layer in iter_layer_specs(group.kv_cache_spec):
+                        # a layer's spec, the resolver's own test: it agrees today, and drifts with it
+                        yield resolve_dcp_kv_block_size(layer, dcp)
+            """,
+            severity=Severity.WARNING,
+        ),
+        Example(
+            """
+            class FooManager:
+                def __init__(self, kv_cache_spec, dcp_world_size):
+                    # the factor is decided per kind on an earlier line, the resolver's way
+                    self.dcp_world_size = dcp_world_size if isinstance(kv_cache_spec, AttentionSpec) else 1
+                    self.block_size = kv_cache_spec.block_size * self.dcp_world_size
+            """,
+            path="vllm/v1/core/foo_manager.py",
+            fixed="""
+            from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
+
+            class FooManager:
+                def __init__(self, kv_cache_spec, dcp_world_size):
+                    # the factor is decided per kind on an earlier line, the resolver's way
+                    self.dcp_world_size = dcp_world_size if isinstance(kv_cache_spec, AttentionSpec) else 1
+                    self.block_size = resolve_dcp_kv_block_size(kv_cache_spec, self.dcp_world_size)
+            """,
+            severity=Severity.WARNING,
+        ),
+        Example(
+            """
+            def warmup_blocks(kv_cache_config, vllm_config):
+                dcp_world_size = vllm_config.parallel_config.decode_context_parallel_size
+                for group in kv_cache_config.kv_cache_groups:
+                    for layer in iter_layer_specs(group.kv_cache_spec):
+                        block_size = layer.block_size
+                        if isinstance(layer, AttentionSpec):  # the gate is the enclosing `if`
+                            block_size *= dcp_world_size
+                        yield block_size
+            """,
+            severity=Severity.WARNING,
+        ),
+        Example(
+            """
+            class FooConnectorScheduler:
+                def tokens(self, spec, dcp_size):
+                    return spec.block_size * dcp_size  # the caller below passes a per-kind size
+
+                def spans(self, kv_cache_config, dcp):
+                    return [
+                        self.tokens(g.kv_cache_spec, dcp if isinstance(g.kv_cache_spec, AttentionSpec) else 1)
+                        for g in kv_cache_config.kv_cache_groups
+                    ]
+            """,
+            fixed="""
+            from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
+
+            class FooConnectorScheduler:
+                def tokens(self, spec, dcp_size):
+                    return resolve_dcp_kv_block_size(spec, dcp_size)  # the caller below passes a per-kind size
+
+                def spans(self, kv_cache_config, dcp):
+                    return [
+                        self.tokens(g.kv_cache_spec, dcp if isinstance(g.kv_cache_spec, AttentionSpec) else 1)
+                        for g in kv_cache_config.kv_cache_groups
+                    ]
+            """,
+            severity=Severity.WARNING,
+        ),
+        Example(
+            """
+            def lazy_target_blocks(kv_cache_config, vllm_config):
+                dcp = vllm_config.parallel_config.decode_context_parallel_size
+                spans = []
+                for g in kv_cache_config.kv_cache_groups:
+                    spec = g.kv_cache_spec
+                    spans.append(spec.block_size * dcp)  # a Mamba group is scaled too
+                return spans
+            """,
+            path="vllm/v1/simple_kv_offload/manager.py",
+            fixed="""
+            from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
+
+            def lazy_target_blocks(kv_cache_config, vllm_config):
+                dcp = vllm_config.parallel_config.decode_context_parallel_size
+                spans = []
+                for g in kv_cache_config.kv_cache_groups:
+                    spec = g.kv_cache_spec
+                    spans.append(resolve_dcp_kv_block_size(spec, dcp))  # a Mamba group is scaled too
+                return spans
+            """,
+            unsafe=True,
+            severity=Severity.ERROR,
+        ),
+        Example(
+            """
+            def swa_span(kv_cache_spec, vllm_config):
+                assert isinstance(kv_cache_spec, SlidingWindowSpec)  # only attention reaches the product
+                dcp = vllm_config.parallel_config.decode_context_parallel_size
+                return kv_cache_spec.block_size * dcp
+            """,
+            fixed="""
+            from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size
+
+            def swa_span(kv_cache_spec, vllm_config):
+                assert isinstance(kv_cache_spec, SlidingWindowSpec)  # only attention reaches the product
+                dcp = vllm_config.parallel_config.decode_context_parallel_size
+                return resolve_dcp_kv_block_size(kv_cache_spec, dcp)
+            """,
+            severity=Severity.WARNING,
         ),
     ]
 
@@ -262,55 +374,27 @@ def build(kv_cache_config, parallel_config):
         scaling = match_scaling(node, self.flow, self.aliases)
         if scaling is None:
             return
+        project = self.context.project
+        verdict = verdict_for(self, scaling)
+        table = project.kind_table()
         function = self.flow.enclosing_function(node)
-        if function is not None and function.name.value == RESOLVER_NAME:
+        # The resolver itself, or (without one) the scheduler's own path: the rule everything is compared with.
+        own = {RESOLVER_NAME} | ({table.reference} if table is not None and not table.has_resolver else set())
+        if function is not None and function.name.value in own:
             return
         unavailable = None
-        if not self.context.project.has_resolver:
+        if not project.has_resolver:
             unavailable = NO_RESOLVER
         elif scaling.spec is None or not isinstance(node, cst.BaseExpression):
             unavailable = f"no automatic fix for this shape: call `{RESOLVER_NAME}(spec, dcp)` by hand"
+        spec = one_line(self.code_of(scaling.spec), 40) if scaling.spec is not None else None
+        by_name = remedy(
+            project.has_resolver, table.reference if table else "", spec, one_line(self.code_of(scaling.dcp), 40)
+        )
         self.report(
             node,
-            self.MESSAGE.format(expression=_short(self.code_of(node)), why=self._why(scaling, function)),
+            describe(one_line(self.code_of(node)), verdict, by_name),
             fix=None if unavailable else (lambda: resolver_call_fix(self, scaling)),
+            severity=severity_of(verdict),
             fix_unavailable=unavailable,
         )
-
-    def _why(self, scaling, function: cst.FunctionDef | None) -> str:
-        if scaling.gate is None and _is_parameter(scaling.dcp, function):
-            # The caller may already pass a per-kind size (vLLM's coordinator does): say what is known.
-            return (
-                f"`{scaling.dcp.value}` comes from its caller, so whether this agrees with `{RESOLVER_NAME}` "
-                "(which leaves non-attention state unscaled) rests on every caller's choice of that size"
-            )
-        if scaling.gate is None:
-            return (
-                "it applies the DCP size whatever the spec kind, while "
-                f"`{RESOLVER_NAME}` leaves non-attention (Mamba) state unscaled"
-            )
-        if scaling.gate_reads_dcp_sharded:
-            return (
-                f"it repeats the `dcp_sharded` rule of `{RESOLVER_NAME}`, which a call would keep in "
-                "agreement with the scheduler by construction"
-            )
-        if scaling.canonical:
-            classes = ", ".join(sorted(scaling.gate_classes))
-            return (
-                f"its `isinstance(…, {classes})` gate is False for a UniformTypeKVCacheSpecs container, "
-                f"which `{RESOLVER_NAME}` unwraps and scales"
-            )
-        return f"its gate may answer differently from `{RESOLVER_NAME}`"
-
-
-def _is_parameter(expression: cst.BaseExpression, function: cst.FunctionDef | None) -> bool:
-    if function is None or not isinstance(expression, cst.Name):
-        return False
-    params = function.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    return any(p.name.value == expression.value for p in every)
-
-
-def _short(code: str) -> str:
-    flat = " ".join(code.split())
-    return flat if len(flat) <= 60 else flat[:57] + "…"

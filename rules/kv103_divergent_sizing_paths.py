@@ -132,6 +132,8 @@ class DivergentSizingPaths(SizingReport, Rule):
         )
         if divergence.rejected_under_dcp is not None:
             message += ONLY_REJECTED.format(reasons=divergence.rejected_under_dcp)
+        if divergence.remedy:
+            message += f"; size each group with `{divergence.remedy}(spec, dcp)`, as the scheduler does"
         return message
 
     @classmethod

@@ -98,7 +98,11 @@ class FirstLayerUnwrap(SizingReport, Rule):
             second=f"{{{divergence.second}, {divergence.first}}}",
             b=divergence.reversed_answer,
         )
-        return message if divergence.plausible else message + cls.ONLY_APART
+        if not divergence.plausible:
+            message += cls.ONLY_APART
+        if divergence.remedy:
+            message += f"; decide from every layer, `{divergence.remedy}(spec)`, not the first"
+        return message
 
     @classmethod
     def severity_of(cls, divergence: FirstLayerPick) -> Severity:

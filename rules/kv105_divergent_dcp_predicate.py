@@ -104,7 +104,8 @@ class DivergentDcpPredicate(SizingReport, Rule):
         message = cls.MESSAGE.format(predicate=predicate, resolver=divergence.resolver, kinds=listing(rows, 8))
         if divergence.rejected_under_dcp:
             message += ONLY_REJECTED.format(reasons="; ".join(divergence.rejected_under_dcp))
-        return message
+        name = divergence.resolver.rsplit(":", 1)[-1]
+        return f"{message}; call `{name}(spec, dcp)` instead of deciding here"
 
     @classmethod
     def severity_of(cls, divergence: PredicateDivergence) -> Severity:

@@ -51,11 +51,22 @@ def resolve_dcp_kv_block_size(spec, dcp_world_size):
 """
 
 
+LAYER = """\
+from vllm.v1.kv_cache_interface import FullAttentionSpec
+
+
+def get_kv_cache_spec():
+    return FullAttentionSpec()
+"""
+
+
 def make_tree(root):
-    """A miniature vLLM tree: its own spec hierarchy and shared resolver, plus a package to scan."""
+    """A miniature vLLM tree: its own spec hierarchy and shared resolver, a layer reporting its spec (so a
+    container of such layers is one the tree builds), plus a package to scan."""
     (root / "vllm" / "v1" / "core").mkdir(parents=True)
     (root / "vllm" / "v1" / "kv_cache_interface.py").write_text(INTERFACE)
     (root / "vllm" / "v1" / "core" / "kv_cache_utils.py").write_text(RESOLVER)
+    (root / "vllm" / "layer.py").write_text(LAYER)
     (root / "pkg").mkdir()
     (root / "pkg" / "buggy.py").write_text(BUGGY)
     (root / "pkg" / "clean.py").write_text(CLEAN)

@@ -286,16 +286,55 @@ def test_editing_where_specs_go_invalidates_cached_results(tmp_path):
     assert kv101_lines(root, cache) == [(CHECKER, 12)]
 
 
+def test_built_layer_classes_are_the_counterexamples(tmp_path):
+    """A container of layers the tree builds is a counterexample; the checked class itself first."""
+    root = make_tree(tmp_path, APPENDS_PLAIN)
+    found = reachability(root)
+    hierarchy = read_hierarchy(root / INTERFACE_MODULE)
+    assert found.built_members == {"FullAttentionSpec", "MambaSpec"}
+    assert found.built_layer_class(frozenset({"AttentionSpec"}), hierarchy) == "FullAttentionSpec"
+    assert found.built_layer_class(frozenset({"MambaSpec"}), hierarchy) == "MambaSpec"
+    assert found.built_layer_class(frozenset({"EncoderOnlyAttentionSpec"}), hierarchy) is None
+    assert found.built_layer_class(frozenset({"AttentionSpec"}), hierarchy, exact=True) is None
+
+
+def test_a_registry_registration_builds_nothing(tmp_path):
+    """`KVCacheSpecRegistry.register(Spec, Manager, uniform_type_base_spec=Spec)` keeps the class object to
+    look managers up by: it does not make the class a possible member."""
+    registry = """\
+    from vllm.v1.kv_cache_interface import EncoderOnlyAttentionSpec
+
+
+    def register_all():
+        KVCacheSpecRegistry.register(
+            EncoderOnlyAttentionSpec, Manager, uniform_type_base_spec=EncoderOnlyAttentionSpec
+        )
+    """
+    found = reachability(make_tree(tmp_path, APPENDS_PLAIN, **{"vllm/v1/registry.py": registry}))
+    assert set(found.evidence) == {"EncoderOnlyAttentionSpec"}
+    handed = registry.replace("KVCacheSpecRegistry.register(", "remember(")
+    found = reachability(make_tree(tmp_path / "other", APPENDS_PLAIN, **{"vllm/v1/registry.py": handed}))
+    assert "EncoderOnlyAttentionSpec" in found.member_evidence  # any other call: fail open
+
+
 # -------------------------------------------------------------------------------------- real releases
 
 RUNNER_029 = "vllm/v1/worker/gpu_model_runner.py"
-# Every KV101 finding 0.29.0 had before this analysis, less the three encoder-only checks (2363, 4201, 4398).
+# Every KV101 finding 0.29.0 had before this analysis, less the three encoder-only checks (2363, 4201, 4398),
+# plus the checks of classes outside the attention family that a container can hold (MambaSpec: the packed
+# layout builds Mamba containers) and a second class checked on the same spec with its own counterexample.
 KV101_029 = [
     ("vllm/distributed/kv_transfer/kv_connector/v1/example_hidden_states_connector.py", 120),
+    ("vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py", 1401),  # MambaSpec
+    ("vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py", 1451),  # MambaSpec
     ("vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/connector.py", 102),
+    ("vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/connector.py", 105),  # MambaSpec
     ("vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py", 47),
     ("vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py", 137),
+    ("vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py", 138),  # MLAAttentionSpec
     ("vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py", 154),
+    ("vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py", 158),  # type(spec) is MLAAttentionSpec
+    ("vllm/model_executor/layers/mamba/ops/ssu_dispatch.py", 275),  # MambaSpec
     ("vllm/v1/worker/cpu_model_runner.py", 186),
     (RUNNER_029, 1937),  # CrossAttentionSpec: cross_attention.py's layer returns it from get_kv_cache_spec
 ]
@@ -306,7 +345,9 @@ KV101_029 = [
 def test_real_releases_build_encoder_only_groups_plain(vllm_release, version):
     root = vllm_release(version)
     found = reachability(root)
-    assert set(found.evidence) == {"EncoderOnlyAttentionSpec"}
+    # 0.30+: HiSparse specs go straight into their own groups (their registry registration builds nothing).
+    hisparse = set() if version == "0.29.0" else {"HiSparseHotSpec", "HiSparseResidentSpec"}
+    assert set(found.evidence) == {"EncoderOnlyAttentionSpec", *hisparse}
     sites = found.evidence["EncoderOnlyAttentionSpec"]
     assert "model_states/encoder_only.py" in sites and "`AttentionGroup(…)`" in sites
     if version != "0.34.0":  # 0.34 dropped the runner's own encoder-only group

@@ -4,17 +4,36 @@ from __future__ import annotations
 
 import pytest
 
+from kvlint.analysis.containers import ContainerReachability
 from kvlint.analysis.hierarchy import BUILTIN_BASES, SpecHierarchy
 from kvlint.analysis.tree_index import TreeIndex
 from kvlint.engine.lint import LintRequest, lint_text
 from kvlint.engine.registry import all_rules
 from kvlint.engine.rule import Example
 from kvlint.fixing.apply import apply_fixes
+from kvlint.types import Severity
 
 SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety")
 
 
+# What vLLM 0.29.0's code lets a container hold: every layer class its layers build, not the encoder-only
+# spec its runner appends as a plain group (tests/test_containers.py reads this from the real tree).
+_BUILT = frozenset(BUILTIN_BASES) - {
+    "KVCacheSpec",
+    "AttentionSpec",
+    "UniformTypeKVCacheSpecs",
+    "EncoderOnlyAttentionSpec",
+}
+EXAMPLE_CONTAINERS = ContainerReachability(
+    member_classes=frozenset(BUILTIN_BASES) - {"EncoderOnlyAttentionSpec"},
+    evidence={"EncoderOnlyAttentionSpec": "vllm/v1/worker/gpu_model_runner.py:7608 → `KVCacheGroupSpec(…)` at :7622"},
+    member_evidence={name: f"vllm/model_executor/layers/{name}.py:1: returned as built" for name in _BUILT},
+    built_members=_BUILT,
+)
+
+
 def project_for(example) -> TreeIndex:
+    """The tree an example is linted in: vLLM 0.29.0's, or one without the resolver that kvlint cannot read."""
     hierarchy = SpecHierarchy(bases=dict(BUILTIN_BASES))
     if not example.has_resolver:
         return TreeIndex(root=None, hierarchy=hierarchy)
@@ -24,6 +43,7 @@ def project_for(example) -> TreeIndex:
         resolver_module="vllm.v1.core.kv_cache_utils",
         resolver_path="vllm/v1/core/kv_cache_utils.py",
         resolver_layer_classes=frozenset({"AttentionSpec"}),
+        containers=EXAMPLE_CONTAINERS,
     )
 
 
@@ -55,6 +75,8 @@ def test_invalid_example_is_flagged_and_fixed_as_documented(rule, example):
     assert own, f"{rule.CODE} did not flag:\n{example.source}"
     for finding in own:
         assert finding.message and "\n" not in finding.message
+        if example.severity is not None:
+            assert finding.severity == example.severity, finding.message
     if example.fixed_source is not None:
         outcome = apply_fixes(example.source, list(result.findings), unsafe=example.unsafe)
         assert outcome.text == example.fixed_source
@@ -145,7 +167,11 @@ def test_kv102_says_when_the_dcp_size_comes_from_the_caller():
         """,
         path="vllm/v1/core/foo_manager.py",
     )
-    [from_caller] = [f.message for f in lint_example(rule, handed).findings]
-    [from_config] = [f.message for f in lint_example(rule, read).findings]
-    assert "`dcp_world_size` comes from its caller" in from_caller and "whatever the spec kind" not in from_caller
-    assert "whatever the spec kind" in from_config
+    [from_caller] = lint_example(rule, handed).findings
+    [from_config] = lint_example(rule, read).findings
+    assert from_caller.severity == Severity.WARNING
+    assert "`dcp_world_size` comes from the callers of `__init__()`" in from_caller.message
+    assert "if `dcp_world_size` is the plain DCP size, a MambaSpec group gets 32" in from_caller.message
+    assert "whatever the spec kind" not in from_caller.message
+    assert from_config.severity == Severity.ERROR
+    assert "the DCP size for every kind" in from_config.message and "MambaSpec group" in from_config.message

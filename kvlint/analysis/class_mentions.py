@@ -126,6 +126,8 @@ def is_inert_mention(node: ast.AST, ancestors: tuple[ast.AST, ...], bases: dict[
         return True
     if isinstance(holder, (ast.Compare, *MATCH_CLASS)):
         return True
+    if _registers(holder, ancestors[index - 1] if isinstance(holder, ast.keyword) and index > 0 else None):
+        return True
     if isinstance(holder, ast.ClassDef) and inner in holder.bases:
         return holder.name in bases  # a spec class of the interface: settled on its own; any other subclass is not
     child = node
@@ -147,6 +149,19 @@ def is_inert_mention(node: ast.AST, ancestors: tuple[ast.AST, ...], bases: dict[
             return False
         child = ancestor
     return False
+
+
+def _registers(holder: ast.AST | None, keyword_call: ast.AST | None) -> bool:
+    """`KVCacheSpecRegistry.register(Spec, Manager, uniform_type_base_spec=Spec)`: a registry keeps the class
+    object to look managers up by; it builds no instance from it."""
+    call = keyword_call if isinstance(holder, ast.keyword) else holder
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute) or call.func.attr != "register":
+        return False
+    receiver = call.func.value
+    name = (
+        receiver.id if isinstance(receiver, ast.Name) else receiver.attr if isinstance(receiver, ast.Attribute) else ""
+    )
+    return name.endswith("Registry")
 
 
 def describe(parent: ast.AST) -> str:

@@ -64,10 +64,25 @@ class ContainerReachability:
     evidence: dict[str, str] = field(default_factory=dict)
     # Member class → why it is one (the first site found that reaches further than a group object).
     member_evidence: dict[str, str] = field(default_factory=dict)
+    # The members the tree constructs by name, a construction reaching further than a group object: a
+    # container of such layers is a counterexample the tree builds. The other members are kept only
+    # because the tree cannot settle them (a class object passed around, never built by name).
+    built_members: frozenset[str] = frozenset()
 
     def may_hold_instance_of(self, class_name: str) -> bool:
         """Whether `isinstance(layer, class_name)` can be True for a layer of a container the tree builds."""
         return self.member_classes is None or class_name not in self.evidence
+
+    def built_layer_class(self, checked: frozenset[str], hierarchy: SpecHierarchy, exact: bool = False) -> str | None:
+        """A concrete class of layers a container the tree builds can hold, whose instances answer
+        `isinstance(layer, C)` True for some C in `checked` (`type(layer) is C` when `exact`): the checked
+        class itself when it is one, else the first in the interface's order. None: no such built class."""
+        if self.member_classes is None:
+            return None
+        built = [c for c in hierarchy.bases if c in self.built_members]
+        matching = [c for c in built if (c in checked if exact else any(hierarchy.is_subclass(c, k) for k in checked))]
+        own = [c for c in matching if c in checked]
+        return (own or matching or [None])[0]
 
 
 UNDECIDED = ContainerReachability(member_classes=None)
@@ -118,6 +133,8 @@ class _Leak(NamedTuple):
     """The value (or the class object) goes somewhere this analysis does not follow."""
 
     reason: str
+    # A construction got away (an instance may reach a container), not just the class object or a name.
+    built: bool = True
 
 
 _INERT = None  # a mention that creates nothing
@@ -130,6 +147,7 @@ class _Reader:
         self.container_class = container_class
         self.classes = sorted(name for name in hierarchy.bases if name != container_class)
         self.members: dict[str, str] = {}
+        self.built: set[str] = set()
         self.excluded: dict[str, str] = {}
         self._trees: dict[str, ast.Module | None] = {}
         self._lines: dict[str, list[bytes]] = {}
@@ -140,7 +158,9 @@ class _Reader:
         settling: set[str] = set()
         for name in self.classes:
             self._settle(name, settling)
-        return ContainerReachability(frozenset(self.members), dict(self.excluded), dict(self.members))
+        return ContainerReachability(
+            frozenset(self.members), dict(self.excluded), dict(self.members), frozenset(self.built)
+        )
 
     def _settle(self, name: str, settling: set[str]) -> None:
         """Subclasses first: an instance of a member subclass is an instance of this class too."""
@@ -150,19 +170,22 @@ class _Reader:
         children = [c for c in self.classes if name in self.hierarchy.bases.get(c, ())]
         for child in children:
             self._settle(child, settling)
-        member_child = next((c for c in children if c in self.members), None)
-        if member_child is not None:
+        member_children = [c for c in children if c in self.members]
+        leak, sites = self._decide(name)
+        if member_children and (leak is None or not leak.built):
+            member_child = next((c for c in member_children if c in self.built), member_children[0])
             self.members[name] = f"a {member_child} is one"
             return
-        leak, sites = self._decide(name)
         if leak is not None:
-            self.members[name] = leak
+            self.members[name] = leak.reason
+            if leak.built:
+                self.built.add(name)
         elif not sites:
             self.members[name] = "never constructed by name in the tree (assumed a member)"
         else:
             self.excluded[name] = "; ".join(sites)
 
-    def _decide(self, name: str) -> tuple[str | None, list[str]]:
+    def _decide(self, name: str) -> tuple[_Leak | None, list[str]]:
         """(why the class can reach a container, or None; the plain sites of its constructions)."""
         encoded = name.encode()
         files = [relative for relative, data in self.texts.items() if encoded in data]
@@ -171,18 +194,18 @@ class _Reader:
         for relative in files:
             offset = returned_construction(self.texts[relative], encoded)
             if offset is not None:
-                return f"{relative}:{line_of(self.texts[relative], offset)}: returned as built", []
+                return _Leak(f"{relative}:{line_of(self.texts[relative], offset)}: returned as built"), []
         sites: list[str] = []
         for relative in files:
             lines = lines_naming(self.texts[relative], encoded)
             trees = self._trees_holding(relative, lines)
             if trees is None:
-                return f"{relative}: cannot be parsed", []
+                return _Leak(f"{relative}: cannot be parsed", built=False), []
             for tree in trees:
                 for node, ancestors in mentions(tree, name, lines):
                     outcome = self._mention(relative, node, ancestors)
                     if isinstance(outcome, _Leak):
-                        return outcome.reason, []
+                        return outcome, []
                     if isinstance(outcome, _Plain):
                         sites.append(outcome.site)
         return None, sites
@@ -212,14 +235,14 @@ class _Reader:
 
     def _mention(self, relative: str, node: ast.AST, ancestors: tuple[ast.AST, ...]):
         if isinstance(node, ast.alias):  # `from … import Name as Other`: the other name is not followed
-            return _Leak(f"{relative}:{ancestors[-1].lineno}: imported as `{node.asname}`")
+            return _Leak(f"{relative}:{ancestors[-1].lineno}: imported as `{node.asname}`", built=False)
         parent = ancestors[-1]
         if isinstance(parent, ast.Call) and parent.func is node:
             outcome = self._value(relative, parent, ancestors[:-1], parent.lineno, set())
             return _Plain(f"{relative}:{parent.lineno} (never used)") if outcome is _INERT else outcome
         if is_inert_mention(node, ancestors, self.hierarchy.bases):
             return _INERT
-        return _Leak(f"{relative}:{node.lineno}: the class itself is used ({describe(parent)})")
+        return _Leak(f"{relative}:{node.lineno}: the class itself is used ({describe(parent)})", built=False)
 
     def _value(self, relative: str, value: ast.AST, ancestors: tuple[ast.AST, ...], built: int, seen: set):
         """Where a spec built at line `built` goes from `value` (the construction or a name bound to it)."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from kvlint.analysis.vocabulary import CONTAINER_CLASS, LAYER_ITERATORS
+from kvlint.analysis.vocabulary import CONTAINER_CLASS
 
 FUNCTION_LIKE = (cst.FunctionDef, cst.Lambda)
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
@@ -45,6 +45,8 @@ class Binding:
     is_loop: bool
     param: cst.Param | None = None
     function: cst.FunctionDef | None = None
+    # Known not to be a UniformTypeKVCacheSpecs container here (an isinstance test said so).
+    narrowed: bool = False
 
 
 def annotation_name(param: cst.Param) -> str | None:
@@ -74,6 +76,11 @@ def positional_index(function: cst.FunctionDef, param: cst.Param) -> int | None:
         if candidate is param:
             return index
     return None
+
+
+def is_static(function: cst.FunctionDef) -> bool:
+    """`@staticmethod`: called through an attribute, it takes no bound first argument."""
+    return any(dotted(decorator.decorator) == "staticmethod" for decorator in function.decorators)
 
 
 def argument_for(call: cst.Call, name: str, position: int | None, via_attribute: bool) -> cst.BaseExpression | None:
@@ -193,6 +200,8 @@ class CallFinder(cst.CSTVisitor):
 
 
 class ContainerCheckFinder(cst.CSTVisitor):
+    """An `isinstance(<variable>, …UniformTypeKVCacheSpecs…)` test."""
+
     def __init__(self, variable: str):
         self.variable = variable
         self.found = False
@@ -203,5 +212,34 @@ class ContainerCheckFinder(cst.CSTVisitor):
                 node.args[1].value
             ):
                 self.found = True
-        elif call_name(node) in LAYER_ITERATORS and node.args and dotted(node.args[0].value) == self.variable:
-            self.found = True
+
+
+class FunctionFinder(cst.CSTVisitor):
+    """Every function of a module by name (methods and nested functions too)."""
+
+    def __init__(self) -> None:
+        self.functions: dict[str, list[cst.FunctionDef]] = {}
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.setdefault(node.name.value, []).append(node)
+
+
+class _ReturnFinder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.values: list[cst.BaseExpression] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False  # a nested function's returns are its own
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self.values.append(node.value)
+
+
+def returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+    finder = _ReturnFinder()
+    function.body.visit(finder)
+    return finder.values

@@ -27,6 +27,7 @@ BUILTIN_BASES: dict[str, tuple[str, ...]] = {
     "SinkFullAttentionSpec": ("FullAttentionSpec",),
     "UniformTypeKVCacheSpecs": ("KVCacheSpec",),
 }
+BUILTIN_FUNCTIONS = ("iter_layer_specs", "is_full_attention_spec")
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,9 @@ class SpecHierarchy:
     # Class-level attribute defaults as source text, e.g. {"AttentionSpec": {"dcp_sharded": "True"}}.
     attribute_defaults: dict[str, dict[str, str]] = field(default_factory=dict)
     source: str = "built-in default (vLLM 0.29.0)"
+    # The interface's module-level functions (`iter_layer_specs`, `is_full_attention_spec` in 0.29+): the
+    # helpers a message may name as the remedy, only where the scanned tree has them.
+    functions: frozenset[str] = frozenset(BUILTIN_FUNCTIONS)
 
     def ancestors(self, name: str) -> set[str]:
         seen: set[str] = set()
@@ -88,16 +92,20 @@ def _hierarchy_of(module: ast.Module | None, interface: str) -> SpecHierarchy:
         return builtin_hierarchy()
     bases: dict[str, tuple[str, ...]] = {}
     defaults: dict[str, dict[str, str]] = {}
+    functions: set[str] = set()
     for node in module.body:
         if isinstance(node, ast.ClassDef):
             bases[node.name] = tuple(b for b in map(base_name, node.bases) if b)
             defaults[node.name] = _class_attributes(node)
+        elif isinstance(node, ast.FunctionDef):
+            functions.add(node.name)
     hierarchy = SpecHierarchy(bases=bases, attribute_defaults=defaults, source=interface)
     family = {n for n in bases if hierarchy.is_subclass(n, SPEC_ROOT)}
     return SpecHierarchy(
         bases={n: b for n, b in bases.items() if n in family},
         attribute_defaults={n: a for n, a in defaults.items() if n in family},
         source=interface,
+        functions=frozenset(functions),
     )
 
 

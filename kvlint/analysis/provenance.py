@@ -1,8 +1,12 @@
 """Where a spec expression comes from: a KV cache group's spec (may be a container) or a layer's.
 
-The question every KV rule asks. Answered inside one module from what flows into the expression:
-loops over `kv_cache_groups`, `.kv_cache_spec` of a group, names assigned from those, and parameters
-whose callers in the same module pass group specs. Anything else is UNKNOWN, and rules stay quiet on it.
+The question every KV rule asks. Answered inside one module from what flows into the expression where it
+is read: loops over `kv_cache_groups`, `.kv_cache_spec` of a group, names assigned from those, and
+parameters whose callers in the same module pass group specs. A name holds what reaches the statement
+that reads it (kvlint.analysis.reaching): `spec = _unwrap_spec(spec)` makes it a layer spec from that
+line on, and an `isinstance(spec, UniformTypeKVCacheSpecs)` test narrows it on the branch where it is not
+a container. A call of a function of the module that returns a layer spec (it unwraps) gives a layer
+spec. Anything else is UNKNOWN, and rules stay quiet on it.
 """
 
 from __future__ import annotations
@@ -19,14 +23,18 @@ from kvlint.analysis.cst_bindings import (
     BindingCollector,
     CallFinder,
     ContainerCheckFinder,
+    FunctionFinder,
     all_params,
     annotation_name,
     argument_for,
     call_name,
     comprehension_bindings,
     dotted,
+    is_static,
     positional_index,
+    returned_values,
 )
+from kvlint.analysis.reaching import ReachingDefinitions
 from kvlint.analysis.vocabulary import GROUP_LIST_ATTRIBUTES, LAYER_ITERATORS
 
 __all__ = ["UNKNOWN", "Kind", "Provenance", "SpecFlow", "call_name", "dotted"]  # rules read dotted names here too
@@ -51,6 +59,9 @@ class Provenance:
 
 
 UNKNOWN = Provenance(Kind.UNKNOWN)
+NARROWED_REASON = "checked not to be a UniformTypeKVCacheSpecs container on an earlier line"
+# What holds one statement's worth of code: the granularity of `checks_for_container`.
+STATEMENTS = (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.If, cst.While, cst.For, cst.With)
 
 
 class SpecFlow:
@@ -61,7 +72,11 @@ class SpecFlow:
         # The parent map costs a full traversal: built on the first question, not for files that ask none.
         self._parents = parents
         self._bindings: dict[cst.CSTNode, dict[str, list[Binding]]] = {}
+        self._reaching: dict[cst.CSTNode, ReachingDefinitions] = {}
         self._calls: dict[str, list[cst.Call]] | None = None
+        self._functions: dict[str, list[cst.FunctionDef]] | None = None
+        self._unwrappers: dict[str, bool] = {}
+        self._parameters: dict[tuple[int, int, int], Provenance] = {}
 
     # -- structure -------------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -97,15 +112,7 @@ class SpecFlow:
         if depth > _MAX_DEPTH:
             return UNKNOWN
         if isinstance(node, cst.Attribute):
-            if node.attr.value in GROUP_LIST_ATTRIBUTES:
-                return Provenance(Kind.GROUP_LIST, f"`{dotted(node)}`")
-            if node.attr.value == "kv_cache_spec":
-                owner = self.classify(node.value, depth + 1)
-                if owner.kind is Kind.GROUP:
-                    return Provenance(Kind.GROUP_SPEC, f"the spec of a KV cache group from {owner.reason}")
-            if node.attr.value == "kv_cache_specs":
-                return UNKNOWN
-            return UNKNOWN
+            return self._classify_attribute(node, depth)
         if isinstance(node, cst.Subscript):
             container = self.classify(node.value, depth + 1)
             if container.kind is Kind.GROUP_LIST:
@@ -119,6 +126,8 @@ class SpecFlow:
             name = call_name(node)
             if name == "next" and node.args:
                 return self.element_of(node.args[0].value, (), depth + 1)
+            if name is not None and node.args and self.returns_layer_spec(name, depth + 1):
+                return Provenance(Kind.LAYER_SPEC, f"unwrapped by `{name}()`")
             return UNKNOWN
         if isinstance(node, cst.IfExp):
             # `group.kv_cache_spec if … else None`: the None branch cannot be a container.
@@ -128,6 +137,17 @@ class SpecFlow:
             return group[0] if group and len(kinds) == 1 else UNKNOWN
         if isinstance(node, cst.NamedExpr):
             return self.classify(node.value, depth + 1)
+        return UNKNOWN
+
+    def _classify_attribute(self, node: cst.Attribute, depth: int) -> Provenance:
+        if node.attr.value in GROUP_LIST_ATTRIBUTES:
+            return Provenance(Kind.GROUP_LIST, f"`{dotted(node)}`")
+        if node.attr.value == "kv_cache_spec":
+            owner = self.classify(node.value, depth + 1)
+            if owner.kind is Kind.GROUP:
+                if self._narrowed(node):
+                    return Provenance(Kind.LAYER_SPEC, NARROWED_REASON)
+                return Provenance(Kind.GROUP_SPEC, f"the spec of a KV cache group from {owner.reason}")
         return UNKNOWN
 
     def element_of(self, iterable: cst.CSTNode, path: tuple[int, ...], depth: int) -> Provenance:
@@ -161,12 +181,14 @@ class SpecFlow:
         return UNKNOWN
 
     def _classify_name(self, name: cst.Name, depth: int) -> Provenance:
-        bindings = self._lookup(name)
+        bindings = self.bindings_of(name)
         if not bindings:
             return UNKNOWN
         results: list[Provenance] = []
         for binding in bindings:
-            if binding.param is not None:
+            if binding.narrowed:
+                results.append(Provenance(Kind.LAYER_SPEC, NARROWED_REASON))
+            elif binding.param is not None:
                 results.append(self._classify_param(binding, depth))
             elif binding.value is None:
                 results.append(UNKNOWN)
@@ -186,6 +208,14 @@ class SpecFlow:
         return UNKNOWN
 
     def _classify_param(self, binding: Binding, depth: int) -> Provenance:
+        # Memoised per parameter and depth: every read of a parameter asks the same of the same callers, and
+        # callers' arguments are parameters again (a call graph fans out exponentially without it).
+        key = (id(binding.param), id(binding.function), depth)
+        if key not in self._parameters:
+            self._parameters[key] = self._classify_param_uncached(binding, depth)
+        return self._parameters[key]
+
+    def _classify_param_uncached(self, binding: Binding, depth: int) -> Provenance:
         param, function = binding.param, binding.function
         annotation = annotation_name(param)
         if annotation == "KVCacheGroupSpec":
@@ -193,9 +223,12 @@ class SpecFlow:
         if function is None:
             return UNKNOWN
         position = positional_index(function, param)
-        for call in self._callers(function.name.value):
+        for call in self.callers(function.name.value):
             argument = argument_for(
-                call, param.name.value, position, via_attribute=isinstance(call.func, cst.Attribute)
+                call,
+                param.name.value,
+                position,
+                via_attribute=isinstance(call.func, cst.Attribute) and not is_static(function),
             )
             if argument is None:
                 continue
@@ -208,7 +241,8 @@ class SpecFlow:
         return UNKNOWN
 
     # -- bindings ----------------------------------------------------------------------------
-    def _lookup(self, name: cst.Name) -> list[Binding]:
+    def bindings_of(self, name: cst.Name) -> list[Binding]:
+        """The bindings of `name` that reach where it is read (every binding of its scope where no walk answers)."""
         current = self.parent(name)
         while current is not None:
             if isinstance(current, COMPREHENSIONS):
@@ -218,7 +252,9 @@ class SpecFlow:
             if isinstance(current, cst.FunctionDef):
                 found = self._function_bindings(current).get(name.value)
                 if found:
-                    return found
+                    reaching = self.reaching_state(current, name)
+                    # No map for this read (a closure, unreachable code): every binding of the function.
+                    return found if reaching is False else list((reaching or {}).get(name.value, ()))
             if isinstance(current, cst.Module):
                 return self._function_bindings(current).get(name.value, [])
             current = self.parent(current)
@@ -240,17 +276,58 @@ class SpecFlow:
         self._bindings[scope] = collector.bindings
         return collector.bindings
 
-    def _callers(self, function_name: str) -> list[cst.Call]:
+    def callers(self, function_name: str) -> list[cst.Call]:
+        """The calls in this module of a function or method named so."""
         if self._calls is None:
             finder = CallFinder()
             self.module.visit(finder)
             self._calls = finder.calls
         return self._calls.get(function_name, [])
 
-    def checks_for_container(self, function: cst.CSTNode | None, variable: str) -> bool:
-        """Whether `function` already tests `variable` against the container class (it unwraps)."""
+    def reaching_state(self, function: cst.FunctionDef, node: cst.CSTNode):
+        """What reaches the statement holding `node` in `function` (kvlint.analysis.reaching.State); None
+        when unreachable, False when the walk has no answer."""
+        reaching = self._reaching.get(function)
+        if reaching is None:
+            parameters = {
+                name: [b for b in found if b.param is not None]
+                for name, found in self._function_bindings(function).items()
+                if any(b.param is not None for b in found)
+            }
+            reaching = self._reaching[function] = ReachingDefinitions(function, parameters)
+        return reaching.state_at(node, self.parent)
+
+    def _narrowed(self, node: cst.Attribute) -> bool:
+        """Whether an isinstance test on an earlier line showed this attribute chain is not a container."""
+        function = self.enclosing_function(node)
         if function is None:
             return False
+        state = self.reaching_state(function, node)
+        return bool(state) and dotted(node) in state
+
+    def returns_layer_spec(self, function_name: str, depth: int = 0) -> bool:
+        """Whether a function of this module named so hands back a layer spec: some `return` gives one and
+        none gives a group or its spec (`_unwrap_spec`: the first layer of a container, else the spec)."""
+        if function_name in self._unwrappers:
+            return self._unwrappers[function_name]
+        self._unwrappers[function_name] = False  # while deciding: a recursive call decides nothing
+        if self._functions is None:
+            finder = FunctionFinder()
+            self.module.visit(finder)
+            self._functions = finder.functions
+        kinds = set()
+        for function in self._functions.get(function_name, []):
+            for value in returned_values(function):
+                kinds.add(self.classify(value, depth + 1).kind)
+        found = Kind.LAYER_SPEC in kinds and not kinds & {Kind.GROUP, Kind.GROUP_SPEC, Kind.GROUP_LIST}
+        self._unwrappers[function_name] = found
+        return found
+
+    def checks_for_container(self, node: cst.CSTNode, variable: str) -> bool:
+        """Whether the statement holding `node` also tests `variable` against the container class
+        (`not isinstance(spec, UniformTypeKVCacheSpecs) and isinstance(spec, AttentionSpec)`). Tests on
+        earlier lines count only where they narrow (see reaching), a one-off `iter_layer_specs(spec)` not at all."""
+        statement = self.enclosing(node, STATEMENTS) or node
         finder = ContainerCheckFinder(variable)
-        function.visit(finder)
+        statement.visit(finder)
         return finder.found

@@ -57,14 +57,20 @@ def _block_size_from_spec(node: cst.CSTNode, flow: SpecFlow) -> bool:
     """A name or attribute that was assigned `S.block_size` for some spec S in this module."""
     if spec_of_block_size(node, flow) is not None:
         return True
+    return bool(_block_size_assignments(node, flow))
+
+
+def _block_size_assignments(node: cst.CSTNode, flow: SpecFlow) -> list[cst.BaseExpression]:
+    """The specs S of every `<node> = S.block_size` in its function; empty unless all assignments are such."""
     name = identifier(node)
     if name is None or "block_size" not in name:
-        return False
+        return []
     function = flow.enclosing_function(node)
     scope = function if function is not None else flow.module
     finder = _AssignmentFinder(dotted(node))
     scope.visit(finder)
-    return bool(finder.values) and all(spec_of_block_size(v, flow) is not None for v in finder.values)
+    specs = [spec_of_block_size(v, flow) for v in finder.values]
+    return [s for s in specs if s is not None] if specs and None not in specs else []
 
 
 class _AssignmentFinder(cst.CSTVisitor):
@@ -137,5 +143,8 @@ def match_scaling(node: cst.CSTNode, flow: SpecFlow, aliases: frozenset[str]) ->
             )
     if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.MultiplyAssign):
         if is_dcp_size(node.value, aliases) and _block_size_from_spec(node.target, flow):
-            return Scaling(node=node, spec=None, dcp=node.value, gate=None, canonical=False)
+            # `block_size = spec.block_size` … `block_size *= dcp`: the spec, when every assignment names the same.
+            specs = _block_size_assignments(node.target, flow)
+            spec = specs[0] if specs and len({dotted(s) for s in specs}) == 1 else None
+            return Scaling(node=node, spec=spec, dcp=node.value, gate=None, canonical=False)
     return None

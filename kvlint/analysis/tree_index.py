@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kvlint.analysis.containers import ContainerReachability, container_reachability
 from kvlint.analysis.hierarchy import SpecHierarchy, hierarchy_of_source
+from kvlint.analysis.kind_table import KindTable, table_from_hierarchy, table_from_sizing
 from kvlint.analysis.resolver import find_resolver, read_resolver_rule
 from kvlint.analysis.sizing.matrix import build_sizing_analysis
 from kvlint.analysis.sizing.results import SizingAnalysis
@@ -37,6 +38,16 @@ class TreeIndex:
     # What the analysis could not read or do, one line each (kvlint.analysis.tree_files): the scan reports
     # them, so that a cross-file finding never vanishes in silence. Empty when it read everything.
     failures: tuple[str, ...] = ()
+    # The kinds of group spec with the reference sizing rule's factor for each (from the sizing analysis).
+    kinds: KindTable | None = None
+
+    def kind_table(self) -> KindTable | None:
+        """The kinds a hand-written scaling is compared on: the tree's, or the hierarchy's without a tree."""
+        if self.kinds is not None:
+            return self.kinds
+        return table_from_hierarchy(
+            self.hierarchy, self.resolver_layer_classes, self.resolver_reads_dcp_sharded, self.has_resolver
+        )
 
     @property
     def has_resolver(self) -> bool:
@@ -85,15 +96,19 @@ def build_tree_index(
     )
     resolver_path = find_resolver(root, files)
     if resolver_path is None:
+        kinds = table_from_sizing(sizing, hierarchy) if sizing is not None else None
         return TreeIndex(
             root=str(root),
             hierarchy=hierarchy,
             sizing=sizing,
             containers=containers,
             failures=tuple(dict.fromkeys(files.failures)),
+            kinds=kinds,
         )
     relative = resolver_path.relative_to(root).with_suffix("")
     rule = read_resolver_rule(resolver_path)
+    static = table_from_hierarchy(hierarchy, rule.layer_classes, rule.reads_dcp_sharded, has_resolver=True)
+    kinds = table_from_sizing(sizing, hierarchy, static) if sizing is not None else static
     return TreeIndex(
         root=str(root),
         hierarchy=hierarchy,
@@ -104,4 +119,5 @@ def build_tree_index(
         sizing=sizing,
         containers=containers,
         failures=tuple(dict.fromkeys(files.failures)),  # a file several readers missed is said once
+        kinds=kinds,
     )

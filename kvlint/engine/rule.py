@@ -29,8 +29,10 @@ class Example:
     # For INVALID examples: the source after `kvlint fix` (with --unsafe-fixes when `unsafe`).
     fixed: str | None = None
     unsafe: bool = False
-    # For examples needing a tree without the resolver.
+    # For examples needing a tree without the resolver (such a tree is not read: no container reachability).
     has_resolver: bool = True
+    # For INVALID examples: the severity every finding of the rule has (None: not checked).
+    severity: Severity | None = None
 
     @property
     def source(self) -> str:

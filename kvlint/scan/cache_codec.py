@@ -20,6 +20,7 @@ from functools import cache
 
 from kvlint.analysis.containers import ContainerReachability
 from kvlint.analysis.hierarchy import SpecHierarchy
+from kvlint.analysis.kind_table import KindRow, KindTable
 from kvlint.analysis.sizing.divergences import FirstLayerPick, PathDivergence, PredicateDivergence
 from kvlint.analysis.sizing.kinds import SpecKind
 from kvlint.analysis.sizing.results import SizingAnalysis, SizingPath
@@ -34,6 +35,8 @@ RECORDS: dict[str, type] = {
         TreeIndex,
         SpecHierarchy,
         ContainerReachability,
+        KindTable,
+        KindRow,
         SizingAnalysis,
         SizingPath,
         SpecKind,

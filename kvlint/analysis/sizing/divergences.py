@@ -27,6 +27,8 @@ class PathDivergence:
     also: tuple[str, ...]  # the other kinds that differ
     # Set when every differing kind is one the tree rejects under DCP: the shown kind's rejection.
     rejected_under_dcp: str | None = None
+    # The shared resolver's name when the tree defines one: what the path should size with.
+    remedy: str | None = None
 
     @property
     def column(self) -> None:
@@ -66,6 +68,8 @@ class FirstLayerPick:
     reversed_answer: str  # … and for {second, first}
     # The layers are of one spec family that vLLM may group together, and neither is rejected under DCP.
     plausible: bool
+    # The interface's helper that hands every layer (`iter_layer_specs`), when the tree has it.
+    remedy: str | None = None
 
 
 Divergence = PathDivergence | PredicateDivergence | FirstLayerPick

@@ -46,6 +46,9 @@ class _Analyser:
         self.evaluator = Evaluator(program)
         self.kinds = spec_kinds(program, self.evaluator)
         self.predicates: list[tuple[Candidate, tuple[str, ...]]] = []
+        # Names a message may give as the remedy, only where the tree defines them.
+        self.resolver_remedy: str | None = None
+        self.layers_remedy = "iter_layer_specs" if "iter_layer_specs" in program.hierarchy.functions else None
 
     def run(self, candidate: Candidate, spec, as_helper: bool, at: dict[int, ast.AST] | None = None):
         keywords = {p: spec for p in candidate.spec_params} if as_helper else {}
@@ -194,6 +197,7 @@ class _Analyser:
         columns = ([resolver] if resolver else []) + [c for c in predicate_columns if c is not resolver]
         columns = ordered[:1] + columns + ordered[1:] if reference is not None else columns + ordered
         scheduler = reference or (resolver.as_reference() if resolver is not None else None)
+        self.resolver_remedy = RESOLVER_NAME if resolver is not None else None
 
         divergences: list[Divergence] = []
         if scheduler is not None:
@@ -253,6 +257,7 @@ class _Analyser:
             dcp=DCP,
             also=tuple(self.kinds[i].label for i in differing if i != index),
             rejected_under_dcp=None if reachable else kind.rejected_under_dcp,
+            remedy=self.resolver_remedy,
         )
 
     def divergent_predicate(
@@ -317,6 +322,7 @@ class _Analyser:
                 answer=a,
                 reversed_answer=b,
                 plausible=plausible,
+                remedy=self.layers_remedy,
             )
             for pick in picks
         ]

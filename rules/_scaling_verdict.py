@@ -1,0 +1,72 @@
+"""Word a hand-written DCP scaling's verdict (kvlint.analysis.agreement) and give it its severity.
+
+Shared by KV102 (every hand-written scaling) and KV101 (the container check gating one). An error only
+for a kind that reaches the site, that vLLM accepts under DCP, and that gets another token span than the
+tree's rule gives it; a hand copy that agrees today, or one whose agreement rests on what this file cannot
+see, is a warning that says which.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kvlint import Severity
+from kvlint.analysis.agreement import AGREES, DIFFERS, REJECTED_ONLY, Verdict
+from kvlint.analysis.kind_table import tokens
+from kvlint.analysis.sizing.values import DCP
+from kvlint.analysis.vocabulary import RESOLVER_NAME
+
+
+def severity_of(verdict: Verdict | None) -> Severity:
+    return Severity.ERROR if verdict is not None and verdict.outcome == DIFFERS else Severity.WARNING
+
+
+def remedy(has_resolver: bool, reference: str, spec: str | None, dcp: str) -> str:
+    """The fix by name, only a name the scanned tree defines."""
+    if has_resolver:
+        return f"call `{RESOLVER_NAME}({spec or 'spec'}, {dcp})` instead"
+    if reference:
+        return f"this tree has no shared resolver: size it as the scheduler's `{reference}` does"
+    return "this tree has no shared resolver to compare with or call"
+
+
+def describe(expression: str, verdict: Verdict | None, fix_by_name: str) -> str:
+    if verdict is None:
+        return f"`{expression}` scales a block size by the DCP size by hand; {fix_by_name}"
+    reference = f"`{verdict.reference}`"
+    kind = verdict.counterexample
+    if verdict.outcome in (DIFFERS, REJECTED_ONLY) and kind is not None:
+        also = (
+            f" (also {', '.join(verdict.also[:3])}{' and more' if len(verdict.also) > 3 else ''})"
+            if verdict.also
+            else ""
+        )
+        message = (
+            f"`{expression}` gives {tokens(verdict.factor)} tokens per block for a {kind.label} group{also} at "
+            f"DCP={DCP} where {reference} gives {tokens(kind.reference)} ({verdict.how})"
+        )
+        if verdict.outcome == REJECTED_ONLY:
+            message += f" — only for kinds vLLM rejects under DCP ({kind.rejected_under_dcp})"
+        return f"{message}; {fix_by_name}"
+    if verdict.outcome == AGREES:
+        provided = f" as long as {verdict.unsettled} is the DCP size its name says" if verdict.unsettled else ""
+        return (
+            f"`{expression}` restates {reference} by hand ({verdict.how}): it agrees with it for every kind that "
+            f"reaches it today{provided}, and drifts when the resolver changes; {fix_by_name}"
+        )
+    would = ""
+    if kind is not None:
+        would = (
+            f"; if {verdict.if_so}, a {kind.label} group gets {tokens(verdict.factor)} tokens per block at "
+            f"DCP={DCP} where {reference} gives {tokens(kind.reference)}"
+        )
+    return (
+        f"`{expression}` scales a block size by the DCP size by hand ({verdict.how}); whether it agrees with "
+        f"{reference} is not settled here: {verdict.unsettled}{would}; {fix_by_name}"
+    )
+
+
+def one_line(code: str, limit: int = 60) -> str:
+    """One line, no padding inside brackets (`groups[\n    g\n]` → `groups[g]`), cut at `limit`."""
+    flat = re.sub(r"([(\[{]) | ([)\]}])", lambda m: m.group(1) or m.group(2), " ".join(code.split()))
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
