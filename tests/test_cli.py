@@ -195,7 +195,10 @@ def test_missing_path_is_an_error(project):
 
 def test_no_path_outside_vllm_without_vllm_installed_is_a_clear_error(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "kvlint", "check", "--no-cache"], cwd=tmp_path, capture_output=True, text=True
+        [sys.executable, "-m", "kvlint", "check", "--no-cache", "--fail-on", "warning"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 2
     assert result.stderr.startswith("kvlint: error: no vLLM tree here") and "Traceback" not in result.stderr
@@ -207,7 +210,10 @@ def test_no_path_in_a_vllm_checkout_scans_it_and_says_so(tmp_path):
     interface.write_text("class KVCacheSpec: pass\nclass AttentionSpec(KVCacheSpec): pass\n")
     (tmp_path / "vllm" / "connector.py").write_text(BUGGY)
     result = subprocess.run(
-        [sys.executable, "-m", "kvlint", "check", "--no-cache"], cwd=tmp_path, capture_output=True, text=True
+        [sys.executable, "-m", "kvlint", "check", "--no-cache", "--fail-on", "warning"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 1
     assert result.stderr.splitlines()[0] == f"kvlint: scanning the vLLM checkout at {tmp_path}"

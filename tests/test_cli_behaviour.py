@@ -149,7 +149,7 @@ def phase_lines(stderr: str) -> list[str]:
 
 @pytest.mark.parametrize("output_format", ["text", "json", "sarif"])
 def test_a_log_gets_one_line_per_phase_and_stdout_only_the_report(tree, output_format):
-    completed = kvlint("check", "--no-cache", "--format", output_format, "vllm", cwd=tree)
+    completed = kvlint("check", "--no-cache", "--fail-on", "warning", "--format", output_format, "vllm", cwd=tree)
     assert completed.returncode == 1, completed.stderr
     assert phase_lines(completed.stderr) == [
         "kvlint: linting 3 files…",
@@ -171,9 +171,9 @@ def test_with_a_cache_the_index_is_read_first(tree, tmp_path):
 
 
 def test_quiet_silences_progress_but_not_the_findings_or_the_summary(tree):
-    loud = kvlint("check", "--no-cache", "vllm", cwd=tree)
+    loud = kvlint("check", "--no-cache", "--fail-on", "warning", "vllm", cwd=tree)
     for flag in ("--quiet", "-q"):
-        quiet = kvlint("check", "--no-cache", flag, "vllm", cwd=tree)
+        quiet = kvlint("check", "--no-cache", "--fail-on", "warning", flag, "vllm", cwd=tree)
         assert quiet.returncode == 1 and quiet.stdout == loud.stdout
         assert quiet.stderr.splitlines() == [
             line for line in loud.stderr.splitlines() if line not in phase_lines(loud.stderr)
