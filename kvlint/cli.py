@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -38,6 +39,12 @@ class KvlintGroup(click.Group):
             code = super().main(args, prog_name or "kvlint", complete_var, standalone_mode=False, **extra)
         except click.exceptions.Abort:  # click's word for KeyboardInterrupt (and EOF at a prompt)
             click.echo("kvlint: interrupted", err=True)
+            from kvlint.scan.jobs import stopped_a_pool
+
+            if stopped_a_pool():  # the interpreter's exit would join the stopped pool's thread (3.10: for ever)
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(EXIT_INTERRUPTED)
             sys.exit(EXIT_INTERRUPTED)
         except click.ClickException as error:
             if type(error).__name__ == "NoArgsIsHelpError":  # `kvlint` alone: click shows the help (click >= 8.2)

@@ -133,19 +133,22 @@ def _run_in_pool(
 ) -> Iterator[tuple[Job, FileResult]]:
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait  # only when a pool is worth it
 
-    with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(state,)) as pool:
-        try:
-            futures = {pool.submit(_lint_in_worker, job): job for job in work}
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, timeout=WAIT_TICK_S, return_when=FIRST_COMPLETED)
-                if not done and waiting is not None:
-                    waiting()
-                for future in done:
-                    yield futures[future], _result_of(future, futures[future])
-        except BaseException:  # KeyboardInterrupt, or the consumer closed us (GeneratorExit): stop now
-            _stop_workers(pool)
-            raise
+    # No `with`: its exit joins the pool's manager thread, which on Python 3.10 can wait forever for workers
+    # that were terminated mid-file; an interrupted scan must not wait on them.
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(state,))
+    try:
+        futures = {pool.submit(_lint_in_worker, job): job for job in work}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=WAIT_TICK_S, return_when=FIRST_COMPLETED)
+            if not done and waiting is not None:
+                waiting()
+            for future in done:
+                yield futures[future], _result_of(future, futures[future])
+    except BaseException:  # KeyboardInterrupt, or the consumer closed us (GeneratorExit): stop now
+        _stop_workers(pool)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _result_of(future, job: Job) -> FileResult:
@@ -158,12 +161,23 @@ def _result_of(future, job: Job) -> FileResult:
         )
 
 
+# Whether this process terminated a pool's workers (Ctrl-C): its exit must then not wait for the pool's
+# manager thread, which on Python 3.10 can wait for ever on workers terminated mid-file.
+_stopped_a_pool = False
+
+
+def stopped_a_pool() -> bool:
+    return _stopped_a_pool
+
+
 def _stop_workers(pool) -> None:
     """Cancel what has not started and terminate the workers; the pool's exit then reaps them.
 
     `shutdown(cancel_futures=True)` alone lets every worker finish its current file and the files already
     queued to it: seconds of full CPU after Ctrl-C on a large tree.
     """
+    global _stopped_a_pool
+    _stopped_a_pool = True
     terminate = getattr(pool, "terminate_workers", None)  # Python 3.14+
     if terminate is not None:
         terminate()
