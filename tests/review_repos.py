@@ -8,10 +8,10 @@ would (attributes, odd file names, suppressions) on top.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
+
+from kvlint_runner import run_kvlint
 
 CLEAN = "def tokens(group, parallel_config):\n    return group.kv_cache_spec.block_size\n"
 SCALED = "def tokens(group, parallel_config):\n    return group.kv_cache_spec.block_size * parallel_config.decode_context_parallel_size\n"
@@ -28,21 +28,8 @@ def git(repo: Path, *arguments: str, input_bytes: bytes | None = None) -> str:
     return completed.stdout.decode("utf-8", "surrogateescape").strip()
 
 
-def kvlint(*arguments: str, cwd: Path, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
-    environment = {
-        k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith("GITHUB_")
-    }
-    environment.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "kvlint", *arguments],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=timeout,
-        errors="replace",
-        check=False,
-    )
+def kvlint(*arguments: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return run_kvlint(*arguments, cwd=cwd, env=env)
 
 
 def make_repo(root: Path) -> Path:

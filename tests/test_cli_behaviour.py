@@ -22,6 +22,7 @@ from kvlint.scan import progress as progress_module
 from kvlint.scan.config import Config
 from kvlint.scan.progress import Display, Progress, display_for
 from kvlint.scan.runner import scan
+from kvlint_runner import run_kvlint
 
 BUGGY = textwrap.dedent(
     """\
@@ -56,6 +57,11 @@ def runner() -> CliRunner:
 
 
 def kvlint(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
+    return run_kvlint(*arguments, cwd=cwd)
+
+
+def kvlint_process(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The real `python -m kvlint`, for what only a process shows (the program's name in its messages)."""
     return subprocess.run(
         [sys.executable, "-m", "kvlint", *arguments], cwd=cwd, capture_output=True, text=True, timeout=120
     )
@@ -91,7 +97,7 @@ def test_every_usage_error_is_one_line_and_exit_2(arguments, tmp_path, monkeypat
 
 
 def test_a_usage_error_from_the_real_command_names_kvlint_and_where_to_read_the_usage(tmp_path):
-    completed = kvlint("check", "--format", "xml", ".", cwd=tmp_path)
+    completed = kvlint_process("check", "--format", "xml", ".", cwd=tmp_path)
     assert completed.returncode == 2 and completed.stdout == ""
     assert completed.stderr == (
         "kvlint: error: Invalid value for '--format': 'xml' is not one of 'github', 'json', 'sarif', 'text'. "

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import py_compile
-import subprocess
-import sys
 
 import pytest
 
 from conftest import OFFLOADING_CONFIG
 from kvlint.errors import FixError
 from kvlint.fixing.write import write_atomically
+from kvlint_runner import run_kvlint
 from test_cli import BUGGY, make_tree
 
 UPSTREAM_CALL = (
@@ -23,7 +22,7 @@ UPSTREAM_CALL = (
 
 
 def kvlint(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "kvlint", *args], capture_output=True, text=True, cwd=cwd)
+    return run_kvlint(*args, cwd=cwd or os.getcwd())
 
 
 def snapshot(root):

@@ -18,6 +18,7 @@ from kvlint.engine.lint import LintRequest, lint_bytes
 from kvlint.engine.registry import all_rules
 from kvlint.errors import FixError
 from kvlint.fixing.apply import check_compiles
+from kvlint_runner import run_kvlint
 from test_cli import BUGGY, make_tree
 from test_paths import FIXTURE, OFFLOADING_CONFIG
 from test_upstream_tests import write_tree
@@ -26,15 +27,12 @@ FINDING_LINE = re.compile(r"^(\S+:\d+:\d+): (KV\d{3}) ")
 
 
 def kvlint(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kvlint", *arguments], cwd=cwd, capture_output=True, text=True, timeout=300
-    )
+    return run_kvlint(*arguments, cwd=cwd)
 
 
 def fix_diff(*arguments: str, cwd: Path) -> tuple[int, bytes, str]:
     """`kvlint fix --diff`: (exit code, stdout as bytes — a patch keeps the files' \\r\\n —, stderr)."""
-    command = [sys.executable, "-m", "kvlint", "fix", "--no-cache", "--diff", *arguments]
-    completed = subprocess.run(command, cwd=cwd, capture_output=True, timeout=300)
+    completed = run_kvlint("fix", "--no-cache", "--diff", *arguments, cwd=cwd, binary=True)
     return completed.returncode, completed.stdout, completed.stderr.decode()
 
 
