@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from kvlint.scan.releases import release_sources
 
@@ -26,6 +27,17 @@ OFFLOADING_CONFIG = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/con
 # Fixtures that reach for a real release or the runtime environment; a test using one, directly or through
 # another fixture, must be marked slow.
 SLOW_FIXTURES = frozenset({"vllm_release", "vllm_copy", "vllm_runtime_env"})
+
+
+# Property tests (test_properties.py): the fast loop gives each property a few dozen generated examples, the
+# full suite (any run that does not exclude the slow tests) a few hundred.
+settings.register_profile("fast-loop", max_examples=40)
+settings.register_profile("full-suite", max_examples=250)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    fast_loop = "not slow" in (config.getoption("markexpr", "") or "")
+    settings.load_profile("fast-loop" if fast_loop else "full-suite")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from kvlint_runner import run_kvlint
 from test_cli import BUGGY, make_tree
 
 FILES = 40
+RACING_FILES = 12  # enough for the two runs' writes to interleave: they start together and write in one order
 KILLS = int(os.environ.get("KVLINT_FAULT_KILLS", "10"))
 
 
@@ -31,20 +33,16 @@ def expected(tmp_path_factory):
     """(old bytes, new bytes) of one buggy module, new as `kvlint fix` writes it."""
     root = tmp_path_factory.mktemp("reference")
     make_tree(root)
-    subprocess.run(
-        [sys.executable, "-m", "kvlint", "fix", "--no-cache", str(root / "pkg" / "buggy.py")],
-        check=False,
-        capture_output=True,
-    )
+    run_kvlint("fix", "--no-cache", str(root / "pkg" / "buggy.py"), cwd=root)
     new = (root / "pkg" / "buggy.py").read_bytes()
     assert new != BUGGY.encode() and b"resolve_dcp_kv_block_size(" in new
     return BUGGY.encode(), new
 
 
-def large_tree(root: Path) -> list[Path]:
+def large_tree(root: Path, files: int = FILES) -> list[Path]:
     make_tree(root)
     paths = []
-    for index in range(FILES):
+    for index in range(files):
         path = root / "pkg" / f"module_{index:03d}.py"
         path.write_text(BUGGY)
         paths.append(path)
@@ -86,12 +84,12 @@ def test_killed_at_random_moments_leaves_every_file_old_or_new(tmp_path, expecte
 
 def test_two_runs_at_once_end_with_correct_files(tmp_path, expected):
     old, new = expected
-    paths = large_tree(tmp_path)
+    paths = large_tree(tmp_path, RACING_FILES)
     first, second = kvlint_fix(tmp_path), kvlint_fix(tmp_path)
     first.wait(timeout=600)
     second.wait(timeout=600)
-    subprocess.run([sys.executable, "-m", "kvlint", "fix", "--no-cache", str(tmp_path / "pkg")], capture_output=True)
-    assert assert_old_or_new(paths, old, new) == (0, FILES)
+    run_kvlint("fix", "--no-cache", str(tmp_path / "pkg"), cwd=tmp_path)
+    assert assert_old_or_new(paths, old, new) == (0, RACING_FILES)
 
 
 def leftover(folder: Path, name: str, age_s: float = 0.0) -> Path:
@@ -108,7 +106,7 @@ def test_stale_temp_file_of_a_fixed_file_is_removed(tmp_path, expected):
     make_tree(tmp_path)
     pkg = tmp_path / "pkg"
     stale = leftover(pkg, ".buggy.py.k3x_9q2a.kvlint-tmp", age_s=3600)
-    subprocess.run([sys.executable, "-m", "kvlint", "fix", "--no-cache", str(pkg)], capture_output=True)
+    run_kvlint("fix", "--no-cache", str(pkg), cwd=tmp_path)
     assert not stale.exists()
     assert (pkg / "buggy.py").read_bytes() == new
     assert not list(pkg.glob("*.kvlint-tmp")), "the run left a temp file of its own"
@@ -129,7 +127,7 @@ def test_fresh_or_foreign_look_alikes_are_left_alone(tmp_path, expected):
     folder = pkg / ".buggy.py.dir00000.kvlint-tmp"  # the right name, but not a regular file
     folder.mkdir()
     os.utime(folder, (time.time() - 3600,) * 2)
-    subprocess.run([sys.executable, "-m", "kvlint", "fix", "--no-cache", str(pkg)], capture_output=True)
+    run_kvlint("fix", "--no-cache", str(pkg), cwd=tmp_path)
     assert (pkg / "buggy.py").read_bytes() == new
     assert [path.name for path in kept if not path.exists()] == []
     assert all(path.read_bytes() == b"half of a rewrite" for path in kept)

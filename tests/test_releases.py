@@ -286,21 +286,21 @@ def test_a_fetch_that_drips_ends_at_the_time_limit(index, tmp_path, monkeypatch)
         handler.send_response(200)
         handler.send_header("Content-Length", "1000000")
         handler.end_headers()
-        for _ in range(100):  # a byte every 0.1 s: each read is quick, the whole never ends in time
+        for _ in range(200):  # a byte every 0.05 s: each read is quick, the whole never ends in time
             try:
                 handler.wfile.write(b"\0")
                 handler.wfile.flush()
             except OSError:
                 return
-            time.sleep(0.1)
+            time.sleep(0.05)
 
     index.publish({SDIST_NAME: make_sdist(SOURCES)})
     index.routes[f"/files/{SDIST_NAME}"] = drip
-    monkeypatch.setattr(releases, "TIME_LIMIT_S", 3)
+    monkeypatch.setattr(releases, "TIME_LIMIT_S", 1)
     started = time.monotonic()
     with pytest.raises(KvlintError, match="time limit"):
         release_sources(VERSION, quiet=True, cache_dir=tmp_path)
-    assert time.monotonic() - started < 8
+    assert time.monotonic() - started < 6
 
 
 def test_credentials_in_the_index_url_are_sent_but_never_shown(index, tmp_path, monkeypatch):
