@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from hypothesis import settings
@@ -79,6 +80,25 @@ def kvlint_in_release(vllm_release):
         return runs[version, arguments]
 
     return run
+
+
+class FixedTree(NamedTuple):
+    tree: Path  # a copy of the release, as `kvlint fix vllm` left it
+    run: subprocess.CompletedProcess  # that fix's exit code, stdout and stderr
+    cache: Path  # the result cache that fix wrote: a later run on the tree is warm
+
+
+@pytest.fixture(scope="session")
+def fixed_029(vllm_release, tmp_path_factory) -> FixedTree:
+    """A copy of 0.29.0 after one `kvlint fix vllm` from its folder, made once per session: the fix's tests
+    and the "findings left" test ask for the same run (a cold fix of a release is most of a minute).
+    Read it; a test that must change files makes its own copy (vllm_copy)."""
+    tree = tmp_path_factory.mktemp("fixed") / "vllm-0.29.0"
+    shutil.copytree(vllm_release("0.29.0"), tree)
+    cache = tree.parent / "cache"
+    command = [sys.executable, "-m", "kvlint", "fix", "--cache-dir", str(cache), "vllm"]
+    completed = subprocess.run(command, cwd=tree, capture_output=True, text=True, timeout=900)
+    return FixedTree(tree, completed, cache)
 
 
 @pytest.fixture

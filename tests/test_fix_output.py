@@ -134,9 +134,8 @@ def test_left_after_diff_is_what_a_check_of_the_patched_tree_reports(repo, tmp_p
 
 
 @pytest.mark.slow
-def test_left_after_fixing_0_29_0_is_a_fresh_check(vllm_copy):
-    tree = vllm_copy("0.29.0")
-    fixed = kvlint("fix", "--no-cache", "vllm", cwd=tree)
+def test_left_after_fixing_0_29_0_is_a_fresh_check(fixed_029):
+    tree, fixed = fixed_029.tree, fixed_029.run
     assert fixed.returncode == 1, fixed.stderr
     fresh = kvlint("check", "--no-cache", "vllm", cwd=tree)
     assert findings(fixed.stdout) == findings(fresh.stdout)

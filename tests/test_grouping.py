@@ -198,11 +198,11 @@ def test_findings_round_trip_through_plain_data():
 
 
 @pytest.mark.slow
-def test_029_build_offloading_config_is_one_root_cause(vllm_release):
+def test_029_build_offloading_config_is_one_root_cause(vllm_release, kvlint_in_release):
     """On 0.29.0 the connector's hand-written span (a scaling, its container check, its predicate and the
     path that diverges through them) is one finding whose fix `kvlint fix` applies."""
     root = vllm_release("0.29.0")
-    result = CliRunner().invoke(main, ["check", "--no-cache", "--jobs", "1", "--format", "json", str(root / "vllm")])
+    result = kvlint_in_release("0.29.0", "check", "--no-cache", "--format", "json", ".")  # the goldens' scan
     findings = [f for f in json.loads(result.stdout) if f["path"].endswith(OFFLOADING_CONFIG)]
     scaling_lines = range(44, 50)  # `group.kv_cache_spec.block_size * (dcp if isinstance(...) else 1)`
     [root_cause] = [f for f in findings if f["line"] in scaling_lines]
