@@ -17,12 +17,14 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from kvlint.cli import main
+from kvlint.errors import FixError
 from kvlint.fixing.write import write_atomically
 from review_repos import commit_file, git, make_repo
 from test_cli import BUGGY, make_tree
@@ -290,3 +292,53 @@ def test_fix_keeps_an_acl_and_adds_none(tmp_path):
     write_atomically(plain, b"old\n", b"new\n")
     assert plain.read_bytes() == b"new\n" and os.listxattr(plain) == []
     assert plain.stat().st_mode & 0o7777 == 0o644
+
+
+def test_an_attribute_the_user_may_not_set_refuses_the_write_and_loses_nothing():
+    """A `security.` attribute root put on a user's file: the user can read it but not give it to a new file
+    (EPERM), so the fix is refused in one line and the old file — bytes and attributes — stays."""
+    if os.geteuid() != 0 or not hasattr(os, "fork") or not hasattr(os, "setxattr"):
+        pytest.skip("needs root to set the attribute and then to become another user (os.fork, os.setuid)")
+    nobody = 65534
+    folder = Path(tempfile.mkdtemp())  # not under pytest's 0700 folder: the other user must reach it
+    try:
+        folder.chmod(0o755)
+        path = folder / "f.py"
+        path.write_bytes(b"old\n")
+        try:
+            os.chown(path, nobody, nobody)
+            os.chown(folder, nobody, nobody)
+            os.setxattr(path, "security.kvlint-test", b"set by root")
+        except OSError as error:  # root in a user namespace, or a filesystem without security attributes
+            pytest.skip(f"cannot prepare a file for user {nobody} with a security attribute ({error.strerror})")
+        reader, writer = os.pipe()
+        child = os.fork()
+        if child == 0:  # pragma: no cover - runs in the child
+            os.close(reader)
+            try:
+                os.setgroups([])
+                os.setgid(nobody)
+                os.setuid(nobody)
+                write_atomically(path, b"old\n", b"new\n")
+                said = "written"
+            except FixError as error:
+                said = str(error)
+            except OSError as error:
+                said = f"cannot become user {nobody}: {error.strerror}"
+            os.write(writer, said.encode())
+            os._exit(0)
+        os.close(writer)
+        os.waitpid(child, 0)
+        with os.fdopen(reader, "rb") as stream:
+            said = stream.read().decode()
+        if said.startswith("cannot become"):
+            pytest.skip(said)
+        assert said == (
+            "cannot give the new file its extended attribute security.kvlint-test (Operation not permitted): "
+            "not written"
+        )
+        assert path.read_bytes() == b"old\n"
+        assert os.getxattr(path, "security.kvlint-test") == b"set by root"
+        assert [p.name for p in folder.iterdir()] == ["f.py"], "temporary file left behind"
+    finally:
+        shutil.rmtree(folder)

@@ -110,8 +110,9 @@ def _keep_owner_and_mode(descriptor: int, before: os.stat_result, path: Path) ->
 
 
 def _keep_extended_attributes(descriptor: int, path: Path) -> None:
-    """Make the new file's extended attributes the old file's: each one copied (ACLs included), and one the
-    new file got that the old lacks (a folder's default ACL) removed. FixError when one cannot be kept."""
+    """Make the new file's extended attributes the old file's: one the new file got that the old lacks (a
+    folder's default ACL) removed first, then each of the old file's copied (ACLs included). FixError when
+    one cannot be kept."""
     if not hasattr(os, "listxattr"):  # not Linux: no xattr calls in Python
         return
     try:
@@ -123,6 +124,11 @@ def _keep_extended_attributes(descriptor: int, path: Path) -> None:
         if error.errno in _NO_XATTRS:
             return  # a filesystem without extended attributes: none to keep
         raise FixError(f"cannot read its extended attributes ({error.strerror}): not written") from None
+    for name in present.keys() - wanted.keys():
+        try:
+            os.removexattr(descriptor, name)
+        except OSError:
+            pass  # one the system sets itself (a security label): not the user's data
     for name, value in wanted.items():
         if present.get(name) == value:
             continue  # e.g. a security label the new file already has: nothing to set (and no permission needed)
@@ -134,11 +140,6 @@ def _keep_extended_attributes(descriptor: int, path: Path) -> None:
             raise FixError(
                 f"cannot give the new file its extended attribute {printable(name)} ({error.strerror}): not written"
             ) from None
-    for name in present.keys() - wanted.keys():
-        try:
-            os.removexattr(descriptor, name)
-        except OSError:
-            pass  # one the system sets itself (a security label): not the user's data
 
 
 def remove_stale_temporaries(path: Path) -> None:
