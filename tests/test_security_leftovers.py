@@ -3,7 +3,8 @@ blob from git only after its size), `paths` and `review` say a cross-file analys
 `check` does), and `fix` keeps a file's extended attributes and ACLs.
 
 Real git repositories (tests/review_repos.py), real symbolic links, FIFOs and extended attributes; every
-command that could hang or read without end runs in a child process with a deadline and a memory cap.
+command that could hang or read without end (a link to /dev/zero, a FIFO) runs in a child process with a
+deadline and a memory cap, the rest in-process (tests/kvlint_runner.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from click.testing import CliRunner
 from kvlint.cli import main
 from kvlint.errors import FixError
 from kvlint.fixing.write import write_atomically
+from kvlint_runner import run_kvlint
 from review_repos import commit_file, git, make_repo
 from test_cli import BUGGY, make_tree
 
@@ -64,7 +66,10 @@ def kvlint(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def review(repo: Path, *extra: str, head: str | None = "pr") -> subprocess.CompletedProcess:
-    return kvlint("review", "--base", "main", *(["--head", head] if head else []), "--jobs", "1", *extra, cwd=repo)
+    """`--head` reads git's blobs into a scratch tree (no link, no FIFO can be there): in-process. Without it
+    the review reads the checkout, where a link to /dev/zero or a FIFO is: a child with a deadline."""
+    arguments = ("review", "--base", "main", *(["--head", head] if head else []), "--jobs", "1", *extra)
+    return run_kvlint(*arguments, cwd=repo) if head else kvlint(*arguments, cwd=repo)
 
 
 def body(run: subprocess.CompletedProcess) -> str:
@@ -94,7 +99,7 @@ def test_a_configuration_too_large_to_read_is_an_error_not_a_silent_default(tmp_
     repo = make_repo(tmp_path)
     git(repo, "checkout", "-qb", "huge-config", "main")
     commit_file(repo, "pyproject.toml", b"[tool.kvlint]\n" + b"#" * (20 * 1024 * 1024) + b"\n")
-    run = kvlint("review", "--base", "huge-config", "--head", "pr", cwd=repo)
+    run = run_kvlint("review", "--base", "huge-config", "--head", "pr", cwd=repo)  # cannot hang: in-process
     assert run.returncode == 2
     assert run.stderr.splitlines()[-1] == (
         f"kvlint: error: pyproject.toml of {git(repo, 'rev-parse', 'huge-config')[:12]}: not read: "
