@@ -118,6 +118,16 @@ def read_regular_file(path: str | os.PathLike, limit: int = MAX_FILE_BYTES, *, f
         os.close(descriptor)
 
 
+def read_file_inside(root: str | os.PathLike, relative: str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file `relative` under `root`, read as read_regular_file reads (at most `limit`
+    bytes, without blocking) and never through a link: the file itself must not be one (NotRegularFile:
+    `not a regular file (symbolic link)`), and its folder must resolve inside `root` (ELOOP otherwise)."""
+    path = os.path.join(os.fspath(root), relative)
+    if not is_inside(os.path.realpath(os.path.dirname(path)), os.path.realpath(root)):
+        raise OSError(errno.ELOOP, "under a symbolic link out of the tree", path)
+    return read_regular_file(path, limit, follow_symlinks=False)
+
+
 def _check_kind(name: str, info: os.stat_result, limit: int) -> None:
     if stat.S_ISDIR(info.st_mode):
         raise IsADirectoryError(errno.EISDIR, "Is a directory", name)

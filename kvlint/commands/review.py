@@ -116,7 +116,8 @@ def review(
 ):
     """Lint only what a pull request changes; emit (or --post) a GitHub review with suggestions.
 
-    Exit 0 when the lines the pull request changes are clean, 1 when they have findings, 2 on errors.
+    Exit 0 when the lines the pull request changes are clean, 1 when they have findings, 2 on errors (a
+    cross-file analysis that could not read or do everything included, even with --exit-zero).
     """
     output = _Output()
     try:
@@ -165,6 +166,9 @@ def review(
         output.say(
             f"kvlint: {len(result.in_diff)} finding(s) on changed lines in {result.files_checked} file(s){outside}."
         )
+        # A cross-file analysis that failed is an error, as in `check`: the review says it too, and is posted.
+        for line in result.incomplete:
+            output.say(f"kvlint: error: {line}")
     except KvlintError as error:
         output.say(f"kvlint: error: {' '.join(str(error).split())}")
         sys.exit(EXIT_ERROR)
@@ -178,7 +182,15 @@ def review(
             f"kvlint: internal error: {type(error).__name__}: {' '.join(str(error).split())} (re-run with --verbose for details)"
         )
         sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_CLEAN if exit_zero or not result.in_diff else EXIT_FINDINGS)
+    sys.exit(_exit_code(result, exit_zero))
+
+
+def _exit_code(result, exit_zero: bool) -> int:
+    """2 when the cross-file analysis was incomplete (whatever --exit-zero says, as in `check`), else 1 for
+    findings on changed lines unless --exit-zero, else 0."""
+    if result.incomplete:
+        return EXIT_ERROR
+    return EXIT_CLEAN if exit_zero or not result.in_diff else EXIT_FINDINGS
 
 
 def _post_saved(output: _Output, payload_path: str, pull: int | None, max_comments: int) -> int:

@@ -10,11 +10,15 @@ What is refused, with a one-line reason (the file is left as it is):
   half-written; a store that shares files by hard links, such as a package cache, would be edited too);
 - a file whose owner or group kvlint cannot give the new file (owned by another user): the rewritten file
   would change owner;
+- a file whose extended attributes (POSIX ACLs are one: `system.posix_acl_access`) kvlint cannot give the new
+  file (an attribute it may not set): the rewritten file would lose them. Where the filesystem holds no
+  extended attributes (ENOTSUP), or the platform has no xattr calls, there is nothing to keep;
 - anything that is not a regular file.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -23,12 +27,15 @@ import time
 from pathlib import Path
 
 from kvlint.errors import FixError
+from kvlint.escaping import printable
 from kvlint.filesystem import describe, file_kind, read_regular_file
 
 TEMP_SUFFIX = ".kvlint-tmp"
 # A live run holds its temp file for the time of one write, fsync and rename; one this old was left by a
 # killed run. Age, not a pid, decides: a run in another container or on another NFS client has pids we can't see.
 STALE_TEMP_AGE_S = 600
+# What os.listxattr/setxattr raise where a filesystem (or one attribute namespace) holds no extended attributes.
+_NO_XATTRS = frozenset({errno.ENOTSUP, getattr(errno, "EOPNOTSUPP", errno.ENOTSUP)})
 
 
 def read_original(path: Path) -> bytes:
@@ -70,7 +77,7 @@ def write_atomically(path: Path, original: bytes, new: bytes) -> None:
         with os.fdopen(handle, "wb") as stream:
             stream.write(new)
             stream.flush()
-            _keep_owner_and_mode(stream.fileno(), before)
+            _keep_owner_and_mode(stream.fileno(), before, path)
             os.fsync(stream.fileno())
         try:
             current = read_regular_file(path, follow_symlinks=False)
@@ -89,15 +96,50 @@ def write_atomically(path: Path, original: bytes, new: bytes) -> None:
     remove_stale_temporaries(path)
 
 
-def _keep_owner_and_mode(descriptor: int, before: os.stat_result) -> None:
-    """Give the new file the old one's owner, group and mode (the mode last: a chown clears set-id bits)."""
+def _keep_owner_and_mode(descriptor: int, before: os.stat_result, path: Path) -> None:
+    """Give the new file the old one's owner, group, extended attributes and mode (the mode last: a chown
+    clears set-id bits, and an ACL sets the group bits, which the mode then sets back to the old file's)."""
     mine = os.fstat(descriptor)
     if (mine.st_uid, mine.st_gid) != (before.st_uid, before.st_gid):
         try:
             os.fchown(descriptor, before.st_uid, before.st_gid)
         except OSError:
             raise FixError("is owned by another user or group: not written (the new file would change owner)") from None
+    _keep_extended_attributes(descriptor, path)
     os.fchmod(descriptor, stat.S_IMODE(before.st_mode))
+
+
+def _keep_extended_attributes(descriptor: int, path: Path) -> None:
+    """Make the new file's extended attributes the old file's: one the new file got that the old lacks (a
+    folder's default ACL) removed first, then each of the old file's copied (ACLs included). FixError when
+    one cannot be kept."""
+    if not hasattr(os, "listxattr"):  # not Linux: no xattr calls in Python
+        return
+    try:
+        wanted = {
+            name: os.getxattr(path, name, follow_symlinks=False) for name in os.listxattr(path, follow_symlinks=False)
+        }
+        present = {name: os.getxattr(descriptor, name) for name in os.listxattr(descriptor)}
+    except OSError as error:
+        if error.errno in _NO_XATTRS:
+            return  # a filesystem without extended attributes: none to keep
+        raise FixError(f"cannot read its extended attributes ({error.strerror}): not written") from None
+    for name in present.keys() - wanted.keys():
+        try:
+            os.removexattr(descriptor, name)
+        except OSError:
+            pass  # one the system sets itself (a security label): not the user's data
+    for name, value in wanted.items():
+        if present.get(name) == value:
+            continue  # e.g. a security label the new file already has: nothing to set (and no permission needed)
+        try:
+            os.setxattr(descriptor, name, value)
+        except OSError as error:
+            if error.errno in _NO_XATTRS:
+                continue  # this filesystem holds no such attribute on a new file: nothing can keep it
+            raise FixError(
+                f"cannot give the new file its extended attribute {printable(name)} ({error.strerror}): not written"
+            ) from None
 
 
 def remove_stale_temporaries(path: Path) -> None:

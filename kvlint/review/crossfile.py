@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kvlint.engine.lint import lint_bytes
 from kvlint.engine.rule import Rule
+from kvlint.filesystem import describe, read_file_inside
 from kvlint.review.diff import ChangedFile
 from kvlint.scan.config import Config
 from kvlint.scan.jobs import WorkerState, job_for_file, request_for
@@ -100,11 +101,13 @@ def findings_through_touched_targets(
     rules: tuple[type[Rule], ...],
     config: Config,
     base_issue_keys: Callable[[], set[tuple]],
+    failures: list[str] | None = None,
 ) -> tuple[list[Finding], list[Finding]]:
     """(findings re-anchored on the touched reference/resolver, the scanned findings they replace).
 
     Only divergences the change creates count: one the base revision already had (same record, path and
-    counterexamples) is not the pull request's doing, even if it edits the target.
+    counterexamples) is not the pull request's doing, even if it edits the target. An untouched file that
+    must be linted for it but cannot be read is a line in `failures`, never dropped in silence.
     """
     touched = touched_targets(project, tree, changes, texts)
     if not touched:
@@ -127,7 +130,7 @@ def findings_through_touched_targets(
             candidates = [f for f in scanned if f.path == repository_path]
         else:
             if repository_path not in linted:
-                linted[repository_path] = _lint_one(tree, repository_path, project, rules, config)
+                linted[repository_path] = _lint_one(tree, repository_path, project, rules, config, failures)
             candidates = linted[repository_path]
         # Through the engine, so that suppression comments and per-file-ignores still hold; a divergence
         # folded into another finding of its root cause (kvlint.engine.grouping) is reported by that one.
@@ -163,15 +166,21 @@ def _reports(finding: Finding, code: str, line: int) -> bool:
 
 
 def _lint_one(
-    tree: Path, repository_path: str, project, rules: tuple[type[Rule], ...], config: Config
+    tree: Path,
+    repository_path: str,
+    project,
+    rules: tuple[type[Rule], ...],
+    config: Config,
+    failures: list[str] | None,
 ) -> list[Finding]:
-    """The findings of one file the pull request does not touch, linted as a scan would lint it."""
-    path = tree / repository_path
-    if path.is_symlink():
-        return []
+    """The findings of one file the pull request does not touch, linted as a scan would lint it; read with
+    kvlint's one reader, never through a link (a regular file inside the tree, at most 10 MiB)."""
     try:
-        data = path.read_bytes()
-    except OSError:
+        data = read_file_inside(tree, repository_path)
+    except OSError as error:
+        if failures is not None:
+            failures.append(f"cross-file analysis incomplete: {repository_path} not read: {describe(error)}")
         return []
+    path = tree / repository_path
     job = job_for_file(path, repository_path, tuple(rule.CODE for rule in rules), config, project, data)
     return list(lint_bytes(request_for(job, WorkerState(project, config.rule_settings())), data).findings)

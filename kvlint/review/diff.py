@@ -17,7 +17,9 @@ from pathlib import Path
 
 from kvlint.review.git import (  # noqa: F401  (ReviewError, git, … are this module's interface too)
     GITLINK_MODE,
+    MAX_FILE_BYTES,
     SYMLINK_MODE,
+    SYMLINK_REFUSAL,
     ReviewError,
     decoded_path,
     git,
@@ -27,6 +29,7 @@ from kvlint.review.git import (  # noqa: F401  (ReviewError, git, … are this m
     repository_root,
     resolve_commit,
     safe_relative_path,
+    too_large,
 )
 from kvlint.review.snapshot import snapshot_working_tree
 
@@ -34,6 +37,7 @@ from kvlint.review.snapshot import snapshot_working_tree
 CONTEXT_LINES = 3
 # Both listings of a diff use the same options, so the file list and the hunks agree on every path.
 _DIFF_OPTIONS = ("-r", "--find-renames", "--diff-filter=AMRCT", "--no-ext-diff", "--no-textconv")
+_MAX_PATHSPEC_CHARS = 256 * 1024
 _HUNK_HEADER = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -73,9 +77,20 @@ class Trees:
 
 
 def changed_files(repo: Path, trees: Trees) -> Change:
-    """The lines each file changes from `trees.base` to `trees.head`; paths kvlint will not read are refused."""
+    """The lines each file changes from `trees.base` to `trees.head`; paths kvlint will not read are refused.
+
+    A file over MAX_FILE_BYTES on the head side (by the size git lists, before anything of it is read) is
+    left out of the patch, like a file the working-tree snapshot left out: its diff is never read.
+    """
     environment = trees.environment
     listing = git(repo, "diff-tree", "-z", *_DIFF_OPTIONS, trees.base, trees.head, environment=environment)
+    entries = _parse_listing(listing)
+    oversized = _oversized(repo, entries, environment)
+    skipped = [*trees.left_out, *oversized]
+    # Literal: a name with `*` or `:` is itself; beyond a generous length, the patch is read whole instead.
+    excluded = [f":(exclude,literal){path}" for path in skipped]
+    if sum(len(p) for p in excluded) > _MAX_PATHSPEC_CHARS:
+        excluded = []
     patch = git(
         repo,
         "diff-tree",
@@ -88,18 +103,24 @@ def changed_files(repo: Path, trees: Trees) -> Change:
         *_DIFF_OPTIONS,
         trees.base,
         trees.head,
+        "--",
+        *excluded,
         environment=environment,
     )
     hunks = _lines_by_path(patch)
     files: dict[str, ChangedFile] = {}
     refused = [f"{path}: {why}" for path, why in trees.left_out.items()]
-    for _status, mode, raw_path in _parse_listing(listing):
+    for _status, mode, _sha, raw_path in entries:
         path = decoded_path(raw_path)
         if path in trees.left_out:
             continue
         why = safe_relative_path(path)
         if why is None and mode == SYMLINK_MODE:
-            why = "a symbolic link"
+            why = SYMLINK_REFUSAL
+        if why is None and path in oversized:
+            if not path.endswith(".py"):
+                continue  # never reviewed: nothing to say
+            why = too_large(path, oversized[path])
         if why is not None:
             refused.append(f"{path}: {why}")
             continue
@@ -110,10 +131,28 @@ def changed_files(repo: Path, trees: Trees) -> Change:
     return Change(files, refused)
 
 
-def _parse_listing(listing: bytes) -> list[tuple[str, str, bytes]]:
-    """(status letter, head-side mode, head-side path) from `git diff-tree -z` (NUL-separated: any name works)."""
+def _oversized(repo: Path, entries, environment: dict[str, str]) -> dict[str, int]:
+    """path -> size of each changed regular file whose head-side blob is over MAX_FILE_BYTES (one
+    `git cat-file --batch-check`, which reads sizes only)."""
+    blobs = [(decoded_path(raw), sha) for _, mode, sha, raw in entries if mode in ("100644", "100755")]
+    if not blobs:
+        return {}
+    answer = git(
+        repo,
+        "cat-file",
+        "--batch-check=%(objectsize)",
+        input_bytes="".join(f"{sha}\n" for _, sha in blobs).encode(),
+        environment=environment,
+    ).split(b"\n")
+    sizes = [int(line) if line.isdigit() else 0 for line in answer[: len(blobs)]]
+    return {path: size for (path, _), size in zip(blobs, sizes) if size > MAX_FILE_BYTES}
+
+
+def _parse_listing(listing: bytes) -> list[tuple[str, str, str, bytes]]:
+    """(status letter, head-side mode, head-side object id, head-side path) from `git diff-tree -z`
+    (NUL-separated: any name works)."""
     fields = listing.split(b"\0")
-    entries: list[tuple[str, str, bytes]] = []
+    entries: list[tuple[str, str, str, bytes]] = []
     position = 0
     while position < len(fields):
         meta = fields[position]
@@ -127,7 +166,8 @@ def _parse_listing(listing: bytes) -> list[tuple[str, str, bytes]]:
         count = 2 if status in ("R", "C") else 1
         if position + count > len(fields):
             raise ReviewError("cannot parse git's list of changed files")
-        entries.append((status, parts[1].decode("ascii", "replace"), fields[position + count - 1]))
+        mode, sha = parts[1].decode("ascii", "replace"), parts[3].decode("ascii", "replace")
+        entries.append((status, mode, sha, fields[position + count - 1]))
         position += count
     return entries
 
@@ -150,7 +190,9 @@ def _lines_by_path(patch: bytes) -> dict[bytes, tuple[set[int], set[int]]]:
             current = None
         elif line.startswith(b"+++ ") and current is None:
             name = _unquoted(line[4:])
-            current = result.setdefault(name[2:], (set(), set())) if name.startswith(b"b/") else None
+            # `+++ /dev/null`: the file's old side, deleted (a type change shows it before the new side's own
+            # diff): its hunks are consumed and belong to no head-side file.
+            current = result.setdefault(name[2:], (set(), set())) if name.startswith(b"b/") else (set(), set())
         elif line.startswith(b"@@ "):
             match = _HUNK_HEADER.match(line)
             if match is None or current is None:

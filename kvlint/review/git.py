@@ -14,10 +14,10 @@ import time
 from pathlib import Path, PurePosixPath
 
 from kvlint.errors import ReviewError
+from kvlint.filesystem import MAX_FILE_BYTES, FileTooLarge, describe
 
-# Larger Python files are not linted by the scan either; reading them whole is what the cap prevents.
-MAX_FILE_BYTES = 10 * 1024 * 1024
 SYMLINK_MODE = "120000"
+SYMLINK_REFUSAL = "a symbolic link"  # why a link in a pull request is not read
 GITLINK_MODE = "160000"
 _MAX_NAME_BYTES = 255  # one path component on Linux and macOS
 _GIT_TIMEOUT_S = 300
@@ -130,31 +130,43 @@ def decoded_path(raw: bytes) -> str:
 # --- blobs ------------------------------------------------------------------------------------------------
 
 
+def too_large(path: str, size: int) -> str:
+    """Why a blob of `size` bytes is not read, in the words the scan uses for a file on disk."""
+    return describe(FileTooLarge(path, size, MAX_FILE_BYTES))
+
+
 def read_blob(repo: Path, commit: str, path: str) -> bytes | None:
-    """The regular file `path` of `commit` (no filter applied); None when it is not one there."""
+    """The regular file `path` of `commit` (no filter applied); None when it is not one there. Its size is
+    read from the tree first: one over MAX_FILE_BYTES is a ReviewError, and not a byte of it is read."""
     try:
-        listing = git(repo, "ls-tree", "-z", "--full-tree", commit, "--", path)
+        listing = git(repo, "ls-tree", "-z", "-l", "--full-tree", commit, "--", path)
     except ReviewError:
         return None
     meta, _, _ = listing.partition(b"\t")
     parts = meta.decode("ascii", "replace").split()
-    if len(parts) != 3 or parts[1] != "blob" or parts[0] not in ("100644", "100755"):
+    if len(parts) != 4 or parts[1] != "blob" or parts[0] not in ("100644", "100755") or not parts[3].isdigit():
         return None
+    if int(parts[3]) > MAX_FILE_BYTES:
+        raise ReviewError(f"{path} of {commit[:12]}: not read: {too_large(path, int(parts[3]))}")
     try:
-        return git(repo, "cat-file", "blob", parts[2])
+        data = git(repo, "cat-file", "blob", parts[2])
     except ReviewError:
         return None
+    if len(data) > MAX_FILE_BYTES:  # not the blob the tree listed
+        raise ReviewError(f"{path} of {commit[:12]}: not read: {too_large(path, len(data))}")
+    return data
 
 
-def materialise_python_tree(repo: Path, commit: str, destination: Path) -> list[str]:
-    """Write every Python source of `commit` under `destination` (regular blobs only); returns refusals.
+def materialise_python_tree(repo: Path, commit: str, destination: Path) -> list[tuple[str, str]]:
+    """Write every Python source of `commit` under `destination` (regular blobs of at most MAX_FILE_BYTES,
+    by the size the tree lists, checked before the blob is read); returns (path, why) for each one refused.
 
     The whole tree is needed, not only the changed files: the cross-file analysis reads the spec hierarchy,
     the resolver and the scheduler's sizing path from wherever the tree defines them.
     """
     listing = git(repo, "ls-tree", "-r", "-z", "-l", "--full-tree", commit)
     wanted: list[tuple[str, str]] = []
-    refused: list[str] = []
+    refused: list[tuple[str, str]] = []
     for entry in listing.split(b"\0"):
         if not entry:
             continue
@@ -165,11 +177,13 @@ def materialise_python_tree(repo: Path, commit: str, destination: Path) -> list[
             continue
         why = safe_relative_path(path)
         if why is None and mode == SYMLINK_MODE:
-            why = "a symbolic link"
-        if why is None and size.isdigit() and int(size) > MAX_FILE_BYTES:
-            why = f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
+            why = SYMLINK_REFUSAL
+        if why is None and not size.isdigit():
+            why = "a blob whose size git does not list"
+        if why is None and int(size) > MAX_FILE_BYTES:
+            why = too_large(path, int(size))
         if why is not None:
-            refused.append(f"{path}: {why}")
+            refused.append((path, why))
             continue
         wanted.append((path, sha))
     if wanted:
@@ -177,9 +191,9 @@ def materialise_python_tree(repo: Path, commit: str, destination: Path) -> list[
     return refused
 
 
-def _write_blobs(repo: Path, wanted: list[tuple[str, str]], root: Path) -> list[str]:
+def _write_blobs(repo: Path, wanted: list[tuple[str, str]], root: Path) -> list[tuple[str, str]]:
     """One `git cat-file --batch` for all blobs, read one blob at a time (never the whole tree in memory)."""
-    refused: list[str] = []
+    refused: list[tuple[str, str]] = []
     deadline = time.monotonic() + _GIT_TIMEOUT_S
     with tempfile.TemporaryFile() as requests:
         requests.write("".join(f"{sha}\n" for _, sha in wanted).encode())
@@ -199,11 +213,13 @@ def _write_blobs(repo: Path, wanted: list[tuple[str, str]], root: Path) -> list[
                 header = stream.readline().split()
                 if len(header) != 3 or header[1] != b"blob" or not header[2].isdigit():
                     raise ReviewError(f"git cat-file could not read {sha}")
+                if int(header[2]) > MAX_FILE_BYTES:  # the listing said it was smaller: stop, read nothing
+                    raise ReviewError(f"git cat-file: {sha} is not the blob the tree listed")
                 data = stream.read(int(header[2]))
                 stream.read(1)  # the newline after each blob
                 why = _write_one(root, path, data)
                 if why is not None:
-                    refused.append(f"{path}: {why}")
+                    refused.append((path, why))
         finally:
             process.kill()
             process.wait()

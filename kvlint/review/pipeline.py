@@ -4,6 +4,11 @@ Nothing from the pull request runs. git reads it (kvlint.review.diff); the head 
 are written to a scratch folder, or the working tree is read as it is on disk; the configuration is the
 base revision's. The scan reads paths relative to the tree (so excludes and per-file-ignores see repository
 paths); worker processes must not import from the pull request's tree (`_worker_count`).
+
+Every file of the pull request is read with kvlint's one reader (kvlint.filesystem: a regular file inside the
+tree, never through a link, at most 10 MiB by its size before a byte is read, never waited on); one it refuses
+is said with its reason. What the cross-file analysis could not read or do is kept in `Review.incomplete`:
+the command says it and exits 2, and the review's body says it, as `check` does.
 """
 
 from __future__ import annotations
@@ -13,10 +18,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from kvlint.analysis.vocabulary import INTERFACE_MODULE, RESOLVER_HOME
 from kvlint.engine.source import decode_source
 from kvlint.errors import ConfigError, UnreadableSource
+from kvlint.filesystem import describe, read_file_inside
 from kvlint.review.crossfile import findings_through_touched_targets, issue_key
 from kvlint.review.diff import (
+    SYMLINK_REFUSAL,
     ReviewError,
     changed_files,
     git,
@@ -80,18 +88,18 @@ def make_review(
         trees = review_trees(repo, base_commit, head_commit, scratch)
         change = changed_files(repo, trees)
         refused = list(change.refused)
+        incomplete: list[str] = []
         config = load_review_config(repo, base_commit, config_path, scratch)
         if head_commit is not None:
             tree = scratch / "head"
             tree.mkdir()
-            refused += [entry for entry in materialise_python_tree(repo, head_commit, tree) if entry not in refused]
+            left_out = materialise_python_tree(repo, head_commit, tree)
+            refused += [line for line in (f"{path}: {why}" for path, why in left_out) if line not in refused]
+            incomplete += index_failures(tree, left_out)
         else:
             tree = repo
-        python = sorted(
-            path
-            for path in change.files
-            if path.endswith(".py") and not is_excluded(path, config.exclude) and (tree / path).is_file()
-        )
+        contents = _read_changed(tree, change.files, config.exclude, refused)
+        python = sorted(contents)
         findings, texts, files_checked, placed = [], {}, 0, {}
         if python:
             meter.phase(f"reviewing {len(python):,} changed Python file{'s' if len(python) != 1 else ''}")
@@ -106,7 +114,7 @@ def make_review(
                 progress=progress,
                 display_root=tree,
             )
-            texts = _texts(tree, python)
+            texts = _texts(contents)
             findings = [f for f in result.findings if f.path in change.files]
             files_checked = len(result.files)
             base_tree = _BaseTree(repo, trees.base, scratch / "base")
@@ -114,11 +122,13 @@ def make_review(
             def base_issue_keys() -> set[tuple[str, str, str, str]]:
                 root = base_tree.ready()
                 inside = [root / p for p in python if (root / p).is_file()] or [root]
-                sizing = build_project_index(inside, scheduler_only_paths=tuple(config.scheduler_only_paths)).sizing
+                index = build_project_index(inside, scheduler_only_paths=tuple(config.scheduler_only_paths))
+                base_tree.failures += index.failures
+                sizing = index.sizing
                 return {issue_key(issue) for issue in (sizing.divergences if sizing is not None else ())}
 
             anchored, replaced = findings_through_touched_targets(
-                result.project, tree, change.files, texts, findings, result.rules, config, base_issue_keys
+                result.project, tree, change.files, texts, findings, result.rules, config, base_issue_keys, incomplete
             )
             replaced_ids = {id(f) for f in replaced}
             findings = [f for f in findings if id(f) not in replaced_ids]
@@ -132,9 +142,49 @@ def make_review(
                     if placement is not None:
                         placed[id(finding)] = (placement.line, placement.note)
             findings += anchored
+            # Asked last, when every use of the tree index has happened (it is built on first use).
+            incomplete += result.degradations
+            incomplete += [f"{line} (base revision)" for line in base_tree.failures]
     review = build_review(findings, change.files, texts, refused, files_checked, placed)
     review.commit = head_commit or _head_commit(repo)
+    review.incomplete = list(dict.fromkeys(incomplete))
     return review, texts
+
+
+def index_failures(tree: Path, left_out: list[tuple[str, str]]) -> list[str]:
+    """The files of a tree written from git that its tree index would have read but that were left out,
+    said as the index says a file it could not read: a vLLM tree's index reads every `.py` under `vllm/` (a
+    link there only when it is the interface or the resolver's home, which it reads by name; any other link
+    it would follow only inside the tree, to a file it reads under its own name)."""
+    if not (tree / INTERFACE_MODULE).is_file() and all(path != INTERFACE_MODULE for path, _ in left_out):
+        return []
+    return [
+        f"cross-file analysis incomplete: {path} not read: {why}"
+        for path, why in left_out
+        if path in (INTERFACE_MODULE, RESOLVER_HOME)
+        or (path.startswith("vllm/") and why != SYMLINK_REFUSAL and not _hidden(path))
+    ]
+
+
+def _hidden(path: str) -> bool:
+    # The index does not walk hidden folders (kvlint.analysis.tree_files.is_hidden).
+    return any(part.startswith(".") for part in path.split("/")[:-1])
+
+
+def _read_changed(tree: Path, files, exclude, refused: list[str]) -> dict[str, bytes]:
+    """The changed Python files to review and their bytes, read with kvlint's one reader; one it refuses (not
+    a regular file, a link, too large) is added to `refused` with its reason unless already said there."""
+    contents: dict[str, bytes] = {}
+    for path in sorted(files):
+        if not path.endswith(".py") or is_excluded(path, exclude):
+            continue
+        try:
+            contents[path] = read_file_inside(tree, path)
+        except OSError as error:
+            if not any(line.startswith(f"{path}: ") for line in refused):
+                why = "not in the reviewed tree" if isinstance(error, FileNotFoundError) else describe(error)
+                refused.append(f"{path}: {why}")
+    return contents
 
 
 class _BaseTree:
@@ -142,11 +192,12 @@ class _BaseTree:
 
     def __init__(self, repo: Path, commit: str, path: Path):
         self.repo, self.commit, self.path = repo, commit, path
+        self.failures: list[str] = []  # what its cross-file analysis could not read or do, once used
 
     def ready(self) -> Path:
         if not self.path.is_dir():
             self.path.mkdir()
-            materialise_python_tree(self.repo, self.commit, self.path)
+            self.failures += index_failures(self.path, materialise_python_tree(self.repo, self.commit, self.path))
         return self.path
 
     def scan(
@@ -154,19 +205,25 @@ class _BaseTree:
     ) -> tuple[list[Finding], dict[str, str]]:
         """The base revision's findings in the files `python` names (those it has), and their texts."""
         root = self.ready()
-        present = [path for path in python if (root / path).is_file() and not (root / path).is_symlink()]
-        if not present:
+        contents: dict[str, bytes] = {}
+        for path in python:
+            try:
+                contents[path] = read_file_inside(root, path)
+            except OSError:
+                continue  # not in the base revision (or left out when written: in `failures` under vllm/)
+        if not contents:
             return [], {}
-        result = scan([Path(p) for p in present], config, select, ignore, jobs, cache_dir=None, display_root=root)
-        return result.findings, _texts(root, present)
+        result = scan([Path(p) for p in contents], config, select, ignore, jobs, cache_dir=None, display_root=root)
+        self.failures += result.degradations
+        return result.findings, _texts(contents)
 
 
-def _texts(tree: Path, paths: list[str]) -> dict[str, str]:
+def _texts(contents: dict[str, bytes]) -> dict[str, str]:
     texts = {}
-    for path in paths:
+    for path, data in contents.items():
         try:
-            texts[path] = decode_source((tree / path).read_bytes()).text
-        except (UnreadableSource, OSError):
+            texts[path] = decode_source(data).text
+        except UnreadableSource:
             continue
     return texts
 

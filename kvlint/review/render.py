@@ -124,6 +124,13 @@ def summary_body(summary: Summary) -> str:
         lines.append(
             f"Not read: {summary.refused} path(s) that leave the repository, are symbolic links or cannot be read safely."
         )
+    if summary.incomplete:
+        lines.append("")
+        lines.append(
+            f"**The cross-file analysis is incomplete**: {summary.incomplete} file(s) or step(s) it needs could not be "
+            "read or done (the run's log names them), so findings that compare sizing paths across files may be "
+            "missing from this review."
+        )
     return "\n".join(lines) + "\n"
 
 

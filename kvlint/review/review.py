@@ -88,6 +88,8 @@ class Review:
     # (path, line) of each `# kvlint: ignore` comment on a line the pull request adds or changes.
     suppressions_added: list[tuple[str, int]] = field(default_factory=list)
     omitted: list[Finding] = field(default_factory=list)  # in the diff, but past the comment limit
+    # What the cross-file analysis could not read or do, one line each: said on stderr and in the body, exit 2.
+    incomplete: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -102,6 +104,7 @@ class Summary:
     refused: int
     suppressions_added: list[tuple[str, int]]
     max_comments: int
+    incomplete: int = 0  # lines of Review.incomplete: cross-file findings may be missing
 
     @property
     def in_diff_total(self) -> int:
@@ -123,6 +126,7 @@ def summarise(review: Review, max_comments: int) -> Summary:
         refused=len(review.refused),
         suppressions_added=list(review.suppressions_added),
         max_comments=max_comments,
+        incomplete=len(review.incomplete),
     )
 
 

@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from kvlint.engine.registry import rule_by_code, rule_codes
+from kvlint.filesystem import FileTooLarge, describe, read_regular_file
 from kvlint.review.diff import ReviewError, safe_relative_path
 from kvlint.review.review import (
     FINGERPRINT,
@@ -64,6 +65,7 @@ def review_data(review: Review, summary: Summary) -> dict:
             "fixable": summary.fixable,
             "files_checked": summary.files_checked,
             "refused": summary.refused,
+            "incomplete": summary.incomplete,
             "suppressions_added": [{"path": path, "line": line} for path, line in summary.suppressions_added],
         },
         "comments": [_comment_data(comment) for comment in review.comments],
@@ -119,13 +121,12 @@ def _comment_data(comment: ReviewComment) -> dict:
 
 def load(path: str) -> dict:
     """The saved review's JSON, read with a size cap (the file comes from an untrusted run)."""
-    try:
-        with open(path, "rb") as stream:
-            data = stream.read(MAX_FILE_BYTES + 1)
+    try:  # a regular file only, size capped before reading, never waited on (a FIFO in its place)
+        data = read_regular_file(path, MAX_FILE_BYTES)
+    except FileTooLarge:
+        raise ReviewError(f"{path}: the saved review is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB") from None
     except OSError as error:
-        raise ReviewError(f"{path}: cannot read the saved review: {error.strerror or error}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise ReviewError(f"{path}: the saved review is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+        raise ReviewError(f"{path}: cannot read the saved review: {describe(error)}") from None
     try:
         return json.loads(data)
     except (ValueError, RecursionError) as error:
@@ -214,6 +215,7 @@ def _summary_from(raw: dict, name_of) -> Summary:
         fixable=_integer(raw.get("fixable", 0), "summary.fixable"),
         files_checked=_integer(raw.get("files_checked", 0), "summary.files_checked"),
         refused=_integer(raw.get("refused", 0), "summary.refused"),
+        incomplete=_integer(raw.get("incomplete", 0), "summary.incomplete"),
         suppressions_added=[
             (_path(_dict(s, "suppression").get("path")), _integer(s.get("line"), "suppression line", 1, _MAX_LINE))
             for s in suppressions

@@ -3,9 +3,9 @@
 `git diff` against the working tree would run the clean filter, eol and encoding conversions that the
 pull request's `.gitattributes` select (a configured `filter.<name>.clean` runs on every file the pull
 request points it at). Here kvlint reads each tracked file itself (symbolic links as links, never
-followed; regular files only, size capped) and git only hashes those bytes (`hash-object --no-filters`)
-and writes a tree from a scratch index. The objects go to a scratch object folder; the repository's own
-is an alternate, never written to.
+followed; any other file with kvlint.filesystem's reader: regular files only, size capped before reading)
+and git only hashes those bytes (`hash-object --no-filters`) and writes a tree from a scratch index. The
+objects go to a scratch object folder; the repository's own is an alternate, never written to.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import os
 import stat
 from pathlib import Path
 
+from kvlint.filesystem import FileTooLarge, NotRegularFile, describe, read_regular_file
 from kvlint.review.git import (
     GITLINK_MODE,
-    MAX_FILE_BYTES,
     SYMLINK_MODE,
     ReviewError,
     decoded_path,
@@ -106,31 +106,21 @@ def _object_id(hash_name: str, data: bytes) -> str:
 
 
 def _read_working_file(root: str, path: str) -> tuple[tuple[str, bytes] | None, str | None]:
-    """((mode, bytes) or None when absent, why it is not read): symbolic links as links, never followed."""
+    """((mode, bytes) or None when absent, why it is not read): symbolic links as links, never followed; any
+    other file through kvlint's one reader (regular files only, size capped before reading, no blocking)."""
     full = os.path.join(root, path)
     parent = os.path.dirname(full)
     if os.path.realpath(parent) != os.path.normpath(parent):
         return None, "under a symbolic link"
     try:
         status = os.lstat(full)
+        if stat.S_ISLNK(status.st_mode):
+            return (SYMLINK_MODE, os.fsencode(os.readlink(full))), None
+        data = read_regular_file(full, follow_symlinks=False)
     except (FileNotFoundError, NotADirectoryError):
         return None, None
+    except (NotRegularFile, FileTooLarge, IsADirectoryError) as error:
+        return None, describe(error)
     except OSError as error:
-        return None, f"cannot be read ({error.strerror})"
-    if stat.S_ISLNK(status.st_mode):
-        return (SYMLINK_MODE, os.fsencode(os.readlink(full))), None
-    if not stat.S_ISREG(status.st_mode):
-        return None, "not a regular file"
-    if status.st_size > MAX_FILE_BYTES:
-        return None, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
-    try:
-        descriptor = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError as error:
-        return None, f"cannot be read ({error.strerror})"
-    with os.fdopen(descriptor, "rb") as stream:
-        if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-            return None, "not a regular file"
-        data = stream.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        return None, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
+        return None, f"cannot be read ({describe(error)})"
     return ("100755" if status.st_mode & 0o100 else "100644", data), None
