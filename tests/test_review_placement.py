@@ -21,6 +21,7 @@ from kvlint.review.review import NOTE_KINDS, Note
 from kvlint.review.saved import review_from_data
 from kvlint.types import Finding
 from review_repos import comments, git, kvlint, make_repo, review
+from test_upstream_tests import CONFIG_PATH, MINI_VLLM, write_tree
 
 INTERFACE = """\
 class KVCacheSpec: pass
@@ -221,3 +222,28 @@ def test_every_placement_note_is_a_kind_the_saved_review_accepts_and_worded():
         assert kind in NOTE_KINDS
         sentence = note_sentence(Note(kind, line=7), "a.py")
         assert "line 7" in sentence and "\n" not in sentence
+
+
+def test_a_changed_line_that_is_part_of_an_old_root_cause_is_commented_and_says_so(tmp_path):
+    """A root cause is reported once, at its primary line, with the rest of it as related locations. A pull
+    request that edits only a related line (here the signature of the function whose sizing path diverges,
+    KV103, folded into the KV102 scaling four lines below) still gets the finding on the line it edits."""
+    repo = write_tree(tmp_path / "repo", MINI_VLLM)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base: the hand-written span")
+    git(repo, "checkout", "-qb", "pr")
+    config = repo / CONFIG_PATH
+    lines = config.read_text().splitlines(keepends=True)
+    assert lines[2].startswith("def build_offloading_config(vllm_config, kv_cache_config):")
+    lines[2] = "def build_offloading_config(vllm_config, kv_cache_config, *, unused=None):\n"
+    config.write_text("".join(lines))
+    git(repo, "commit", "-qam", "pr: touch only the signature")
+
+    run = review(repo)
+    [comment] = comments(run)
+    assert (comment["path"], comment["line"]) == (CONFIG_PATH, 3)
+    assert "KV102" in comment["body"]
+    assert "This changed line is part of the finding at line 6" in comment["body"]
+    markdown = review(repo, "--format", "markdown").stdout
+    assert "This changed line is part of the finding at line 6" in markdown

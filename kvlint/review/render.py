@@ -151,6 +151,11 @@ def note_sentence(note: Note, path: str) -> str:
             f"The finding at line {note.line} sits on a line this pull request does not change, but the base "
             f"revision does not have it: the change causes it. It is shown here because {where}."
         )
+    if note.kind == "related-line-changed":
+        return (
+            f"This changed line is part of the finding at line {note.line}: kvlint reports that root cause once, "
+            "there, and lists this line among its related locations."
+        )
     if note.kind == "fix-needs-imports":
         what = "the fix also adds " + ", ".join(
             code_span(f"from {module} import {name}") for module, name in note.imports
@@ -238,7 +243,8 @@ def _placement_sentences(comment: ReviewComment, finding) -> list[str]:
     return [
         note_sentence(note, comment.path)
         for note in comment.notes
-        if note.line == finding.line and (note.kind.startswith("new-finding-") or note.kind == "function-first-change")
+        if note.line == finding.line
+        and (note.kind.startswith("new-finding-") or note.kind in ("function-first-change", "related-line-changed"))
     ]
 
 

@@ -38,7 +38,8 @@ class Note:
     "function-first-change": a finding on a whole function (at `line`) shown on its first changed line;
     "new-finding-at-call" / "-in-function" / "-in-file": a finding the pull request causes at `line`, which
     it does not change, shown on a changed call to its function / the nearest changed line of its function
-    / of its file (kvlint.review.placement).
+    / of its file (kvlint.review.placement); "related-line-changed": a finding at `line` whose root cause
+    includes this changed line (one of its related locations).
     """
 
     kind: str
@@ -56,6 +57,7 @@ NOTE_KINDS = (
     "new-finding-at-call",
     "new-finding-in-function",
     "new-finding-in-file",
+    "related-line-changed",
 )
 
 
@@ -213,11 +215,16 @@ def build_review(
 ) -> Review:
     """`placed`: id(finding) -> (changed line, note) for a finding the pull request causes on lines it
     does not change (kvlint.review.placement); it belongs to the review, shown on that line."""
-    placed = placed or {}
+    placed = dict(placed or {})
     inside: list[Finding] = []
     outside: list[Finding] = []
     for finding in findings:
-        (inside if id(finding) in placed or in_diff(finding, changes.get(finding.path)) else outside).append(finding)
+        changed = changes.get(finding.path)
+        if id(finding) not in placed and not in_diff(finding, changed):
+            related_line = _changed_related_line(finding, changed)
+            if related_line is not None:  # the pull request edits a part of this root cause, not its primary line
+                placed[id(finding)] = (related_line, Note("related-line-changed", line=finding.line))
+        (inside if id(finding) in placed or in_diff(finding, changed) else outside).append(finding)
     comments = _Comments()
     seen: dict[str, int] = {}
     lines_of: dict[str, list[str]] = {}
@@ -283,6 +290,19 @@ def build_review(
     return Review(
         ordered_comments, inside, outside, refused, files_checked, suppressions_added=added_suppressions(changes, texts)
     )
+
+
+def _changed_related_line(finding: Finding, changed: ChangedFile | None) -> int | None:
+    """The first line the pull request adds among the finding's related locations in its own file (the other
+    findings folded into this root cause), or None."""
+    if changed is None:
+        return None
+    for related in sorted(finding.related, key=lambda r: r.line):
+        if related.path == finding.path:
+            line = changed.first_added(related.line, max(related.end_line, related.line))
+            if line is not None:
+                return line
+    return None
 
 
 def _add_on_line(comments: _Comments, finding: Finding, line: int, notes: list[Note], marker_for) -> None:
