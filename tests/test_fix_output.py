@@ -19,9 +19,9 @@ from kvlint.engine.registry import all_rules
 from kvlint.errors import FixError
 from kvlint.fixing.apply import check_compiles
 from kvlint_runner import run_kvlint
+from mini_vllm import CONFIG_PATH as OFFLOADING_CONFIG
+from mini_vllm import MINI_VLLM, write_tree
 from test_cli import BUGGY, make_tree
-from test_paths import FIXTURE, OFFLOADING_CONFIG
-from test_upstream_tests import write_tree
 
 FINDING_LINE = re.compile(r"^(\S+:\d+:\d+): (KV\d{3}) ")
 
@@ -58,7 +58,7 @@ def repo(tmp_path):
     root = tmp_path / "repo"
     root.mkdir()
     make_tree(root)
-    write_tree(root, FIXTURE)  # its interface and resolver say more than make_tree's
+    write_tree(root, MINI_VLLM)  # its interface and resolver say more than make_tree's
     (root / "pkg" / "crlf.py").write_bytes(BUGGY.replace("\n", "\r\n").rstrip("\r\n").encode())
     (root / "pkg" / "unsafe.py").write_text("def span(spec, dcp):\n    return spec.block_size * dcp\n")  # stays
     git(root, "init", "-q")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
 from click.testing import CliRunner
 
 from kvlint.cli import main
+from mini_vllm import MINI_VLLM, write_tree
 
 OFFLOADING_CONFIG = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py"
 
@@ -23,60 +23,9 @@ def run(*args: str):
     return CliRunner().invoke(main, ["paths", *args], catch_exceptions=False)
 
 
-FIXTURE = {
-    "vllm/v1/kv_cache_interface.py": """
-        class KVCacheSpec:
-            block_size: int
-
-        class AttentionSpec(KVCacheSpec):
-            pass
-
-        class FullAttentionSpec(AttentionSpec):
-            pass
-
-        class MLAAttentionSpec(FullAttentionSpec):
-            pass
-
-        class MambaSpec(KVCacheSpec):
-            pass
-
-        class UniformTypeKVCacheSpecs(KVCacheSpec):
-            kv_cache_specs: dict
-
-        def iter_layer_specs(kv_cache_spec):
-            if isinstance(kv_cache_spec, UniformTypeKVCacheSpecs):
-                return kv_cache_spec.kv_cache_specs.values()
-            return (kv_cache_spec,)
-        """,
-    "vllm/v1/core/kv_cache_utils.py": """
-        def resolve_dcp_kv_block_size(spec, dcp_world_size):
-            layer_specs = iter_layer_specs(spec)
-            if len(layer_specs) > 0 and all(isinstance(s, AttentionSpec) for s in layer_specs):
-                return spec.block_size * dcp_world_size
-            return spec.block_size
-
-        def resolve_kv_cache_block_sizes(kv_cache_config, vllm_config):
-            dcp = vllm_config.parallel_config.decode_context_parallel_size
-            return [resolve_dcp_kv_block_size(g.kv_cache_spec, dcp) for g in kv_cache_config.kv_cache_groups]
-        """,
-    OFFLOADING_CONFIG: """
-        def build_offloading_config(vllm_config, kv_cache_config):
-            dcp = vllm_config.parallel_config.decode_context_parallel_size
-            return [
-                group.kv_cache_spec.block_size * (dcp if isinstance(group.kv_cache_spec, AttentionSpec) else 1)
-                for group in kv_cache_config.kv_cache_groups
-            ]
-        """,
-}
-
-
 @pytest.fixture
 def fixture_tree(tmp_path):
-    for relative, text in FIXTURE.items():
-        path = tmp_path / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    return tmp_path
+    return write_tree(tmp_path, MINI_VLLM)
 
 
 def test_text_matrix_on_a_fixture_tree(fixture_tree):

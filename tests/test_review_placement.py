@@ -20,8 +20,8 @@ from kvlint.review.render import note_sentence
 from kvlint.review.review import NOTE_KINDS, Note
 from kvlint.review.saved import review_from_data
 from kvlint.types import Finding
+from mini_vllm import CONFIG_PATH, MINI_VLLM, write_tree
 from review_repos import comments, git, kvlint, make_repo, review
-from test_upstream_tests import CONFIG_PATH, MINI_VLLM, write_tree
 
 INTERFACE = """\
 class KVCacheSpec: pass

@@ -10,13 +10,13 @@ from click.testing import CliRunner
 from kvlint.cli import main
 from kvlint.commands.verify import verify
 from kvlint.verify.run import package_parent
-from test_paths import FIXTURE
-from test_upstream_tests import make_runner, write_tree
+from mini_vllm import MINI_VLLM, write_tree
+from test_upstream_tests import make_runner
 
 
 @pytest.fixture
 def tree(tmp_path):
-    write_tree(tmp_path / "tree", FIXTURE)
+    write_tree(tmp_path / "tree", MINI_VLLM)
     (tmp_path / "tree" / "vllm" / "__init__.py").write_text("raise RuntimeError('imported from this tree')\n")
     return tmp_path / "tree"
 
