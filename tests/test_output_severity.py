@@ -68,6 +68,10 @@ def test_sarif_level_and_related_locations():
     assert related["id"] == 1 and related["message"]["text"].startswith("KV101: ")
     assert related["physicalLocation"]["region"] == {"startLine": 5, "startColumn": 24, "endLine": 5, "endColumn": 70}
     assert "relatedLocations" not in warning
+    levels = {
+        rule["id"]: rule["defaultConfiguration"]["level"] for rule in document["runs"][0]["tool"]["driver"]["rules"]
+    }
+    assert levels == {"KV103": "error", "KV102": "warning"}  # a rule's default: its most severe finding here
     jsonschema.validate(document, sarif_schema())
 
 

@@ -37,6 +37,9 @@ class SarifReporter(Reporter):
             if f.code not in codes:
                 codes.append(f.code)
         by_code = {r.CODE: r for r in rules}
+        # A rule's default level is the most severe of its findings here ("warning", SARIF's own default, when
+        # it has none): a rule whose every finding is a warning is not announced as an error.
+        errors = {f.code for f in findings if f.severity is Severity.ERROR}
         descriptors = []
         for code in codes:
             rule = by_code.get(code)
@@ -50,7 +53,7 @@ class SarifReporter(Reporter):
                         "text": rule.documentation() if rule else code,
                         "markdown": rule.documentation() if rule else code,
                     },
-                    "defaultConfiguration": {"level": "error"},
+                    "defaultConfiguration": {"level": "error" if code in errors else "warning"},
                 }
             )
         results = []
