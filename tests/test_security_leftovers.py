@@ -12,12 +12,9 @@ from __future__ import annotations
 import errno
 import json
 import os
-import resource
 import shutil
-import signal
 import struct
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -27,42 +24,18 @@ from click.testing import CliRunner
 from kvlint.cli import main
 from kvlint.errors import FixError
 from kvlint.fixing.write import write_atomically
-from kvlint_runner import run_kvlint
+from kvlint_runner import run_kvlint, run_kvlint_child
 from review_repos import commit_file, git, make_repo
 from test_cli import BUGGY, make_tree
 
-ROOT = Path(__file__).resolve().parent.parent
 RESOLVER_HOME = "vllm/v1/core/kv_cache_utils.py"
-MEMORY_CAP = 3 * 1024**3  # a child reading /dev/zero or a 20 MiB file into many copies hits this at once
 DEADLINE_S = 60
 TWENTY_MIB = b"x = 1\n" * (20 * 1024 * 1024 // 6 + 1)
 
 
-def _limits() -> None:  # pragma: no cover - runs in the child
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
-
-
 def kvlint(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """kvlint in a child process with a memory cap; one that outlives DEADLINE_S fails the test (killed)."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
-    environment["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-    child = subprocess.Popen(
-        [sys.executable, "-m", "kvlint", *args],
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=environment,
-        start_new_session=True,
-        preexec_fn=_limits,
-    )
-    try:
-        out, err = child.communicate(timeout=DEADLINE_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.communicate()
-        pytest.fail(f"kvlint {' '.join(args)} did not finish within {DEADLINE_S} s")
-    return subprocess.CompletedProcess(child.args, child.returncode, out.decode(errors="replace"), err.decode())
+    return run_kvlint_child(*args, cwd=cwd, timeout=DEADLINE_S)
 
 
 def review(repo: Path, *extra: str, head: str | None = "pr") -> subprocess.CompletedProcess:

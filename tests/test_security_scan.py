@@ -11,8 +11,6 @@ import contextlib
 import json
 import os
 import pickle
-import resource
-import signal
 import subprocess
 import sys
 import sysconfig
@@ -23,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from kvlint.cli import main
+from kvlint_runner import run_kvlint_child
 from test_semantics import (
     CONNECTOR_029,
     INDEXER,
@@ -36,7 +35,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SIZING = ("KV103", "KV104", "KV105")
 # What the fixture tree reports: the sizing analysis' three rules and the per-file ones, two of them fixable.
 EXPECTED_CODES = ["KV101", "KV102", "KV103", "KV104", "KV105", "KV105"]
-MEMORY_CAP = 3 * 1024**3  # a child reading /dev/zero or a sparse file whole hits this in seconds
 
 
 @pytest.fixture(autouse=True)
@@ -67,28 +65,9 @@ def tree(tmp_path) -> Path:
     return root
 
 
-def _limits() -> None:  # pragma: no cover - runs in the child
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
-
-
 def kvlint(*args: str, cwd: Path, timeout: float = 60, stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
     """Run kvlint in a child process; a hang is a failure (the child and its workers are killed)."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "kvlint", *args],
-        cwd=cwd,
-        stdin=stdin,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        preexec_fn=_limits,
-    )
-    try:
-        out, err = child.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.communicate()
-        pytest.fail(f"kvlint {' '.join(args)} did not finish within {timeout:.0f} s")
-    return subprocess.CompletedProcess(child.args, child.returncode, out.decode(errors="replace"), err.decode())
+    return run_kvlint_child(*args, cwd=cwd, timeout=timeout, stdin=stdin)
 
 
 def cli(monkeypatch, tree: Path, *args: str):
