@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from kvlint.analysis.cst_walk import walk
 from kvlint.analysis.vocabulary import CONTAINER_CLASS
 
 FUNCTION_LIKE = (cst.FunctionDef, cst.Lambda)
@@ -241,5 +242,5 @@ class _ReturnFinder(cst.CSTVisitor):
 
 def returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
     finder = _ReturnFinder()
-    function.body.visit(finder)
+    walk(function.body, finder)
     return finder.values

@@ -34,6 +34,7 @@ from kvlint.analysis.cst_bindings import (
     positional_index,
     returned_values,
 )
+from kvlint.analysis.cst_walk import walk
 from kvlint.analysis.reaching import ReachingDefinitions
 from kvlint.analysis.vocabulary import GROUP_LIST_ATTRIBUTES, LAYER_ITERATORS
 
@@ -270,9 +271,9 @@ class SpecFlow:
                 collector.bindings.setdefault(param.name.value, []).append(
                     Binding(None, (), False, param=param, function=scope)
                 )
-            scope.body.visit(collector)
+            walk(scope.body, collector)
         else:
-            scope.visit(collector)
+            walk(scope, collector)
         self._bindings[scope] = collector.bindings
         return collector.bindings
 
@@ -280,7 +281,7 @@ class SpecFlow:
         """The calls in this module of a function or method named so."""
         if self._calls is None:
             finder = CallFinder()
-            self.module.visit(finder)
+            walk(self.module, finder)
             self._calls = finder.calls
         return self._calls.get(function_name, [])
 
@@ -313,7 +314,7 @@ class SpecFlow:
         self._unwrappers[function_name] = False  # while deciding: a recursive call decides nothing
         if self._functions is None:
             finder = FunctionFinder()
-            self.module.visit(finder)
+            walk(self.module, finder)
             self._functions = finder.functions
         kinds = set()
         for function in self._functions.get(function_name, []):
@@ -329,5 +330,5 @@ class SpecFlow:
         earlier lines count only where they narrow (see reaching), a one-off `iter_layer_specs(spec)` not at all."""
         statement = self.enclosing(node, STATEMENTS) or node
         finder = ContainerCheckFinder(variable)
-        statement.visit(finder)
+        walk(statement, finder)
         return finder.found
