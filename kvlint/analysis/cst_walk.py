@@ -13,11 +13,11 @@ from __future__ import annotations
 import inspect
 import operator
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 # libcst visits each child field through one of these helpers, naming the field as a string literal.
 _VISITED_FIELD = re.compile(
@@ -29,6 +29,7 @@ _NO_SOURCE = object()
 # Per node class: a getter of the visited fields' values (as a tuple), None when there are none, or
 # _NO_SOURCE when libcst's source cannot be read (its own `children` answers then).
 _GETTERS: dict[type, object] = {}
+_HOOK_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 def _child_fields(node_type: type) -> tuple[str, ...] | None:
@@ -107,8 +108,8 @@ def walk_batched(wrapper: MetadataWrapper, visitors: Iterable[cst.BatchableCSTVi
     visitors = list(visitors)
     methods: dict[str, list[Callable[[cst.CSTNode], None]]] = {}
     for visitor in visitors:
-        for name, method in visitor.get_visitors().items():
-            methods.setdefault(name, []).append(method)
+        for name in _hook_names(visitor):
+            methods.setdefault(name, []).append(getattr(visitor, name))
     if any(name.count("_") > 1 for name in methods):  # a visit_<Node>_<attribute> hook: libcst calls those
         wrapper.visit_batched(visitors)
         return
@@ -116,6 +117,14 @@ def walk_batched(wrapper: MetadataWrapper, visitors: Iterable[cst.BatchableCSTVi
         for visitor in visitors:
             stack.enter_context(visitor.resolve(wrapper))
         _walk_dispatching(wrapper.module, methods, {})
+
+
+def _hook_names(visitor: cst.BatchableCSTVisitor) -> tuple[str, ...]:
+    """The names `get_visitors()` gives, once per visitor class: it inspects every member of the instance."""
+    names = _HOOK_NAMES.get(type(visitor))
+    if names is None:
+        names = _HOOK_NAMES[type(visitor)] = tuple(visitor.get_visitors())
+    return names
 
 
 def _walk_dispatching(node: cst.CSTNode, methods: dict, by_type: dict) -> None:
@@ -129,3 +138,11 @@ def _walk_dispatching(node: cst.CSTNode, methods: dict, by_type: dict) -> None:
         _walk_dispatching(child, methods, by_type)
     for leave in hooks[1]:
         leave(node)
+
+
+def code_positions(wrapper: MetadataWrapper) -> Mapping[cst.CSTNode, CodeRange]:
+    """`wrapper.resolve(PositionProvider)` without what libcst's resolver runs after every provider that is not
+    batchable: a batched traversal with no visitors, which rebuilds the whole module for nothing."""
+    if not hasattr(PositionProvider, "_gen"):  # a libcst whose provider API changed: its own way
+        return wrapper.resolve(PositionProvider)
+    return PositionProvider()._gen(wrapper)
