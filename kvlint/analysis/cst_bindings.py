@@ -190,16 +190,6 @@ class BindingCollector(cst.CSTVisitor):
                 self._add(bound, None, False)
 
 
-class CallFinder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.calls: dict[str, list[cst.Call]] = {}
-
-    def visit_Call(self, node: cst.Call) -> None:
-        name = call_name(node)
-        if name is not None:
-            self.calls.setdefault(name, []).append(node)
-
-
 class ContainerCheckFinder(cst.CSTVisitor):
     """An `isinstance(<variable>, …UniformTypeKVCacheSpecs…)` test."""
 
@@ -213,16 +203,6 @@ class ContainerCheckFinder(cst.CSTVisitor):
                 node.args[1].value
             ):
                 self.found = True
-
-
-class FunctionFinder(cst.CSTVisitor):
-    """Every function of a module by name (methods and nested functions too)."""
-
-    def __init__(self) -> None:
-        self.functions: dict[str, list[cst.FunctionDef]] = {}
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.functions.setdefault(node.name.value, []).append(node)
 
 
 class _ReturnFinder(cst.CSTVisitor):
