@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from kvlint.analysis.cst_walk import walk
 from kvlint.analysis.vocabulary import CONTAINER_CLASS
 
 FUNCTION_LIKE = (cst.FunctionDef, cst.Lambda)
@@ -189,16 +190,6 @@ class BindingCollector(cst.CSTVisitor):
                 self._add(bound, None, False)
 
 
-class CallFinder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.calls: dict[str, list[cst.Call]] = {}
-
-    def visit_Call(self, node: cst.Call) -> None:
-        name = call_name(node)
-        if name is not None:
-            self.calls.setdefault(name, []).append(node)
-
-
 class ContainerCheckFinder(cst.CSTVisitor):
     """An `isinstance(<variable>, …UniformTypeKVCacheSpecs…)` test."""
 
@@ -212,16 +203,6 @@ class ContainerCheckFinder(cst.CSTVisitor):
                 node.args[1].value
             ):
                 self.found = True
-
-
-class FunctionFinder(cst.CSTVisitor):
-    """Every function of a module by name (methods and nested functions too)."""
-
-    def __init__(self) -> None:
-        self.functions: dict[str, list[cst.FunctionDef]] = {}
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.functions.setdefault(node.name.value, []).append(node)
 
 
 class _ReturnFinder(cst.CSTVisitor):
@@ -241,5 +222,5 @@ class _ReturnFinder(cst.CSTVisitor):
 
 def returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
     finder = _ReturnFinder()
-    function.body.visit(finder)
+    walk(function.body, finder)
     return finder.values

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from kvlint.analysis.cst_bindings import argument_for, is_static, positional_index
+from kvlint.analysis.cst_walk import walk
 from kvlint.analysis.provenance import SpecFlow, dotted
 from kvlint.analysis.scaling import is_dcp_size
 
@@ -124,7 +125,7 @@ class FactorOrigins:
         key = (id(owner), node.attr.value)
         if key not in self._attributes:
             finder = _SelfAssignments(node.attr.value)
-            owner.visit(finder)
+            walk(owner, finder)
             self._attributes[key] = finder.values
         return self._attributes[key]
 

@@ -21,9 +21,7 @@ from kvlint.analysis.cst_bindings import (
     COMPREHENSIONS,
     Binding,
     BindingCollector,
-    CallFinder,
     ContainerCheckFinder,
-    FunctionFinder,
     all_params,
     annotation_name,
     argument_for,
@@ -34,6 +32,7 @@ from kvlint.analysis.cst_bindings import (
     positional_index,
     returned_values,
 )
+from kvlint.analysis.cst_walk import preorder, walk
 from kvlint.analysis.reaching import ReachingDefinitions
 from kvlint.analysis.vocabulary import GROUP_LIST_ATTRIBUTES, LAYER_ITERATORS
 
@@ -270,19 +269,28 @@ class SpecFlow:
                 collector.bindings.setdefault(param.name.value, []).append(
                     Binding(None, (), False, param=param, function=scope)
                 )
-            scope.body.visit(collector)
+            walk(scope.body, collector)
         else:
-            scope.visit(collector)
+            walk(scope, collector)
         self._bindings[scope] = collector.bindings
         return collector.bindings
 
     def callers(self, function_name: str) -> list[cst.Call]:
         """The calls in this module of a function or method named so."""
         if self._calls is None:
-            finder = CallFinder()
-            self.module.visit(finder)
-            self._calls = finder.calls
+            self._index_module()
         return self._calls.get(function_name, [])
+
+    def _index_module(self) -> None:
+        """The module's calls and functions by name, in source order, in one pass (a full walk each cost as much)."""
+        self._calls, self._functions = {}, {}
+        for node in preorder(self.module):
+            if isinstance(node, cst.Call):
+                name = call_name(node)
+                if name is not None:
+                    self._calls.setdefault(name, []).append(node)
+            elif isinstance(node, cst.FunctionDef):
+                self._functions.setdefault(node.name.value, []).append(node)
 
     def reaching_state(self, function: cst.FunctionDef, node: cst.CSTNode):
         """What reaches the statement holding `node` in `function` (kvlint.analysis.reaching.State); None
@@ -312,9 +320,7 @@ class SpecFlow:
             return self._unwrappers[function_name]
         self._unwrappers[function_name] = False  # while deciding: a recursive call decides nothing
         if self._functions is None:
-            finder = FunctionFinder()
-            self.module.visit(finder)
-            self._functions = finder.functions
+            self._index_module()
         kinds = set()
         for function in self._functions.get(function_name, []):
             for value in returned_values(function):
@@ -329,5 +335,5 @@ class SpecFlow:
         earlier lines count only where they narrow (see reaching), a one-off `iter_layer_specs(spec)` not at all."""
         statement = self.enclosing(node, STATEMENTS) or node
         finder = ContainerCheckFinder(variable)
-        statement.visit(finder)
+        walk(statement, finder)
         return finder.found

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 
 from kvlint.analysis.cst_bindings import Binding, call_name, dotted, target_names
+from kvlint.analysis.cst_walk import walk
 from kvlint.analysis.vocabulary import CONTAINER_CLASS
 
 # name or dotted chain → the bindings live there; None: the point cannot be reached.
@@ -268,7 +269,7 @@ class ReachingDefinitions:
 
     def _walrus(self, expression: cst.CSTNode, state: State) -> State:
         finder = _WalrusFinder()
-        expression.visit(finder)
+        walk(expression, finder)
         for named in finder.found:
             state = self._bind(state, named.target, named.value, False, named)
         return state

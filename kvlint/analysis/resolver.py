@@ -10,7 +10,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from kvlint.analysis.ast_helpers import class_names, parse_file
+from kvlint.analysis.ast_helpers import class_names, parse_file, parse_source
 from kvlint.analysis.tree_files import TreeFiles
 from kvlint.analysis.vocabulary import RESOLVER_HOME, RESOLVER_NAME
 
@@ -42,8 +42,9 @@ def find_resolver(root: Path, files: TreeFiles | None = None) -> Path | None:
     return None
 
 
-def read_resolver_rule(path: Path) -> ResolverRule:
-    module = parse_file(path)
+def read_resolver_rule(path: Path, data: bytes | None = None) -> ResolverRule:
+    """How the resolver in `path` decides; `data`: that file's text when already known (an unwritten fix)."""
+    module = parse_file(path) if data is None else parse_source(data, str(path))
     function = (
         next(
             (n for n in ast.walk(module) if isinstance(n, ast.FunctionDef) and n.name == RESOLVER_NAME),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from kvlint.analysis.cst_walk import walk
 from kvlint.analysis.provenance import Kind, SpecFlow, call_name, dotted
 from kvlint.analysis.vocabulary import is_dcp_name
 
@@ -68,7 +69,7 @@ def _block_size_assignments(node: cst.CSTNode, flow: SpecFlow) -> list[cst.BaseE
     function = flow.enclosing_function(node)
     scope = function if function is not None else flow.module
     finder = _AssignmentFinder(dotted(node))
-    scope.visit(finder)
+    walk(scope, finder)
     specs = [spec_of_block_size(v, flow) for v in finder.values]
     return [s for s in specs if s is not None] if specs and None not in specs else []
 

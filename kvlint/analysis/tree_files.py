@@ -30,11 +30,13 @@ def python_files(root: Path) -> list[str]:
 
 class TreeFiles:
     """The files of the tree at `root` that its analysis may read; `only` (relative paths), when known, the
-    subset that could matter (the project cache knows it), kept in walk order."""
+    subset that could matter (the project cache knows it), kept in walk order. `overlay` (relative path →
+    bytes): texts read in place of files the tree holds, the fixed files of `kvlint fix --diff`."""
 
-    def __init__(self, root: Path, only: frozenset[str] | None = None):
+    def __init__(self, root: Path, only: frozenset[str] | None = None, overlay: dict[str, bytes] | None = None):
         self.root = Path(root)
         self.only = only
+        self.overlay = overlay or {}
         self.failures: list[str] = []
         self._listed: list[str] | None = None
 
@@ -47,6 +49,8 @@ class TreeFiles:
 
     def read(self, relative: str) -> bytes | None:
         """The file's bytes; None (and a failure written down) when it cannot be read."""
+        if relative in self.overlay:
+            return self.overlay[relative]
         try:
             return read_regular_file(self.root / relative)
         except OSError as error:

@@ -80,10 +80,12 @@ def build_tree_index(
     root: Path,
     scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS,
     could_matter_files: frozenset[str] | None = None,
+    overlay: dict[str, bytes] | None = None,
 ) -> TreeIndex:
     """The index of the tree at `root`. `could_matter_files`: when known, the only files (relative to
-    root) whose text the sizing analysis needs to read; `scheduler_only_paths` decides its roles."""
-    files = TreeFiles(root, could_matter_files)
+    root) whose text the sizing analysis needs to read; `scheduler_only_paths` decides its roles;
+    `overlay` (relative path → bytes): texts that stand in for those files of the tree (see TreeFiles)."""
+    files = TreeFiles(root, could_matter_files, overlay)
     hierarchy = hierarchy_of_source(files.read_if_present(INTERFACE_MODULE), str(root / INTERFACE_MODULE))
     sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths, files)
     containers = container_reachability(
@@ -105,14 +107,14 @@ def build_tree_index(
             failures=tuple(dict.fromkeys(files.failures)),
             kinds=kinds,
         )
-    relative = resolver_path.relative_to(root).with_suffix("")
-    rule = read_resolver_rule(resolver_path)
+    relative = resolver_path.relative_to(root)
+    rule = read_resolver_rule(resolver_path, files.overlay.get(relative.as_posix()))
     static = table_from_hierarchy(hierarchy, rule.layer_classes, rule.reads_dcp_sharded, has_resolver=True)
     kinds = table_from_sizing(sizing, hierarchy, static) if sizing is not None else static
     return TreeIndex(
         root=str(root),
         hierarchy=hierarchy,
-        resolver_module=".".join(relative.parts),
+        resolver_module=".".join(relative.with_suffix("").parts),
         resolver_path=str(resolver_path),
         resolver_layer_classes=rule.layer_classes,
         resolver_reads_dcp_sharded=rule.reads_dcp_sharded,

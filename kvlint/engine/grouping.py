@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 from libcst.metadata import CodeRange
 
+from kvlint.analysis.cst_walk import children
 from kvlint.types import Finding, Fix, RelatedLocation
 
 ROLE_ORDER = ("decision", "outcome", "check")
@@ -102,7 +103,7 @@ def function_spans(module: cst.Module, position: Callable[[cst.CSTNode], CodeRan
             where = position(node)
             spans.append(FunctionSpan(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1))
         if isinstance(node, _STRUCTURE):
-            pending.extend(reversed([child for child in node.children if isinstance(child, _STRUCTURE)]))
+            pending.extend(reversed([child for child in children(node) if isinstance(child, _STRUCTURE)]))
     return spans
 
 

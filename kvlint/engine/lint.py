@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
+from kvlint.analysis.cst_walk import parent_map, walk_batched
 from kvlint.analysis.provenance import SpecFlow
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.engine.grouping import fold_root_causes, function_spans, root_cause_roles
@@ -74,10 +75,10 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
         line_offsets=line_offsets(text),
         project=request.project,
         settings=request.settings,
-        flow=SpecFlow(module, lambda: collect_parents(module)),
+        flow=SpecFlow(module, lambda: parent_map(module)),
         wrapper=wrapper,
     )
-    wrapper.visit_batched([rule(context) for rule in visitors])
+    walk_batched(wrapper, [rule(context) for rule in visitors])
     findings = [pending.rule.finding_for(pending) for pending in context.pending]
     table = suppressions(text)
     kept = [f for f in findings if not is_suppressed(f.code, range(f.line, f.end_line + 1), table)]
@@ -103,23 +104,6 @@ def syntax_error_position(text: str, error: cst.ParserSyntaxError) -> tuple[int,
     return error.raw_line, error.raw_column + 1, " ".join(detail.split())
 
 
-class _ParentCollector(cst.CSTVisitor):
-    # Several times cheaper than libcst's ParentNodeProvider, which goes through the metadata machinery.
-    def __init__(self) -> None:
-        self.stack: list[cst.CSTNode] = []
-        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.stack:
-            self.parents[node] = self.stack[-1]
-        self.stack.append(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
-
-
 def collect_parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
-    collector = _ParentCollector()
-    module.visit(collector)
-    return collector.parents
+    """Every node of `module` → its parent."""
+    return parent_map(module)

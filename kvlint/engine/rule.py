@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import MetadataWrapper
 
+from kvlint.analysis.cst_walk import code_positions
 from kvlint.analysis.provenance import SpecFlow
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.engine.prefilter import Triggers, triggers_match
@@ -71,7 +72,7 @@ class RuleContext:
     def position(self, node: cst.CSTNode):
         # Positions cost a full code generation: computed only for files that report something.
         if self._positions is None:
-            self._positions = self.wrapper.resolve(PositionProvider)
+            self._positions = code_positions(self.wrapper)
         return self._positions[node]
 
 

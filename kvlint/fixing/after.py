@@ -7,21 +7,19 @@ whose result may depend on what changed is linted again with it — by the same 
 follows (scan/index_cache.py: a file's result depends on the index's shared part and on the divergences
 placed in its own module). The rest keep the first scan's result, which a fresh check would reproduce.
 
-With `--diff` nothing is written: the fixed tree is a scratch copy of the tree's Python files with the
-fixed texts in place; its index is compared with the index of an unfixed copy, so both carry the same root.
+With `--diff` nothing is written: the fixed tree's index is built from the tree with the fixed texts read
+in their files' place (TreeFiles' overlay), so it carries the tree's own root and its digests compare with
+the first scan's (which the scan already has: nothing is built twice).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import stat
-import tempfile
 from pathlib import Path
 
-from kvlint.analysis.tree_index import TreeIndex, build_tree_index
+from kvlint.analysis.tree_index import build_tree_index
 from kvlint.scan.config import Config
-from kvlint.scan.index_cache import index_digests
+from kvlint.scan.index_cache import IndexDigests, index_digests
 from kvlint.scan.jobs import Job, WorkerState, codes_for, module_path_of, run_jobs
 from kvlint.scan.runner import ScanResult, read_source
 from kvlint.types import FileResult, Finding
@@ -37,12 +35,13 @@ def findings_after_fix(
     root = first.index.root
     roles = tuple(config.scheduler_only_paths)
     if root is None:  # no tree: no cross-file analysis, only the changed files can change
-        before = after = first.project
-    elif written:
-        before, after = first.project, build_tree_index(Path(root), roles)
+        after = first.project
+        before_digests = after_digests = None
     else:
-        before, after = _indexes_of_copies(Path(root), fixed, roles)
-    again = _to_lint_again(first, fixed, root, before, after)
+        overlay = {} if written else _overlay_of(Path(root), fixed)
+        after = build_tree_index(Path(root), roles, overlay=overlay)
+        before_digests, after_digests = first.index.digests, index_digests(after)
+    again = _to_lint_again(first, fixed, root, before_digests, after_digests)
     state = WorkerState(after, config.rule_settings())
     work = []
     for position, result in enumerate(first.files):
@@ -61,16 +60,17 @@ def findings_after_fix(
 
 
 def _to_lint_again(
-    first: ScanResult, fixed: dict[str, bytes], root: str | None, before: TreeIndex, after: TreeIndex
+    first: ScanResult, fixed: dict[str, bytes], root: str | None, old: IndexDigests | None, new: IndexDigests | None
 ) -> set[int]:
     """Positions in `first.files` whose result may differ: the changed files, and the files the index
     change can reach (all that were parsed when its shared part changed, else those of the modules whose
-    divergences changed)."""
-    old, new = index_digests(before), index_digests(after)
-    everything = old.shared != new.shared
-    moved = {
-        module for module in old.modules.keys() | new.modules.keys() if old.of_module(module) != new.of_module(module)
-    }
+    divergences changed). No digests: no tree, so no index change."""
+    everything = old is not None and new is not None and old.shared != new.shared
+    moved = (
+        {module for module in old.modules.keys() | new.modules.keys() if old.of_module(module) != new.of_module(module)}
+        if old is not None and new is not None
+        else set()
+    )
     again: set[int] = set()
     for position, result in enumerate(first.files):
         if result.path in fixed:
@@ -82,34 +82,15 @@ def _to_lint_again(
     return again
 
 
-def _indexes_of_copies(root: Path, fixed: dict[str, bytes], roles: tuple[str, ...]) -> tuple[TreeIndex, TreeIndex]:
-    """(index of the tree, index of the tree with `fixed` in place), both read from one scratch copy of its
-    Python files so that their digests compare; the tree itself is never written."""
-    with tempfile.TemporaryDirectory(prefix="kvlint-fixed-tree-") as scratch:
-        copy = Path(scratch)
-        shutil.copytree(root / "vllm", copy / "vllm", ignore=_all_but_python, ignore_dangling_symlinks=True)
-        before = build_tree_index(copy, roles)
-        for display, data in fixed.items():
-            try:
-                relative = Path(display).resolve().relative_to(root.resolve())
-            except ValueError:
-                continue  # outside the tree: the index never reads it
-            if (copy / relative).is_file():
-                (copy / relative).write_bytes(data)
-        after = build_tree_index(copy, roles)
-    return before, after
-
-
-def _all_but_python(folder: str, names: list[str]) -> list[str]:
-    """Keep real folders and regular .py files only: a link (to /dev/zero, out of the tree), a FIFO or a
-    device is never opened by the copy (the walker reports them in the scan itself)."""
-    ignored = []
-    for name in names:
+def _overlay_of(root: Path, fixed: dict[str, bytes]) -> dict[str, bytes]:
+    """The fixed texts by their path relative to the tree ("/"-separated, as TreeFiles lists them); a file
+    outside the tree is left out: the index never reads it."""
+    overlay = {}
+    resolved_root = root.resolve()
+    for display, data in fixed.items():
         try:
-            mode = os.lstat(os.path.join(folder, name)).st_mode
-        except OSError:
-            ignored.append(name)
+            relative = Path(display).resolve().relative_to(resolved_root)
+        except ValueError:
             continue
-        if not (stat.S_ISDIR(mode) or (stat.S_ISREG(mode) and name.endswith(".py"))):
-            ignored.append(name)
-    return ignored
+        overlay[relative.as_posix()] = data
+    return overlay

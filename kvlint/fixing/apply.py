@@ -7,8 +7,6 @@ import re
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 from kvlint.errors import FixError
 from kvlint.fixing.imports import add_from_import
@@ -72,6 +70,10 @@ def _update_imports(text: str, adds: set[tuple[str, str]], removes: set[tuple[st
         placed = add_from_import(code, module_name, name)
         code = placed if placed is not None else _add_with_libcst(code, module_name, name)
     if removes:
+        # libcst's codemod package (and its matchers, a third of a second) only when an import must go
+        from libcst.codemod import CodemodContext
+        from libcst.codemod.visitors import RemoveImportsVisitor
+
         context = CodemodContext()
         for module_name, name in sorted(removes):
             RemoveImportsVisitor.remove_unused_import(context, module_name, name)
@@ -80,6 +82,10 @@ def _update_imports(text: str, adds: set[tuple[str, str]], removes: set[tuple[st
 
 
 def _add_with_libcst(code: str, module_name: str, name: str) -> str:
+    # Loaded here, as in _update_imports: `review` imports this module for files with nothing to fix
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor
+
     context = CodemodContext()
     AddImportsVisitor.add_needed_import(context, module_name, name)
     module = AddImportsVisitor(context).transform_module(cst.parse_module(code))

@@ -1,0 +1,148 @@
+"""Walk a libcst tree without rebuilding it.
+
+libcst's `node.visit(visitor)` serves transformers too, so it builds a new copy of every node it passes
+(and validates it), even for a visitor that changes nothing: that was most of a cold scan's time. These
+walks call the same visitor methods on the same nodes in the same order — a node's children in the order
+libcst visits them, read once per node class from its `_visit_and_replace_children` — and build nothing.
+The `visit_<Node>_<attribute>` hooks are not called: kvlint's visitors define none (a batch that does is
+handed to libcst).
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import ExitStack
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+# libcst visits each child field through one of these helpers, naming the field as a string literal.
+_VISITED_FIELD = re.compile(
+    r'visit_(?:required|optional|sentinel|iterable|sequence|body_iterable|body_sequence)\(\s*self,\s*"(\w+)"'
+)
+_SEQUENCES = (tuple, list)
+_MISSING = object()
+_NO_SOURCE = object()
+# Per node class: a getter of the visited fields' values (as a tuple), None when there are none, or
+# _NO_SOURCE when libcst's source cannot be read (its own `children` answers then).
+_GETTERS: dict[type, object] = {}
+_HOOK_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(node_type: type) -> tuple[str, ...] | None:
+    """The fields libcst visits, in its order; None when its source cannot be read."""
+    try:
+        source = inspect.getsource(node_type._visit_and_replace_children)
+    except (OSError, TypeError):
+        return None
+    return tuple(dict.fromkeys(_VISITED_FIELD.findall(source)))
+
+
+def _getter_of(node_type: type) -> Callable[[cst.CSTNode], tuple] | None | object:
+    fields = _child_fields(node_type)
+    if fields is None:
+        getter = _NO_SOURCE
+    elif not fields:
+        getter = None
+    elif len(fields) == 1:
+        one = operator.attrgetter(fields[0])
+        getter = lambda node: (one(node),)  # noqa: E731 - attrgetter of one name gives the value, not a tuple
+    else:
+        getter = operator.attrgetter(*fields)
+    _GETTERS[node_type] = getter
+    return getter
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`node.children` without rebuilding `node`."""
+    getter = _GETTERS.get(type(node), _MISSING)
+    if getter is _MISSING:
+        getter = _getter_of(type(node))
+    if getter is _NO_SOURCE:
+        return list(node.children)
+    if getter is None:
+        return []
+    found: list[cst.CSTNode] = []
+    for value in getter(node):
+        if type(value) in _SEQUENCES:
+            found.extend(value)  # a field's sequence holds nodes only
+        elif isinstance(value, cst.CSTNode):
+            found.append(value)  # not None or MaybeSentinel.DEFAULT
+    return found
+
+
+def preorder(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node` and every node under it, in the order a visitor's `on_visit` sees them."""
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        yield current
+        pending.extend(reversed(children(current)))
+
+
+def parent_map(node: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:
+    """Every node under `node` → its parent."""
+    parents: dict[cst.CSTNode, cst.CSTNode] = {}
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        for child in children(current):
+            parents[child] = current
+            pending.append(child)
+    return parents
+
+
+def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """`node.visit(visitor)` for a visitor that only reads: `on_visit` (False skips the children), `on_leave`."""
+    if visitor.on_visit(node):
+        for child in children(node):
+            walk(child, visitor)
+    visitor.on_leave(node)
+
+
+def walk_batched(wrapper: MetadataWrapper, visitors: Iterable[cst.BatchableCSTVisitor]) -> None:
+    """`wrapper.visit_batched(visitors)`: metadata resolved as libcst does, then one walk for all."""
+    visitors = list(visitors)
+    methods: dict[str, list[Callable[[cst.CSTNode], None]]] = {}
+    for visitor in visitors:
+        for name in _hook_names(visitor):
+            methods.setdefault(name, []).append(getattr(visitor, name))
+    if any(name.count("_") > 1 for name in methods):  # a visit_<Node>_<attribute> hook: libcst calls those
+        wrapper.visit_batched(visitors)
+        return
+    with ExitStack() as stack:
+        for visitor in visitors:
+            stack.enter_context(visitor.resolve(wrapper))
+        _walk_dispatching(wrapper.module, methods, {})
+
+
+def _hook_names(visitor: cst.BatchableCSTVisitor) -> tuple[str, ...]:
+    """The names `get_visitors()` gives, once per visitor class: it inspects every member of the instance."""
+    names = _HOOK_NAMES.get(type(visitor))
+    if names is None:
+        names = _HOOK_NAMES[type(visitor)] = tuple(visitor.get_visitors())
+    return names
+
+
+def _walk_dispatching(node: cst.CSTNode, methods: dict, by_type: dict) -> None:
+    hooks = by_type.get(type(node))
+    if hooks is None:
+        name = type(node).__name__
+        hooks = by_type[type(node)] = (methods.get(f"visit_{name}", ()), methods.get(f"leave_{name}", ()))
+    for visit in hooks[0]:
+        visit(node)
+    for child in children(node):
+        _walk_dispatching(child, methods, by_type)
+    for leave in hooks[1]:
+        leave(node)
+
+
+def code_positions(wrapper: MetadataWrapper) -> Mapping[cst.CSTNode, CodeRange]:
+    """`wrapper.resolve(PositionProvider)` without what libcst's resolver runs after every provider that is not
+    batchable: a batched traversal with no visitors, which rebuilds the whole module for nothing."""
+    if not hasattr(PositionProvider, "_gen"):  # a libcst whose provider API changed: its own way
+        return wrapper.resolve(PositionProvider)
+    return PositionProvider()._gen(wrapper)
