@@ -31,9 +31,9 @@ SLOW_FIXTURES = frozenset({"vllm_release", "vllm_copy", "vllm_runtime_env"})
 
 
 # Property tests (test_properties.py): the fast loop gives each property a few dozen generated examples, the
-# full suite (any run that does not exclude the slow tests) a few hundred.
+# full suite (any run that does not exclude the slow tests) 150.
 settings.register_profile("fast-loop", max_examples=40)
-settings.register_profile("full-suite", max_examples=250)
+settings.register_profile("full-suite", max_examples=150)
 
 
 def pytest_configure(config: pytest.Config) -> None:
