@@ -210,10 +210,8 @@ def test_project_index_change_invalidates_results(tree, tmp_path):
 def test_project_index_is_reused_unless_a_file_that_matters_changed(tree, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     built = []
-    real_build = index_cache.build_tree_index
-    monkeypatch.setattr(
-        index_cache, "build_tree_index", lambda root, *more: built.append(root) or real_build(root, *more)
-    )
+    real_build = index_cache._build_index  # the one place the scan builds a tree's index
+    monkeypatch.setattr(index_cache, "_build_index", lambda root, *more: built.append(root) or real_build(root, *more))
 
     run(tree, cache)
     assert len(built) == 1
@@ -386,7 +384,8 @@ def test_progress_waits_for_slow_scans(tree, capsys):
 
 
 def test_warm_scan_with_an_unrelated_edit_never_loads_the_parser(tree, tmp_path):
-    """Only the cache's remembered TRIGGERS are needed to settle a changed file no rule could report in."""
+    """Only the cache's remembered TRIGGERS are needed to settle a changed file no rule could report in; the
+    tree's index, which the cache vouches for, is not read, so the analysis is not even imported."""
     cache = tmp_path / "cache"
     run(tree, cache)  # cold: imports the rules, remembers their triggers
     model = tree / "vllm" / "models" / "model.py"
@@ -398,18 +397,18 @@ def test_warm_scan_with_an_unrelated_edit_never_loads_the_parser(tree, tmp_path)
         from kvlint.scan.config import Config
         from kvlint.scan.runner import scan
         result = scan([Path({str(tree / "vllm")!r})], Config(), None, [], jobs=1, cache_dir=Path({str(cache)!r}))
-        loaded = "libcst" in sys.modules, "kvlint.engine.lint" in sys.modules
+        loaded = [name in sys.modules for name in ("libcst", "kvlint.engine.lint", "kvlint.analysis.tree_index")]
         print(result.cache_hits, len(result.files), len(result.findings), *loaded)
         """
     )
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    hits, files, findings, parser, engine = completed.stdout.split()
+    hits, files, findings, parser, engine, analysis = completed.stdout.split()
     assert int(hits) == int(files) - 1 and int(findings) == len(run(tree, None).findings)
-    assert (parser, engine) == ("False", "False")
+    assert (parser, engine, analysis) == ("False", "False", "False")
 
     model.write_text(ISINSTANCE)  # now a rule could report in it: the rules are loaded and it is linted
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert completed.stdout.split()[3:] == ["True", "True"]
+    assert completed.stdout.split()[3:] == ["True", "True", "True"]
     assert outcome(run(tree, cache)) == outcome(run(tree, None))
 
 

@@ -160,10 +160,14 @@ def _layer(module: str) -> str:
 
 
 def lazy_import_allowed(importer: str, imported: str) -> bool:
-    """ARCHITECTURE §4.2: lazy imports only where a warm scan must not load libcst, or the CLI a command."""
+    """ARCHITECTURE §4.2: lazy imports only where a warm scan must not load libcst or the analysis, or the CLI
+    a command."""
     if _layer(importer) == _layer(imported):  # within one package: not a boundary between layers
         return True
     if _layer(importer) == "kvlint.scan" and imported == "kvlint.engine.lint":
+        return True
+    # ... nor the tree analysis, whose index the cache vouches for: only building or reading an index loads it.
+    if importer in ("kvlint.scan.index_cache", "kvlint.scan.cache_codec") and _layer(imported) == "kvlint.analysis":
         return True
     if importer == "kvlint.engine.registry" and imported == "kvlint.rules":  # the contract's one ignored import
         return True

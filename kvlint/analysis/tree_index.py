@@ -66,16 +66,6 @@ class TreeIndex:
         return None
 
 
-def find_tree_root(path: Path) -> Path | None:
-    """The folder that holds `vllm/v1/kv_cache_interface.py`, looking at `path` and above it."""
-    path = path.resolve()
-    start = path if path.is_dir() else path.parent
-    for candidate in (start, *start.parents):
-        if (candidate / INTERFACE_MODULE).is_file():
-            return candidate
-    return None
-
-
 def build_tree_index(
     root: Path,
     scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS,

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from kvlint.analysis.sizing.results import SizingAnalysis
-from kvlint.analysis.tree_index import find_tree_root
+from kvlint.analysis.tree_root import find_tree_root
 from kvlint.engine.summary import EXIT_CLEAN, EXIT_ERROR
 from kvlint.errors import TargetError
 from kvlint.escaping import printable

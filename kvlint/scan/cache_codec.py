@@ -17,41 +17,18 @@ import dataclasses
 import types
 import typing
 from functools import cache
+from typing import TYPE_CHECKING
 
-from kvlint.analysis.containers import ContainerReachability
-from kvlint.analysis.hierarchy import SpecHierarchy
-from kvlint.analysis.kind_table import KindRow, KindTable
-from kvlint.analysis.sizing.divergences import FirstLayerPick, PathDivergence, PredicateDivergence
-from kvlint.analysis.sizing.kinds import SpecKind
-from kvlint.analysis.sizing.results import SizingAnalysis, SizingPath
-from kvlint.analysis.sizing.values import Container, Layer
-from kvlint.analysis.tree_index import TreeIndex
 from kvlint.types import Applicability, FileResult, Finding, Fix, ImportChange, RelatedLocation, Severity, TextEdit
 
-# Every record class the caches may hold, by the name it is tagged with.
+if TYPE_CHECKING:
+    from kvlint.analysis.tree_index import TreeIndex
+
+# Every record class the caches may hold, by the name it is tagged with: a file's result's here; the tree
+# index's are added on the first index encoded or decoded (_with_index_records), so that a warm scan, which
+# reads only file results, never imports the analysis.
 RECORDS: dict[str, type] = {
-    cls.__name__: cls
-    for cls in (
-        TreeIndex,
-        SpecHierarchy,
-        ContainerReachability,
-        KindTable,
-        KindRow,
-        SizingAnalysis,
-        SizingPath,
-        SpecKind,
-        Layer,
-        Container,
-        PathDivergence,
-        PredicateDivergence,
-        FirstLayerPick,
-        FileResult,
-        Finding,
-        RelatedLocation,
-        Fix,
-        TextEdit,
-        ImportChange,
-    )
+    cls.__name__: cls for cls in (FileResult, Finding, RelatedLocation, Fix, TextEdit, ImportChange)
 }
 ENUMS = frozenset({Applicability, Severity})
 _SCALARS = (str, int, float, bool, type(None))
@@ -71,11 +48,29 @@ def result_from_data(data: object) -> FileResult:
 
 
 def index_to_data(index: TreeIndex) -> dict:
-    return _encode(index, TreeIndex)
+    return _encode(index, _with_index_records())
 
 
 def index_from_data(data: object) -> TreeIndex:
-    return _decode(data, TreeIndex)
+    return _decode(data, _with_index_records())
+
+
+@cache
+def _with_index_records() -> type:
+    """Add the tree index's record classes to RECORDS (once); the TreeIndex class."""
+    from kvlint.analysis.containers import ContainerReachability
+    from kvlint.analysis.hierarchy import SpecHierarchy
+    from kvlint.analysis.kind_table import KindRow, KindTable
+    from kvlint.analysis.sizing.divergences import FirstLayerPick, PathDivergence, PredicateDivergence
+    from kvlint.analysis.sizing.kinds import SpecKind
+    from kvlint.analysis.sizing.results import SizingAnalysis, SizingPath
+    from kvlint.analysis.sizing.values import Container, Layer
+    from kvlint.analysis.tree_index import TreeIndex
+
+    index_records = (TreeIndex, SpecHierarchy, ContainerReachability, KindTable, KindRow, SizingAnalysis, SizingPath)
+    index_records += (SpecKind, Layer, Container, PathDivergence, PredicateDivergence, FirstLayerPick)
+    RECORDS.update((cls.__name__, cls) for cls in index_records)
+    return TreeIndex
 
 
 @cache

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.engine.registry import matches, rules_for_codes
 from kvlint.scan.config import Config
 from kvlint.scan.files import is_excluded
 from kvlint.types import FileResult, unreadable
 
 if TYPE_CHECKING:
+    from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
     from kvlint.engine.lint import LintRequest
 
 # Below this much source to parse, starting worker processes costs more than it saves.

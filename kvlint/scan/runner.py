@@ -17,8 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
-from kvlint.analysis.tree_index import find_tree_root
+from kvlint.analysis.tree_root import find_tree_root
 from kvlint.engine.registry import matches, rules_for_codes, select_codes
 from kvlint.errors import TargetError
 from kvlint.escaping import printable
@@ -34,6 +33,7 @@ from kvlint.scan.triage import Triage, Verdict
 from kvlint.types import UNREADABLE_CODE, FileResult, Finding, unreadable
 
 if TYPE_CHECKING:
+    from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
     from kvlint.engine.rule import Rule
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from kvlint.analysis.tree_index import find_tree_root
+from kvlint.analysis.tree_root import find_tree_root
 from kvlint.errors import TargetError
 
 
