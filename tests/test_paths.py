@@ -113,3 +113,22 @@ def test_real_033_matrix(real_tree):
     assert not any(connector["differs"])
     text = run(str(real_tree("0.33.0")))
     assert text.exit_code == 0 and text.output.startswith("kvlint paths: ")
+
+
+def test_layer_specs_copied_into_a_list_read_as_vllms_own_form(tmp_path):
+    """`list(spec.kv_cache_specs.values())` and `[spec]` instead of vLLM's `.values()` and `(spec,)`: the
+    resolver's container cells stay known (they were `?`, and KV105 went unreported)."""
+    interface = "vllm/v1/kv_cache_interface.py"
+    listed = dict(MINI_VLLM)
+    listed[interface] = (
+        MINI_VLLM[interface]
+        .replace("return kv_cache_spec.kv_cache_specs.values()", "return list(kv_cache_spec.kv_cache_specs.values())")
+        .replace("return (kv_cache_spec,)", "return [kv_cache_spec]")
+    )
+    assert listed[interface] != MINI_VLLM[interface]
+    as_vllm = run(str(write_tree(tmp_path / "as_vllm", MINI_VLLM)), "--format", "json")
+    as_list = run(str(write_tree(tmp_path / "as_list", listed)), "--format", "json")
+    assert as_list.exit_code == as_vllm.exit_code == 0, as_list.output
+    ours, theirs = json.loads(as_list.output), json.loads(as_vllm.output)
+    assert [p["views"] for p in ours["paths"]] == [p["views"] for p in theirs["paths"]]
+    assert {f["code"] for f in ours["findings"]} == {f["code"] for f in theirs["findings"]} >= {"KV103", "KV105"}

@@ -133,6 +133,18 @@ def _next(evaluator: Evaluator, args: list[ast.expr], env: dict, frame: Frame):
     return UNKNOWN
 
 
+def _sequence(evaluator: Evaluator, args: list[ast.expr], env: dict, frame: Frame):
+    """`list(x)` / `tuple(x)` of a sequence whose items are known (e.g. a container's layer specs): those items."""
+    if len(args) != 1:
+        return NotImplemented
+    value = evaluator.eval(args[0], env, frame)
+    if isinstance(value, (Seq, Iter)):
+        return Seq(value.items)
+    if isinstance(value, tuple):
+        return Seq(value)
+    return UNKNOWN
+
+
 def _bool(evaluator: Evaluator, args: list[ast.expr], env: dict, frame: Frame):
     if len(args) != 1:
         return NotImplemented
@@ -150,4 +162,6 @@ _BUILTINS: dict[str, _Builtin] = {
     "iter": _iter,
     "next": _next,
     "bool": _bool,
+    "list": _sequence,
+    "tuple": _sequence,
 }
