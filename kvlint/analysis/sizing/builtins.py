@@ -113,15 +113,19 @@ def _len(evaluator: Evaluator, args: list[ast.expr], env: dict, frame: Frame):
     return UNKNOWN
 
 
+def _known_items(evaluator: Evaluator, args: list[ast.expr], env: dict, frame: Frame) -> tuple | None:
+    """The items of the one argument when the evaluator knows them (a list, an iterator, a tuple), else None."""
+    value = evaluator.eval(args[0], env, frame)
+    if isinstance(value, (Seq, Iter)):
+        return value.items
+    return value if isinstance(value, tuple) else None
+
+
 def _iter(evaluator: Evaluator, args: list[ast.expr], env: dict, frame: Frame):
     if len(args) != 1:
         return NotImplemented
-    value = evaluator.eval(args[0], env, frame)
-    if isinstance(value, (Seq, Iter)):
-        return Iter(value.items)
-    if isinstance(value, tuple):
-        return Iter(value)
-    return UNKNOWN
+    items = _known_items(evaluator, args, env, frame)
+    return UNKNOWN if items is None else Iter(items)
 
 
 def _next(evaluator: Evaluator, args: list[ast.expr], env: dict, frame: Frame):
@@ -137,12 +141,8 @@ def _sequence(evaluator: Evaluator, args: list[ast.expr], env: dict, frame: Fram
     """`list(x)` / `tuple(x)` of a sequence whose items are known (e.g. a container's layer specs): those items."""
     if len(args) != 1:
         return NotImplemented
-    value = evaluator.eval(args[0], env, frame)
-    if isinstance(value, (Seq, Iter)):
-        return Seq(value.items)
-    if isinstance(value, tuple):
-        return Seq(value)
-    return UNKNOWN
+    items = _known_items(evaluator, args, env, frame)
+    return UNKNOWN if items is None else Seq(items)
 
 
 def _bool(evaluator: Evaluator, args: list[ast.expr], env: dict, frame: Frame):
