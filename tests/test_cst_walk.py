@@ -7,6 +7,7 @@ import textwrap
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from kvlint.analysis import cst_walk
 from kvlint.analysis.cst_walk import children, code_positions, parent_map, preorder, walk, walk_batched
 
 # Many node kinds, so that every child field order libcst has for them is exercised.
@@ -123,3 +124,18 @@ def test_walk_batched_calls_the_hooks_as_libcst_does():
 def test_code_positions_are_libcsts():
     wrapper = MetadataWrapper(cst.parse_module(SOURCE), unsafe_skip_copy=True)
     assert dict(code_positions(wrapper)) == dict(wrapper.resolve(PositionProvider))
+
+
+def test_a_node_class_whose_source_reads_otherwise_falls_back_to_libcsts_children(monkeypatch):
+    """If libcst's source stops matching what the walk reads (a renamed helper: no field found), the first
+    node of that class shows it, and the class uses libcst's own `children` from then on."""
+    assert cst_walk._reads_libcst_right(), "this libcst's source reads otherwise: every walk takes the slow path"
+    monkeypatch.setattr(cst_walk, "_GETTERS", {})
+    monkeypatch.setattr(cst_walk, "_child_fields", lambda node_type: ())  # reads no visited field at all
+    cst_walk._reads_libcst_right.cache_clear()
+    assert not cst_walk._reads_libcst_right()
+    module = cst.parse_module(SOURCE)
+    seen = _Events()
+    module.visit(seen)
+    assert [("visit", id(n)) for n in cst_walk.preorder(module)] == [e for e in seen.events if e[0] == "visit"]
+    cst_walk._reads_libcst_right.cache_clear()  # the next test reads the real source again

@@ -15,6 +15,7 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
+from functools import cache
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -52,7 +53,6 @@ def _getter_of(node_type: type) -> Callable[[cst.CSTNode], tuple] | None | objec
         getter = lambda node: (one(node),)  # noqa: E731 - attrgetter of one name gives the value, not a tuple
     else:
         getter = operator.attrgetter(*fields)
-    _GETTERS[node_type] = getter
     return getter
 
 
@@ -60,9 +60,66 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """`node.children` without rebuilding `node`."""
     getter = _GETTERS.get(type(node), _MISSING)
     if getter is _MISSING:
-        getter = _getter_of(type(node))
+        getter = _GETTERS[type(node)] = _getter_of(type(node)) if _reads_libcst_right() else _NO_SOURCE
     if getter is _NO_SOURCE:
         return list(node.children)
+    if getter is None:
+        return []
+    # _fields_of, inline: this runs once for every node of every linted file
+    found: list[cst.CSTNode] = []
+    for value in getter(node):
+        if type(value) in _SEQUENCES:
+            found.extend(value)
+        elif isinstance(value, cst.CSTNode):
+            found.append(value)
+    return found
+
+
+# Common constructs, walked once per process both ways before the fields read from libcst's source are
+# trusted: a libcst whose source reads otherwise (a renamed helper, another order) then gets its own
+# `children` everywhere — slower, never a subtree skipped.
+_PROBE = """
+@decorator(1, *args, key=value)
+def function(p: int, q=2, *rest, **more) -> list[int]:
+    for item in (yield p):
+        value = [i ** 2 for i in range(10) if i % 2]
+    try:
+        group.kv_cache_spec.block_size *= dcp if isinstance(spec, (A, B)) else 1
+    except (ValueError, TypeError) as error:
+        raise RuntimeError("no") from error
+    return {k: v for k, v in more.items()}, lambda a, *, b=1: a[1:2, ::3]
+
+
+class Spec(Base, metaclass=Meta):
+    attribute: int = 0  # a comment
+"""
+
+
+@cache
+def _reads_libcst_right() -> bool:
+    probe = cst.parse_module(_PROBE)
+    theirs: list[int] = []
+
+    class _Record(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            theirs.append(id(node))
+            return True
+
+    probe.visit(_Record())
+    getters: dict[type, object] = {}
+    ours, pending = [], [probe]
+    while pending:
+        current = pending.pop()
+        ours.append(id(current))
+        if type(current) not in getters:
+            getters[type(current)] = _getter_of(type(current))
+        getter = getters[type(current)]
+        pending.extend(reversed(list(current.children) if getter is _NO_SOURCE else _fields_of(getter, current)))
+    return ours == theirs
+
+
+def _fields_of(getter, node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The nodes in the fields `getter` reads, in order."""
     if getter is None:
         return []
     found: list[cst.CSTNode] = []
