@@ -175,15 +175,19 @@ def _read_changed(tree: Path, files, exclude, refused: list[str]) -> dict[str, b
     """The changed Python files to review and their bytes, read with kvlint's one reader; one it refuses (not
     a regular file, a link, too large) is added to `refused` with its reason unless already said there."""
     contents: dict[str, bytes] = {}
+    # Every "PATH: " a line of `refused` may start with (a path may itself hold ": "): one set lookup a file,
+    # not a pass over `refused`, whatever number of unreadable files a pull request brings.
+    said = {line[:at] for line in refused for at in range(len(line)) if line.startswith(": ", at)}
     for path in sorted(files):
         if not path.endswith(".py") or is_excluded(path, exclude):
             continue
         try:
             contents[path] = read_file_inside(tree, path)
         except OSError as error:
-            if not any(line.startswith(f"{path}: ") for line in refused):
+            if path not in said:
                 why = "not in the reviewed tree" if isinstance(error, FileNotFoundError) else describe(error)
                 refused.append(f"{path}: {why}")
+                said.add(path)
     return contents
 
 
