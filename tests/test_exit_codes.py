@@ -50,7 +50,9 @@ def test_a_warning_passes_check_and_review_under_fail_on_error(tmp_path):
     # The warning is still reviewed: it does not fail the run, it is not dropped.
     [(path, body)] = in_diff(reviewed)
     assert path == MODULE and "KV102" in body and "(warning)" in body
-    assert "kvlint: 1 finding(s) on changed lines in 1 file(s); none fails the run (--fail-on error)." in reviewed.stderr
+    assert (
+        "kvlint: 1 finding(s) on changed lines in 1 file(s); none fails the run (--fail-on error)." in reviewed.stderr
+    )
 
 
 def test_fail_on_warning_fails_both_from_the_command_line(tmp_path):

@@ -259,9 +259,10 @@ def test_a_run_racing_another_keeps_the_older_copy(repo, github, monkeypatch):
     """Another run posts the same comments between this run's listing and its post: after posting, this run
     lists again and deletes its own younger copies."""
     original = github.add_comment
+    older: list[int] = []  # ids of the other run's copies
 
     def racing(path, line, body, user):
-        original(path, line, body, user)  # the other run's copy, older
+        older.append(original(path, line, body, user))  # the other run's copy, older
         return original(path, line, body, user)
 
     github.add_comment = racing
@@ -269,6 +270,9 @@ def test_a_run_racing_another_keeps_the_older_copy(repo, github, monkeypatch):
     assert run.returncode == 1, run.stderr
     markers = [_marker_of(c["body"]) for c in github.comments.values()]
     assert len(markers) == len(set(markers)) >= 1
+    # Exactly the older copies stand: this run deleted its own younger ones, one DELETE each.
+    assert sorted(github.comments) == sorted(older)
+    assert sorted(r["path"].rsplit("/", 1)[1] for r in github.of("DELETE")) == sorted(str(i + 1) for i in older)
 
 
 def test_an_identity_that_cannot_be_known_posts_nothing(repo, github):
