@@ -242,7 +242,9 @@ def test_the_new_review_is_posted_before_anything_is_deleted(repo, github):
     assert github.of("DELETE") == [] and stale in github.comments  # the pull request keeps its earlier review
 
 
-def test_concurrent_runs_converge_on_one_comment_per_finding(repo, github):
+def test_a_rerun_after_two_runs_posted_twice_keeps_one_comment_per_finding(repo, github):
+    """The state two runs leave when both posted before either listed again (each finding twice): the next
+    run deletes the younger copies. A real race: test_a_run_racing_another_keeps_the_older_copy."""
     first = _post(repo, github)
     assert first.returncode == 1, first.stderr
     markers = sorted(_marker_of(c["body"]) for c in github.comments.values())
