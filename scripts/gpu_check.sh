@@ -5,12 +5,13 @@
 #       take vLLM 0.29.0's sources, rewrite a copy with `kvlint fix`, keep only the ~40
 #       modules the GPU tests import (vLLM's wheel is too large to carry), download the
 #       wheels the tests need beyond torch (pytest, hypothesis, psutil, ...) for the GPU
-#       machine's Python into BUNDLE/wheels, then dry-run `run` on the CPU here: a fresh venv,
-#       built only from those wheels, in which every GPU test must run (none skipped).
+#       machine's Python into BUNDLE/wheels, then dry-run `run` on the CPU here in a bare venv
+#       (GPU_CHECK_BARE=1: torch's CPU wheel and the carried wheels, nothing else), in which
+#       every GPU test must run (none skipped).
 #       BUNDLE defaults to .gpu-bundle (git-excluded); carry it to the GPU machine.
-#   scripts/gpu_check.sh run [BUNDLE]       on the GPU machine, with no network: a fresh venv on
-#       PYTHON (its torch, CUDA build, seen through --system-site-packages) plus BUNDLE/wheels,
-#       then the GPU tests against the bundle. Any skip fails the run (KVLINT_GPU_REQUIRED=1).
+#   scripts/gpu_check.sh run [BUNDLE]       on the GPU machine, with no network: a fresh venv that
+#       sees PYTHON's packages (its torch, a CUDA build) plus what BUNDLE/wheels adds where PYTHON
+#       lacks it, then the GPU tests against the bundle. Any skip fails (KVLINT_GPU_REQUIRED=1).
 #   scripts/gpu_check.sh [BUNDLE]           both, where one machine has PyPI and a GPU.
 #
 # Environment: PYTHON (default python3) makes the venv; GPU_CHECK_PYTHON_VERSION (default 3.12,
@@ -80,7 +81,8 @@ prepare() {
     if [ "$here" != "$TARGET_PYTHON" ]; then
         download_wheels "$bundle.local-wheels" "$here"
     fi
-    KVLINT_GPU_TEST_DEVICE=cpu run "$bundle"
+    # In a venv of nothing but what run installs: torch's CPU wheel and the carried wheels.
+    GPU_CHECK_BARE=1 KVLINT_GPU_TEST_DEVICE=cpu run "$bundle"
 }
 
 run() {
@@ -89,9 +91,17 @@ run() {
     [ -d "$bundle/wheels" ] || die "no wheels in $bundle/wheels: run '$0 prepare' where PyPI is reachable"
     scratch="$(mktemp -d)"
     venv="$scratch/venv"
-    # The machine's torch (a CUDA build on the GPU machine) shows through; nothing else is taken from it
-    # unless the carried wheels' requirement is already met there.
-    "$PYTHON" -m venv --system-site-packages "$venv" || die "$PYTHON cannot make a venv"
+    # The machine's torch (a CUDA build on the GPU machine) shows through: PYTHON's own site folders go on
+    # the fresh venv's path (PYTHON may itself be a venv, as the GPU machine's python3 is, whose packages
+    # --system-site-packages alone would not show); a carried wheel installs only where PYTHON lacks it.
+    # GPU_CHECK_BARE=1 (the CPU dry run of `prepare`): nothing of PYTHON's packages, every one from the wheels.
+    if [ "${GPU_CHECK_BARE:-}" = 1 ]; then
+        "$PYTHON" -m venv "$venv" || die "$PYTHON cannot make a venv"
+    else
+        "$PYTHON" -m venv --system-site-packages "$venv" || die "$PYTHON cannot make a venv"
+        "$PYTHON" -c 'import site; print("\n".join([*site.getsitepackages(), site.getusersitepackages()]))' \
+            > "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/gpu_check_machine.pth"
+    fi
     links=(--find-links "$bundle/wheels")
     [ -d "$bundle.local-wheels" ] && links+=(--find-links "$bundle.local-wheels")
     if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
@@ -104,6 +114,8 @@ run() {
     fi
     "$venv/bin/python" -m pip install --quiet --no-index "${links[@]}" "${TEST_WHEELS[@]}" \
         || die "could not install the test wheels from $bundle/wheels (offline)"
+    echo "gpu_check: the test venv sees $("$venv/bin/python" -m pip list --format=freeze 2>/dev/null \
+        | grep -iE '^(torch|pytest|hypothesis|psutil|regex|packaging|numpy)==' | tr '\n' ' ')" >&2
     if [ "${KVLINT_GPU_TEST_DEVICE:-}" = cpu ]; then
         echo "gpu_check: CPU dry run (KVLINT_GPU_TEST_DEVICE=cpu)" >&2
     else
