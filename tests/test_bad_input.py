@@ -88,17 +88,27 @@ def test_every_bad_input_case(bad_tree):
 
 
 def test_text_output_is_one_line_per_problem(bad_tree):
+    _, cases = bad_tree
     completed = subprocess.run(
         [sys.executable, "-m", "kvlint", "check", "--no-cache", *SELECT, "pkg"],
         capture_output=True,
         text=True,
         timeout=300,
     )
+    assert completed.returncode == 1, completed.stderr
+    codes_by_file: dict[str, list[str]] = {}
     for line in completed.stdout.splitlines():
         # A root cause's related locations are indented under it, in the same `path:line:col:` form.
         line = line.removeprefix("    related: ")
         path, row, column, rest = line.split(":", 3)
         assert path.startswith("pkg/") and row.isdigit() and column.isdigit() and rest.startswith(" KV")
+        codes_by_file.setdefault(path.removeprefix("pkg/"), []).append(rest.split()[0])
+    # Every problem has its line: one KV000 per unreadable file, the bug of each readable buggy file.
+    unreadable = {name for name, cause in cases.items() if cause is not None}
+    assert {name for name, codes in codes_by_file.items() if "KV000" in codes} == unreadable
+    assert all(codes_by_file[name] == ["KV000"] for name in unreadable)
+    for name in ("buggy.py", "crlf_bom.py", "tabs.py"):
+        assert codes_by_file[name] == ["KV102", "KV101"], name
 
 
 def _scan_with_failing_read(tmp_path, monkeypatch, error: OSError) -> list:

@@ -134,11 +134,13 @@ def interrupted(*_args, **_kwargs):
         (["fix", "--no-cache", "vllm"], "kvlint.commands.options.scan"),
         (["paths", "vllm"], "kvlint.commands.paths.build_project_index"),
         (["review", "--base", "main"], "kvlint.commands.review.repository_root"),
+        (["verify", "--vllm", "vllm"], "kvlint.commands.verify.run_child"),  # waits on the vLLM child
     ],
     ids=lambda value: value[0] if isinstance(value, list) else None,
 )
-def test_ctrl_c_exits_130_in_every_command_that_waits(command, target, tree, monkeypatch):
-    """The real signal and the worker processes: tests/test_interrupt.py. Here: every command maps it to 130."""
+def test_a_keyboard_interrupt_where_each_command_waits_exits_130(command, target, tree, monkeypatch):
+    """KeyboardInterrupt raised (patched in) where each command waits: every command maps it to 130. The
+    real SIGINT, to kvlint and its worker processes: tests/test_interrupt.py."""
     monkeypatch.chdir(tree)
     monkeypatch.setattr(target, interrupted)
     result = runner().invoke(main, command)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -20,11 +21,13 @@ RACING_FILES = 12  # enough for the two runs' writes to interleave: they start t
 KILLS = int(os.environ.get("KVLINT_FAULT_KILLS", "6"))
 
 
-def kvlint_fix(tree: Path) -> subprocess.Popen:
+def kvlint_fix(tree: Path, capture: bool = False) -> subprocess.Popen:
+    output = subprocess.PIPE if capture else subprocess.DEVNULL
     return subprocess.Popen(
         [sys.executable, "-m", "kvlint", "fix", "--no-cache", "-j", "1", "--select", "KV101,KV102", str(tree / "pkg")],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=output,
+        stderr=output,
+        text=capture,
     )
 
 
@@ -82,14 +85,43 @@ def test_killed_at_random_moments_leaves_every_file_old_or_new(tmp_path, expecte
     assert mixed >= 1, "no kill landed while files were being written"
 
 
+FIXED = "fixed 1 finding(s) (KV102)"
+# The other run's rename found at the last check, or while the file was being re-opened for it.
+REFUSED = re.compile(
+    r"not fixed: (changed on disk since kvlint read it|cannot re-read before writing: .*); left unchanged"
+)
+
+
 def test_two_runs_at_once_end_with_correct_files(tmp_path, expected):
+    """Two runs racing on one tree: each file is fixed by one of them; the other, finding it changed since
+    it read it, leaves it alone and says so. No third run tidies up: the files are right as the race left them."""
     old, new = expected
     paths = large_tree(tmp_path, RACING_FILES)
-    first, second = kvlint_fix(tmp_path), kvlint_fix(tmp_path)
-    first.wait(timeout=600)
-    second.wait(timeout=600)
-    run_kvlint("fix", "--no-cache", str(tmp_path / "pkg"), cwd=tmp_path)
+    runs = [kvlint_fix(tmp_path, capture=True), kvlint_fix(tmp_path, capture=True)]
+    outcomes = [run.communicate(timeout=600) for run in runs]
     assert assert_old_or_new(paths, old, new) == (0, RACING_FILES)
+    fixed_by: dict[str, list[int]] = {path.name: [] for path in paths}
+    for index, (run, (stdout, stderr)) in enumerate(zip(runs, outcomes)):
+        assert "Traceback" not in stderr and "internal error" not in stderr
+        said = {}
+        for line in stderr.splitlines():
+            name, _, rest = line.rpartition("/")[2].partition(": ")
+            if name in fixed_by:
+                assert rest == FIXED or REFUSED.fullmatch(rest), line
+                assert name not in said, f"{name} said twice: {line}"
+                said[name] = rest
+                if rest == FIXED:
+                    fixed_by[name].append(index)
+        # Its summary counts the files it wrote, racing or not (buggy.py of make_tree too).
+        written = sum(1 for line in stderr.splitlines() if line.endswith(")") and ": fixed " in line)
+        assert written >= len([r for r in said.values() if r == FIXED])
+        summary = re.search(rf"^kvlint: fixed {written} file\(s\); (\d+) finding\(s\) left\.$", stderr, re.M)
+        assert summary, stderr
+        left = int(summary.group(1))
+        assert len([line for line in stdout.splitlines() if not line.startswith(" ")]) == left
+        # A file left unchanged fails the run, as does an error left (every finding of this tree is one).
+        assert run.returncode == (1 if any(rest != FIXED for rest in said.values()) or left else 0), stderr
+    assert all(fixed_by.values()), f"files no run fixed: {[n for n, by in fixed_by.items() if not by]}"
 
 
 def leftover(folder: Path, name: str, age_s: float = 0.0) -> Path:

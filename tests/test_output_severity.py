@@ -4,13 +4,11 @@ locations where each format has room for them, and `--fail-on`: which findings f
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import jsonschema
 import pytest
 from click.testing import CliRunner
 
-import kvlint.commands.check as check_command
 from kvlint.cli import main
 from kvlint.engine.summary import EXIT_CLEAN, EXIT_FINDINGS, FixSummary, Summary
 from kvlint.errors import ReviewError
@@ -18,7 +16,7 @@ from kvlint.reporters import load_reporter
 from kvlint.review.render import comment_body, markdown, rdjson
 from kvlint.review.review import Review, ReviewComment
 from kvlint.scan.config import load_config
-from kvlint.types import FileResult, Finding, RelatedLocation, Severity
+from kvlint.types import Finding, RelatedLocation, Severity
 from test_cli import sarif_schema
 
 CHECK = RelatedLocation("pkg/a.py", 5, 24, 5, 70, "KV101", "`isinstance(spec, AttentionSpec)` is False for a container")
@@ -142,18 +140,12 @@ def test_summary_line_and_statistics_count_root_causes():
 
 
 @pytest.fixture
-def stubbed_scan(tmp_path, monkeypatch):
-    """`check` over a scan that found one warning (the scan itself is tested elsewhere)."""
+def warned_tree(tmp_path, monkeypatch):
+    """A tiny tree whose real scan finds one warning: a hand-written DCP scaling, alone in its tree (no resolver
+    to compare with, so no counterexample)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pkg").mkdir()
-    result = SimpleNamespace(
-        findings=[WARNING],
-        files=[FileResult("pkg/b.py", (WARNING,))],
-        rules=(),
-        degradations=(),
-        excluded_by_configuration=0,
-    )
-    monkeypatch.setattr(check_command, "run_scan", lambda options, progress=True: result)
+    (tmp_path / "pkg" / "b.py").write_text("def span(spec, dcp):\n    return spec.block_size * dcp\n")
     return tmp_path
 
 
@@ -161,24 +153,25 @@ def run_check(*args):
     return CliRunner().invoke(main, ["check", "--no-cache", *args, "pkg"])
 
 
-def test_fail_on_from_the_command_line(stubbed_scan):
+def test_fail_on_from_the_command_line(warned_tree):
     default = run_check()
-    assert default.exit_code == 0 and "KV102 warning: " in default.stdout
+    assert default.exit_code == 0 and default.stdout.startswith("pkg/b.py:2:12: KV102 warning: ")
+    assert len(default.stdout.splitlines()) == 1
     assert "none fails the run (--fail-on error)" in default.stderr
     assert run_check("--fail-on", "warning").exit_code == 1
     assert run_check("--fail-on", "error").exit_code == 0
     assert run_check("--fail-on", "fatal").exit_code == 2
 
 
-def test_fail_on_from_the_configuration_and_the_command_line_wins(stubbed_scan):
-    (stubbed_scan / "pyproject.toml").write_text('[tool.kvlint]\nfail-on = "warning"\n')
+def test_fail_on_from_the_configuration_and_the_command_line_wins(warned_tree):
+    (warned_tree / "pyproject.toml").write_text('[tool.kvlint]\nfail-on = "warning"\n')
     assert run_check().exit_code == 1
     assert run_check("--fail-on", "error").exit_code == 0
 
 
 @pytest.mark.parametrize("value", ['"fatal"', "1", '["error"]'])
-def test_a_bad_fail_on_value_is_one_line_exit_two(stubbed_scan, value):
-    (stubbed_scan / "pyproject.toml").write_text(f"[tool.kvlint]\nfail-on = {value}\n")
+def test_a_bad_fail_on_value_is_one_line_exit_two(warned_tree, value):
+    (warned_tree / "pyproject.toml").write_text(f"[tool.kvlint]\nfail-on = {value}\n")
     result = run_check()
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert result.stderr.strip().count("\n") == 0 and "fail-on must be one of 'error', 'warning'" in result.stderr

@@ -4,7 +4,13 @@ hostile or broken GitHub answer can do. Everything talks to a fake GitHub on 127
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -242,7 +248,9 @@ def test_the_new_review_is_posted_before_anything_is_deleted(repo, github):
     assert github.of("DELETE") == [] and stale in github.comments  # the pull request keeps its earlier review
 
 
-def test_concurrent_runs_converge_on_one_comment_per_finding(repo, github):
+def test_a_rerun_after_two_runs_posted_twice_keeps_one_comment_per_finding(repo, github):
+    """The state two runs leave when both posted before either listed again (each finding twice): the next
+    run deletes the younger copies. A real race: test_a_run_racing_another_keeps_the_older_copy."""
     first = _post(repo, github)
     assert first.returncode == 1, first.stderr
     markers = sorted(_marker_of(c["body"]) for c in github.comments.values())
@@ -259,9 +267,10 @@ def test_a_run_racing_another_keeps_the_older_copy(repo, github, monkeypatch):
     """Another run posts the same comments between this run's listing and its post: after posting, this run
     lists again and deletes its own younger copies."""
     original = github.add_comment
+    older: list[int] = []  # ids of the other run's copies
 
     def racing(path, line, body, user):
-        original(path, line, body, user)  # the other run's copy, older
+        older.append(original(path, line, body, user))  # the other run's copy, older
         return original(path, line, body, user)
 
     github.add_comment = racing
@@ -269,6 +278,51 @@ def test_a_run_racing_another_keeps_the_older_copy(repo, github, monkeypatch):
     assert run.returncode == 1, run.stderr
     markers = [_marker_of(c["body"]) for c in github.comments.values()]
     assert len(markers) == len(set(markers)) >= 1
+    # Exactly the older copies stand: this run deleted its own younger ones, one DELETE each.
+    assert sorted(github.comments) == sorted(older)
+    assert sorted(r["path"].rsplit("/", 1)[1] for r in github.of("DELETE")) == sorted(str(i + 1) for i in older)
+
+
+def test_two_runs_posting_at_once_end_with_one_comment_per_finding_the_older(repo, github):
+    """Two real `kvlint review --post` processes at once. The fake holds each run's POST of its review until
+    both have come (so both listed the pull request before either posted: each finding is posted twice), then
+    lets them go: after posting, each lists again, and together they leave exactly the older copies."""
+    arrived = threading.Barrier(2, timeout=60)
+    lock = threading.Lock()
+    route = github.route
+    posted: list[list[int]] = []  # the ids each review's POST created, in posting order
+
+    def racing(method, full_path, body):
+        if method == "POST" and full_path.startswith("/repos/o/r/pulls/7/reviews"):
+            arrived.wait()
+            with lock:
+                before = set(github.comments)
+                answer = route(method, full_path, body)
+                posted.append(sorted(set(github.comments) - before))
+                return answer
+        with lock:
+            return route(method, full_path, body)
+
+    github.route = racing
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("GITHUB_")}
+    environment.update(_environment(github), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    command = [sys.executable, "-m", "kvlint", "review", "--base", "main", "--head", "pr", "--post", "--pr", "7"]
+    runs = [
+        subprocess.Popen(command, cwd=repo, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outcomes = [run.communicate(timeout=120) for run in runs]
+    for run, (_, stderr) in zip(runs, outcomes):
+        assert run.returncode == 1, stderr  # the pull request's finding fails each run, as alone
+        assert "Traceback" not in stderr and TOKEN not in stderr
+    older, younger = posted
+    assert len(older) == len(younger) >= 1
+    assert sorted(github.comments) == older  # each finding once: the first run's copy
+    deleted = [r["path"] for r in github.of("DELETE")]
+    # Each younger copy deleted once (a run that finds it already gone counts nothing)...
+    assert {f"/repos/o/r/pulls/comments/{i}" for i in younger} == set(deleted)
+    said = [int(re.search(r"(\d+) outdated deleted", stderr).group(1)) for _, stderr in outcomes]
+    assert sum(said) == len(younger)  # ...and the runs' own counts add up to it
 
 
 def test_an_identity_that_cannot_be_known_posts_nothing(repo, github):

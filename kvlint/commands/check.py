@@ -14,7 +14,7 @@ from kvlint.commands.options import (
     say_degradations,
     scan_options,
 )
-from kvlint.engine.summary import EXIT_ERROR, Summary
+from kvlint.engine.summary import Summary
 from kvlint.escaping import printable
 from kvlint.reporters import FORMATS, load_reporter
 
@@ -67,4 +67,4 @@ def check(
             if file_result.detail:
                 click.echo(f"kvlint: details for {printable(file_result.path)}:\n{file_result.detail}", err=True)
     # A cross-file analysis that failed is an error, not a clean result.
-    sys.exit(EXIT_ERROR if say_degradations(result) else summary.exit_code(exit_zero))
+    sys.exit(summary.exit_code(exit_zero, error=say_degradations(result)))

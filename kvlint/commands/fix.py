@@ -16,7 +16,7 @@ from kvlint.commands.options import (
     say_degradations,
     scan_options,
 )
-from kvlint.engine.summary import EXIT_ERROR, FixSummary
+from kvlint.engine.summary import FixSummary
 from kvlint.escaping import printable
 from kvlint.reporters.text import finding_lines
 from kvlint.types import Applicability, Finding
@@ -70,7 +70,7 @@ def fix(
         len(fixed_files), left, failed, diff_only=show_diff, fail_on=resolve_fail_on(fail_on, options.config)
     )
     click.echo(summary.line(), err=True)
-    sys.exit(EXIT_ERROR if say_degradations(result) else summary.exit_code())
+    sys.exit(summary.exit_code(error=say_degradations(result)))
 
 
 class PatchNames:

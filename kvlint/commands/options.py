@@ -68,7 +68,7 @@ def scan_options(function):
 
 
 def fail_on_option(function):
-    """`--fail-on`: which findings fail the run (`check`, and `fix` for the findings it leaves)."""
+    """`--fail-on`: which findings fail the run (`check`, `review`, and `fix` for the findings it leaves)."""
     return click.option(
         "--fail-on",
         type=click.Choice([s.value for s in Severity]),
@@ -78,9 +78,11 @@ def fail_on_option(function):
     )(function)
 
 
-def resolve_fail_on(value: str | None, config: Config) -> Severity:
+def resolve_fail_on(value: str | None, configured: Config | Severity) -> Severity:
     """The command line's --fail-on, else the configuration's (which defaults to error)."""
-    return Severity(value) if value else config.fail_on
+    if value:
+        return Severity(value)
+    return configured if isinstance(configured, Severity) else configured.fail_on
 
 
 def resolve_options(

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import click
 
+from kvlint.commands.options import fail_on_option, resolve_fail_on
 from kvlint.commands.quiet import progress_display, quiet_option
-from kvlint.engine.summary import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from kvlint.engine.summary import EXIT_CLEAN, EXIT_ERROR, exit_code, failing
 from kvlint.errors import KvlintError
 from kvlint.review import github_api, saved
 from kvlint.review.diff import repository_root
@@ -96,6 +97,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
     help="Comments per review; findings past it are counted in the review's body.",
 )
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when the diff has findings.")
+@fail_on_option
 @click.option("--verbose", "-v", is_flag=True, help="Show the traceback of an internal error.")
 @quiet_option
 def review(
@@ -112,12 +114,14 @@ def review(
     jobs,
     max_comments,
     exit_zero,
+    fail_on,
     verbose,
 ):
     """Lint only what a pull request changes; emit (or --post) a GitHub review with suggestions.
 
-    Exit 0 when the lines the pull request changes are clean, 1 when they have findings, 2 on errors (a
-    cross-file analysis that could not read or do everything included, even with --exit-zero).
+    Exit 0 when the lines the pull request changes have no finding at or above --fail-on (default: the base
+    revision's `fail-on`, else error), 1 when they have, 2 on errors (a cross-file analysis that could not
+    read or do everything included, even with --exit-zero).
     """
     output = _Output()
     try:
@@ -137,6 +141,7 @@ def review(
         result, texts = make_review(
             repo, base, head, config_path, _split(select) or None, _split(ignore), jobs, progress_display()
         )
+        result.fail_on = resolve_fail_on(fail_on, result.fail_on)
         limit_review(result, max_comments)
         payload = github_review(result, max_comments)
         if output_format == "github-review":
@@ -160,12 +165,7 @@ def review(
             output.say(
                 f"kvlint: review posted: {outcome.posted} new comment(s), {outcome.kept} kept, {outcome.deleted} outdated deleted."
             )
-        outside = (
-            f"; {len(result.outside_diff)} more in the changed files, outside the diff" if result.outside_diff else ""
-        )
-        output.say(
-            f"kvlint: {len(result.in_diff)} finding(s) on changed lines in {result.files_checked} file(s){outside}."
-        )
+        output.say(_summary_line(result))
         # A cross-file analysis that failed is an error, as in `check`: the review says it too, and is posted.
         for line in result.incomplete:
             output.say(f"kvlint: error: {line}")
@@ -185,12 +185,23 @@ def review(
     sys.exit(_exit_code(result, exit_zero))
 
 
+def _summary_line(result) -> str:
+    outside = f"; {len(result.outside_diff)} more in the changed files, outside the diff" if result.outside_diff else ""
+    passing = (
+        f"; none fails the run (--fail-on {result.fail_on.value})"
+        if result.in_diff and not failing(result.in_diff, result.fail_on)
+        else ""
+    )
+    return (
+        f"kvlint: {len(result.in_diff)} finding(s) on changed lines in {result.files_checked} file(s)"
+        f"{outside}{passing}."
+    )
+
+
 def _exit_code(result, exit_zero: bool) -> int:
-    """2 when the cross-file analysis was incomplete (whatever --exit-zero says, as in `check`), else 1 for
-    findings on changed lines unless --exit-zero, else 0."""
-    if result.incomplete:
-        return EXIT_ERROR
-    return EXIT_CLEAN if exit_zero or not result.in_diff else EXIT_FINDINGS
+    """As `check`: 2 when the cross-file analysis was incomplete, else 1 for findings on changed lines at or
+    above --fail-on unless --exit-zero, else 0."""
+    return exit_code(failing(result.in_diff, result.fail_on), exit_zero=exit_zero, error=bool(result.incomplete))
 
 
 def _post_saved(output: _Output, payload_path: str, pull: int | None, max_comments: int) -> int:

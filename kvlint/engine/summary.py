@@ -31,9 +31,18 @@ def severity_counts(findings: Sequence[Finding]) -> str:
 
 EXIT_CLEAN = 0  # nothing to report
 # findings at or above --fail-on (check, review), such findings left or a file not fixed (fix), cells that
-# disagree (verify)
+# disagree or a test that regressed (verify)
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2  # a usage, configuration or internal error: one line on stderr
+
+
+def exit_code(failed: Sequence[Finding] | bool, *, exit_zero: bool = False, error: bool = False) -> int:
+    """The table every command exits through: `error` (an analysis that could not do everything, whatever
+    --exit-zero says) before `failed` (the findings past --fail-on, or True for what else fails a run)
+    unless --exit-zero."""
+    if error:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN
 
 
 @dataclass(frozen=True)
@@ -52,8 +61,14 @@ class Summary:
     def unsafe_fixable(self) -> int:
         return sum(1 for f in self.findings if f.fix is not None and f.fix.applicability == Applicability.UNSAFE)
 
-    def exit_code(self, exit_zero: bool = False) -> int:
-        return EXIT_CLEAN if exit_zero or not failing(self.findings, self.fail_on) else EXIT_FINDINGS
+    def exit_code(self, exit_zero: bool = False, error: bool = False) -> int:
+        return exit_code(failing(self.findings, self.fail_on), exit_zero=exit_zero, error=error)
+
+    def passing_note(self) -> str:
+        """`; none fails the run (--fail-on error)` when there are findings and none is past the threshold."""
+        if self.findings and not failing(self.findings, self.fail_on):
+            return f"; none fails the run (--fail-on {self.fail_on.value})"
+        return ""
 
     def line(self) -> str:
         if not self.findings:
@@ -64,12 +79,9 @@ class Summary:
         if self.unsafe_fixable:
             extra.append(f"{self.unsafe_fixable} more with `--unsafe-fixes`")
         tail = f" ({'; '.join(extra)})" if extra else ""
-        passing = ""
-        if not failing(self.findings, self.fail_on):
-            passing = f"; none fails the run (--fail-on {self.fail_on.value})"
         return (
             f"kvlint: {len(self.findings)} finding(s) ({severity_counts(self.findings)}) in "
-            f"{self.files_checked} files checked{tail}{passing}."
+            f"{self.files_checked} files checked{tail}{self.passing_note()}."
         )
 
     def statistics(self) -> list[str]:
@@ -95,10 +107,10 @@ class FixSummary:
     diff_only: bool  # --diff: nothing written
     fail_on: Severity = DEFAULT_FAIL_ON  # which findings left fail the run
 
-    def exit_code(self) -> int:
+    def exit_code(self, error: bool = False) -> int:
         # With --diff, a file that would change is as much to act on as a finding left.
-        pending = failing(self.left, self.fail_on) or self.failed or (self.diff_only and self.changed_files)
-        return EXIT_FINDINGS if pending else EXIT_CLEAN
+        pending = bool(failing(self.left, self.fail_on)) or self.failed or bool(self.diff_only and self.changed_files)
+        return exit_code(pending, error=error)
 
     def line(self) -> str:
         verb = "would fix" if self.diff_only else "fixed"

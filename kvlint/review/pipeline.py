@@ -148,6 +148,7 @@ def make_review(
     review = build_review(findings, change.files, texts, refused, files_checked, placed)
     review.commit = head_commit or _head_commit(repo)
     review.incomplete = list(dict.fromkeys(incomplete))
+    review.fail_on = config.fail_on
     return review, texts
 
 

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from kvlint.engine.registry import rule_by_code
+from kvlint.engine.summary import DEFAULT_FAIL_ON
 from kvlint.engine.suppress import suppressions
 from kvlint.review.diff import ChangedFile
 from kvlint.review.suggestions import FixRegions, Region
-from kvlint.types import Applicability, Finding
+from kvlint.types import Applicability, Finding, Severity
 
 MARKER_PREFIX = "<!-- kvlint:"
 _MARKER = re.compile(r"<!-- kvlint:([A-Z]+\d+):([^:\s]*):([0-9a-f]+(?:-\d+)?(?:\+[a-z]+)?) -->")
@@ -92,6 +93,7 @@ class Review:
     omitted: list[Finding] = field(default_factory=list)  # in the diff, but past the comment limit
     # What the cross-file analysis could not read or do, one line each: said on stderr and in the body, exit 2.
     incomplete: list[str] = field(default_factory=list)
+    fail_on: Severity = DEFAULT_FAIL_ON  # the configuration's (the base revision's): which findings fail the run
 
 
 @dataclass

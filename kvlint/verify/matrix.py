@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvlint.engine.summary import exit_code
+
 # One span per group, in group order; None where a path does not size that group.
 Spans = tuple[int | None, ...]
 # What a path gave for a cell: its spans, or the message of what it raised.
@@ -71,9 +73,7 @@ class VerifyReport:
     @property
     def exit_code(self) -> int:
         """0 every compared cell agrees, 1 some disagree, 2 nothing could be compared."""
-        if self.disagreeing:
-            return 1
-        return 0 if self.compared else 2
+        return exit_code(self.disagreeing, error=not self.compared)
 
 
 def _parse_result(value: Any) -> PathResult:

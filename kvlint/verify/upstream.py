@@ -12,6 +12,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
+from kvlint.engine.summary import exit_code
 from kvlint.scan.config import Config
 from kvlint.verify.pytest_run import PytestRun, PytestSetup, run_tests
 from kvlint.verify.rewrite import Rewritten, rewrite_copy
@@ -66,8 +67,8 @@ class UpstreamReport:
     @property
     def exit_code(self) -> int:
         """0: no test that passed before fails after and nothing became uncollectable; 1 otherwise."""
-        worse = any(change.regression for change in self.changes) or self.newly_uncollected
-        return 1 if worse else 0
+        worse = any(change.regression for change in self.changes) or bool(self.newly_uncollected)
+        return exit_code(worse)
 
 
 def run_upstream_tests(

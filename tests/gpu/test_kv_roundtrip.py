@@ -1,17 +1,22 @@
-"""KV cache blocks through the rewritten offloading connector's chunks, on a CUDA device.
+"""The rewritten offloading connector's chunks against the scheduler, and the worker's KV pages copied in
+those chunks, on a CUDA device.
 
 For each configuration of `kvlint verify`'s matrix (the same builders), on a vLLM tree
-that `kvlint fix` rewrote: allocate the KV cache as the worker's KVCacheConfig places
-it, move every block device -> host -> device in chunks of the connector's
-`tokens_per_block` x `blocks_per_chunk`, and check
+that `kvlint fix` rewrote, check that
 
-- the round trip is byte-exact, and nothing outside the moved blocks is written;
-- every chunk starts and ends on a hash-block boundary of the scheduler
-  (`resolve_kv_cache_block_sizes`), and the connector's span is the scheduler's.
+- the connector's span per group (vLLM's `build_offloading_config`) is the scheduler's
+  (`resolve_dcp_kv_block_size`), and every chunk of `tokens_per_block` x `blocks_per_chunk`
+  starts and ends on a hash-block boundary of the scheduler (`resolve_kv_cache_block_sizes`);
+- the KV cache laid out as the worker's KVCacheConfig places it, copied device -> host ->
+  device chunk by chunk, comes back byte-exact with nothing outside the moved blocks written.
+  The copy is this test's own torch ops (index_select, pinned host tensors, index_copy_), not
+  vLLM's transfer code (its swap_blocks kernels need vLLM's compiled ops, which a light tree
+  does not carry): it checks the placement the connector's chunks address, not vLLM's copy.
 
-The tree comes from KVLINT_GPU_VLLM_TREE (scripts/gpu_check.sh prepares a rewritten
-one holding only the modules needed). Skipped where CUDA is absent; set
-KVLINT_GPU_TEST_DEVICE=cpu to dry-run the same code on the CPU.
+The tree comes from KVLINT_GPU_VLLM_TREE, else the bundle scripts/gpu_check.sh prepares
+(.gpu-bundle). Skipped where CUDA is absent; KVLINT_GPU_TEST_DEVICE=cpu dry-runs the same
+code on the CPU. KVLINT_GPU_REQUIRED=1 (scripts/gpu_check.sh sets it) turns every skip
+into a failure: a device check that skipped would prove nothing.
 """
 
 from __future__ import annotations
@@ -47,25 +52,46 @@ KINDS = (
 DCP_SIZES = (1, 2, 4, 8)
 
 
+BUNDLE = Path(__file__).resolve().parents[2] / ".gpu-bundle"  # what `scripts/gpu_check.sh prepare` writes
+
+
+def unavailable(reason: str) -> None:
+    """Skip, unless the run requires the GPU tests to run (scripts/gpu_check.sh): then fail, saying why."""
+    if os.environ.get("KVLINT_GPU_REQUIRED") == "1":
+        pytest.fail(f"KVLINT_GPU_REQUIRED=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="module")
 def device():
     try:
         import torch
     except ImportError:
-        pytest.skip("CUDA is absent: torch is not even installed here")
+        unavailable("CUDA is absent: torch is not even installed here")
     if os.environ.get("KVLINT_GPU_TEST_DEVICE") == "cpu":
         return torch.device("cpu")
     if not torch.cuda.is_available():
-        pytest.skip("CUDA is absent: no device to allocate KV cache tensors on")
+        unavailable("CUDA is absent: no device to allocate KV cache tensors on")
     return torch.device("cuda")
+
+
+def vllm_tree() -> Path | None:
+    configured = os.environ.get("KVLINT_GPU_VLLM_TREE")
+    if configured:
+        return Path(configured)
+    return BUNDLE if (BUNDLE / "vllm" / "__init__.py").is_file() else None
 
 
 @pytest.fixture(scope="module")
 def sizing(device):
-    tree = os.environ.get("KVLINT_GPU_VLLM_TREE")
-    if not tree:
-        pytest.skip("KVLINT_GPU_VLLM_TREE is not set (scripts/gpu_check.sh prepares a rewritten tree)")
-    return vllm_light.import_sizing_modules(Path(tree))
+    tree = vllm_tree()
+    if tree is None:
+        # A device is here (or the CPU switch is on): a missing tree is a setup fault, not an absent GPU.
+        pytest.fail(
+            f"no vLLM tree to test: set KVLINT_GPU_VLLM_TREE or run `scripts/gpu_check.sh prepare` ({BUNDLE})",
+            pytrace=False,
+        )
+    return vllm_light.import_sizing_modules(tree)
 
 
 def light_vllm_config(dcp: int, use_mla: bool, torch: Any) -> Any:
@@ -136,12 +162,12 @@ def layer_pages(worker: Any, backing: Any, torch: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("dcp", DCP_SIZES)
 @pytest.mark.parametrize("kind", KINDS)
-def test_blocks_round_trip_in_connector_chunks(sizing, device, kind, dcp):
+def test_connector_chunks_match_the_scheduler_and_pages_copied_in_them_round_trip(sizing, device, kind, dcp):
     torch = sizing.torch
     specs = child.SpecFactory(sizing.interface, torch)
     worker = child.build_worker_config(sizing.interface, child.build_kinds(specs)[kind]())
     if not hasattr(worker.kv_cache_tensors[0], "layers"):
-        pytest.skip("this release's KVCacheTensor has no placement (layers/strides) to follow")
+        unavailable("this release's KVCacheTensor has no placement (layers/strides) to follow")
     scheduler_config = sizing.utils.generate_scheduler_kv_cache_config([worker])
     use_mla = kind in ("mla", "dsa_container")
     config = vllm_config_for(sizing, dcp, use_mla)
