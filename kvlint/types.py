@@ -69,6 +69,24 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Message:
+    """A rule's message in parts, for a reader: a short `headline` (what is wrong, for which kind), the
+    `detail` (the counterexample, the evidence, what the headline does not say) and the `remedy`. `text` is
+    the whole message, as machine formats carry it: `statement` (the finding in one sentence) when the rule
+    gives one, else the detail, then the remedy."""
+
+    headline: str
+    detail: str
+    remedy: str | None = None
+    statement: str | None = None
+
+    @property
+    def text(self) -> str:
+        body = self.statement or self.detail
+        return f"{body}; {self.remedy}" if self.remedy else body
+
+
+@dataclass(frozen=True)
 class RelatedLocation:
     """Another finding of the same root cause, folded into a primary finding (kvlint.engine.grouping):
     where it is, which rule found it and what that rule said."""
@@ -80,6 +98,7 @@ class RelatedLocation:
     end_column: int
     code: str
     message: str
+    headline: str | None = None  # the related finding's own headline (Message.headline), if it had one
 
 
 @dataclass(frozen=True)
@@ -98,6 +117,10 @@ class Finding:
     fix_unavailable: str | None = None
     # The other findings of this root cause, in file order; empty for a finding that stands alone.
     related: tuple[RelatedLocation, ...] = ()
+    # The parts of `message` (the whole text) when the rule gave them: what the text output lays out.
+    headline: str | None = None
+    detail: str | None = None
+    remedy: str | None = None
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.column, self.code)
@@ -117,6 +140,9 @@ class Finding:
             "fix": None if self.fix is None else _fix_data(self.fix),
             "fix_unavailable": self.fix_unavailable,
             "related": [_fields(r) for r in self.related],
+            "headline": self.headline,
+            "detail": self.detail,
+            "remedy": self.remedy,
         }
 
     @classmethod
@@ -136,6 +162,9 @@ class Finding:
             fix=None if fix is None else _fix_from(fix),
             fix_unavailable=data["fix_unavailable"],
             related=tuple(RelatedLocation(**r) for r in data["related"]),
+            headline=data["headline"],
+            detail=data["detail"],
+            remedy=data["remedy"],
         )
 
 

@@ -26,6 +26,12 @@ def listing(items: list[str] | tuple[str, ...], limit: int = 3) -> str:
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
+def short_name(qualified: str) -> str:
+    """`vllm.v1.core.kv_cache_utils:resolve_kv_cache_block_sizes` → `resolve_kv_cache_block_sizes`: a
+    headline names the function; the location before it names the file."""
+    return qualified.rsplit(":", 1)[-1]
+
+
 def analysis_for(context) -> SizingAnalysis | None:
     """The tree's analysis; for a scan without a tree, this file analysed alone."""
     project = context.project
@@ -107,6 +113,7 @@ class SizingFinding:
     column: int | None
     severity: Severity
     message: str
+    headline: str
 
 
 def sizing_findings(analysis: SizingAnalysis, rules: Iterable[type]) -> tuple[SizingFinding, ...]:
@@ -116,6 +123,7 @@ def sizing_findings(analysis: SizingAnalysis, rules: Iterable[type]) -> tuple[Si
     found: list[SizingFinding] = []
     for divergence in analysis.divergences:
         rule = next(r for r in reporters if isinstance(divergence, r.REPORTS))
+        message = rule.describe(divergence)
         found.append(
             SizingFinding(
                 rule.CODE,
@@ -124,7 +132,8 @@ def sizing_findings(analysis: SizingAnalysis, rules: Iterable[type]) -> tuple[Si
                 divergence.line,
                 divergence.column,
                 rule.severity_of(divergence),
-                rule.describe(divergence),
+                message.text,
+                message.headline,
             )
         )
     return tuple(found)

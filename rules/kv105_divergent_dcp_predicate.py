@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kvlint import Example, Rule
+from kvlint import Example, Message, Rule
 from kvlint.analysis.sizing.divergences import PredicateDivergence
 from kvlint.analysis.sizing.program import helper_signature
-from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing
+from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing, short_name
 from kvlint.types import Severity
 
 
@@ -52,6 +52,7 @@ class DivergentDcpPredicate(SizingReport, Rule):
     # kvlint.engine.grouping: decides a DCP factor; folds with a whole-function finding on its function.
     ROOT_CAUSE_ROLE = "decision"
     MESSAGE = "{predicate} decides DCP sharding differently from the resolver `{resolver}` for: {kinds}"
+    HEADLINE = "`{predicate}` decides DCP sharding unlike the resolver: {kind} gets {mine}, the resolver {theirs}{more}"
     REPORTS = PredicateDivergence
     COMPARED_WITH = ("resolver",)
 
@@ -96,7 +97,7 @@ class DivergentDcpPredicate(SizingReport, Rule):
     ]
 
     @classmethod
-    def describe(cls, divergence: PredicateDivergence) -> str:
+    def describe(cls, divergence: PredicateDivergence) -> Message:
         predicate = f"`{divergence.predicate}`"
         if divergence.gate is not None:
             predicate = f"`{divergence.gate}` in {predicate}"
@@ -105,7 +106,16 @@ class DivergentDcpPredicate(SizingReport, Rule):
         if divergence.rejected_under_dcp:
             message += ONLY_REJECTED.format(reasons="; ".join(divergence.rejected_under_dcp))
         name = divergence.resolver.rsplit(":", 1)[-1]
-        return f"{message}; call `{name}(spec, dcp)` instead of deciding here"
+        kind, mine, theirs = divergence.kinds[0]
+        others = len(divergence.kinds) - 1
+        headline = cls.HEADLINE.format(
+            predicate=short_name(divergence.predicate),
+            kind=kind,
+            mine=mine,
+            theirs=theirs,
+            more=f" (and {others} more kind{'s' if others > 1 else ''})" if others else "",
+        )
+        return Message(headline, message, f"call `{name}(spec, dcp)` instead of deciding here")
 
     @classmethod
     def severity_of(cls, divergence: PredicateDivergence) -> Severity:

@@ -65,7 +65,7 @@ def fix(
     left = findings_after_fix(result, fixed_files, not show_diff, options.config, options.jobs)
     for f in sorted(left, key=Finding.sort_key):
         # --diff: stdout holds the patch alone
-        click.echo("\n".join(finding_lines(f, marker=False, note=_note(f, unsafe_fixes))), err=show_diff)
+        click.echo("\n".join(finding_lines(f, options.base, marker=False, note=_note(f, unsafe_fixes))), err=show_diff)
     summary = FixSummary(
         len(fixed_files), left, failed, diff_only=show_diff, fail_on=resolve_fail_on(fail_on, options.config)
     )
