@@ -14,6 +14,7 @@ from kvlint import Message, Severity
 from kvlint.analysis.agreement import AGREES, DIFFERS, REJECTED_ONLY, Verdict
 from kvlint.analysis.kind_table import tokens
 from kvlint.analysis.sizing.values import DCP
+from kvlint.analysis.tree_index import ResolverView
 from kvlint.analysis.vocabulary import RESOLVER_NAME
 
 
@@ -21,10 +22,12 @@ def severity_of(verdict: Verdict | None) -> Severity:
     return Severity.ERROR if verdict is not None and verdict.outcome == DIFFERS else Severity.WARNING
 
 
-def remedy(has_resolver: bool, reference: str, spec: str | None, dcp: str) -> str:
-    """The fix by name, only a name the scanned tree defines."""
-    if has_resolver:
+def remedy(view: ResolverView, reference: str, spec: str | None, dcp: str) -> str:
+    """The fix by name, from the scan's one view of the resolver (TreeIndex.resolver_view)."""
+    if view.source == "tree":
         return f"call `{RESOLVER_NAME}({spec or 'spec'}, {dcp})` instead"
+    if view.source == "builtin":
+        return f"call vLLM's `{RESOLVER_NAME}({spec or 'spec'}, {dcp})` (from `{view.module}`) instead"
     if reference:
         return f"this tree has no shared resolver: size it as the scheduler's `{reference}` does"
     return "this tree has no shared resolver to compare with or call"

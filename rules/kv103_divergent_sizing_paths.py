@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from kvlint import Example, Message, Rule
 from kvlint.analysis.sizing.divergences import PathDivergence
-from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing, short_name
+from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing, outside_vllm, short_name
 from kvlint.types import Severity
 
 _VIEWS = {
@@ -60,7 +60,7 @@ class DivergentSizingPaths(SizingReport, Rule):
     NAME = "divergent-sizing-paths"
     # kvlint.engine.grouping: the whole function's outcome; the decisions in it fold into this finding.
     ROOT_CAUSE_ROLE = "outcome"
-    MESSAGE = "`{path}` gives {tokens} tokens per block for {kind} at DCP={dcp}{view} where the scheduler's `{scheduler}` gives {expected}{also}"
+    MESSAGE = "`{path}` gives {tokens} tokens per block for {kind} at DCP={dcp}{view} where {scheduler} gives {expected}{also}"
     HEADLINE = "`{function}` gives {tokens} tokens per block for {kind} at DCP={dcp}, the scheduler {expected}"
     REPORTS = PathDivergence
     COMPARED_WITH = ("reference", "resolver")
@@ -120,14 +120,18 @@ class DivergentSizingPaths(SizingReport, Rule):
     ]
 
     @classmethod
-    def describe(cls, divergence: PathDivergence) -> Message:
+    def describe(cls, divergence: PathDivergence, view=None) -> Message:
         message = cls.MESSAGE.format(
             path=divergence.path,
             tokens=divergence.tokens,
             kind=divergence.kind,
             dcp=divergence.dcp,
             view=_VIEWS.get(divergence.view or "", ""),
-            scheduler=divergence.scheduler,
+            scheduler=(
+                f"vLLM's scheduler `{divergence.scheduler}` (this code has none of its own)"
+                if outside_vllm(view)
+                else f"the scheduler's `{divergence.scheduler}`"
+            ),
             expected=divergence.expected_tokens,
             also=f"; also differs for {listing(divergence.also)}" if divergence.also else "",
         )

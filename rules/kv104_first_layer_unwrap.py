@@ -91,7 +91,7 @@ class FirstLayerUnwrap(SizingReport, Rule):
     ]
 
     @classmethod
-    def describe(cls, divergence: FirstLayerPick) -> Message:
+    def describe(cls, divergence: FirstLayerPick, view=None) -> Message:
         message = cls.MESSAGE.format(
             function=divergence.function,
             first=f"{CONTAINER_CLASS}{{{divergence.first}, {divergence.second}}}",

@@ -41,7 +41,7 @@ import libcst as cst
 from kvlint import Example, Message, Rule
 from kvlint.analysis.sizing.divergences import PredicateDivergence
 from kvlint.analysis.sizing.program import helper_signature
-from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing, short_name
+from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing, outside_vllm, short_name
 from kvlint.types import Severity
 
 
@@ -51,7 +51,7 @@ class DivergentDcpPredicate(SizingReport, Rule):
     NAME = "divergent-dcp-predicate"
     # kvlint.engine.grouping: decides a DCP factor; folds with a whole-function finding on its function.
     ROOT_CAUSE_ROLE = "decision"
-    MESSAGE = "{predicate} decides DCP sharding differently from the resolver `{resolver}` for: {kinds}"
+    MESSAGE = "{predicate} decides DCP sharding differently from {resolver} for: {kinds}"
     HEADLINE = "`{predicate}` decides DCP sharding unlike the resolver: {kind} gets {mine}, the resolver {theirs}{more}"
     REPORTS = PredicateDivergence
     COMPARED_WITH = ("resolver",)
@@ -97,12 +97,15 @@ class DivergentDcpPredicate(SizingReport, Rule):
     ]
 
     @classmethod
-    def describe(cls, divergence: PredicateDivergence) -> Message:
+    def describe(cls, divergence: PredicateDivergence, view=None) -> Message:
         predicate = f"`{divergence.predicate}`"
         if divergence.gate is not None:
             predicate = f"`{divergence.gate}` in {predicate}"
         rows = [f"{kind} ({mine}, resolver {theirs})" for kind, mine, theirs in divergence.kinds]
-        message = cls.MESSAGE.format(predicate=predicate, resolver=divergence.resolver, kinds=listing(rows, 8))
+        resolver = f"the resolver `{divergence.resolver}`"
+        if outside_vllm(view):  # said as KV102 says it: this code has no resolver, vLLM has
+            resolver = f"vLLM's resolver `{divergence.resolver}` (this code defines none of its own)"
+        message = cls.MESSAGE.format(predicate=predicate, resolver=resolver, kinds=listing(rows, 8))
         if divergence.rejected_under_dcp:
             message += ONLY_REJECTED.format(reasons="; ".join(divergence.rejected_under_dcp))
         name = divergence.resolver.rsplit(":", 1)[-1]
