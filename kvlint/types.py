@@ -79,6 +79,9 @@ class Message:
     detail: str
     remedy: str | None = None
     statement: str | None = None
+    # The spec kinds it diverges for, as the sizing matrix labels them (counterexample first): `kvlint paths`
+    # marks those cells of the path the finding lies in.
+    kinds: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -99,6 +102,7 @@ class RelatedLocation:
     code: str
     message: str
     headline: str | None = None  # the related finding's own headline (Message.headline), if it had one
+    kinds: tuple[str, ...] = ()  # the related finding's own kinds (Message.kinds)
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,7 @@ class Finding:
     headline: str | None = None
     detail: str | None = None
     remedy: str | None = None
+    kinds: tuple[str, ...] = ()  # Message.kinds
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.column, self.code)
@@ -143,6 +148,7 @@ class Finding:
             "headline": self.headline,
             "detail": self.detail,
             "remedy": self.remedy,
+            "kinds": list(self.kinds),
         }
 
     @classmethod
@@ -161,10 +167,11 @@ class Finding:
             severity=Severity(data["severity"]),
             fix=None if fix is None else _fix_from(fix),
             fix_unavailable=data["fix_unavailable"],
-            related=tuple(RelatedLocation(**r) for r in data["related"]),
+            related=tuple(_related_from(r) for r in data["related"]),
             headline=data["headline"],
             detail=data["detail"],
             remedy=data["remedy"],
+            kinds=tuple(data["kinds"]),
         )
 
 
@@ -204,7 +211,14 @@ class FileResult:
 
 
 def _fields(record) -> dict:
-    return {name: getattr(record, name) for name in record.__dataclass_fields__}
+    return {
+        name: list(value) if isinstance(value := getattr(record, name), tuple) else value
+        for name in record.__dataclass_fields__
+    }
+
+
+def _related_from(data: dict) -> RelatedLocation:
+    return RelatedLocation(**{**data, "kinds": tuple(data["kinds"])})
 
 
 def _fix_data(fix: Fix) -> dict:

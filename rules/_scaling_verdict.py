@@ -65,7 +65,7 @@ def describe(expression: str, verdict: Verdict | None, fix_by_name: str) -> Mess
             detail += f"; the same for{also[len(' (also') : -1]}"
         if verdict.outcome == REJECTED_ONLY:
             detail += f" — only for kinds vLLM rejects under DCP ({kind.rejected_under_dcp})"
-        return Message(headline, detail, fix_by_name, statement=message)
+        return Message(headline, detail, fix_by_name, statement=message, kinds=(kind.label, *verdict.also))
     if verdict.outcome == AGREES:
         provided = f" as long as {verdict.unsettled} is the DCP size its name says" if verdict.unsettled else ""
         return Message(

@@ -145,7 +145,8 @@ class DivergentSizingPaths(SizingReport, Rule):
             expected=divergence.expected_tokens,
         )
         remedy = f"size each group with `{divergence.remedy}(spec, dcp)`, as the scheduler does"
-        return Message(headline, message, remedy if divergence.remedy else None)
+        kinds = (divergence.kind, *divergence.also)
+        return Message(headline, message, remedy if divergence.remedy else None, kinds=kinds)
 
     @classmethod
     def severity_of(cls, divergence: PathDivergence) -> Severity:

@@ -118,7 +118,8 @@ class DivergentDcpPredicate(SizingReport, Rule):
             theirs=theirs,
             more=f" (and {others} more kind{'s' if others > 1 else ''})" if others else "",
         )
-        return Message(headline, message, f"call `{name}(spec, dcp)` instead of deciding here")
+        kinds = tuple(kind for kind, _, _ in divergence.kinds)
+        return Message(headline, message, f"call `{name}(spec, dcp)` instead of deciding here", kinds=kinds)
 
     @classmethod
     def severity_of(cls, divergence: PredicateDivergence) -> Severity:

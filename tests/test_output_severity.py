@@ -60,6 +60,7 @@ def test_json_has_severity_and_related():
             "column": 24,
             "end_line": 5,
             "end_column": 70,
+            "kinds": [],
         }
     ]
     assert warning["related"] == []

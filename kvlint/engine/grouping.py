@@ -208,4 +208,5 @@ def _related(finding: Finding) -> RelatedLocation:
         finding.code,
         finding.message,
         finding.headline,
+        finding.kinds,
     )

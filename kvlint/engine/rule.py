@@ -148,6 +148,7 @@ class Rule(cst.BatchableCSTVisitor):
             headline=parts.headline if parts is not None else None,
             detail=parts.detail if parts is not None else None,
             remedy=parts.remedy if parts is not None else None,
+            kinds=parts.kinds if parts is not None else (),
         )
 
     @classmethod
