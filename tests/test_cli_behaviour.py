@@ -132,7 +132,7 @@ def interrupted(*_args, **_kwargs):
     [
         (["check", "--no-cache", "vllm"], "kvlint.commands.options.scan"),
         (["fix", "--no-cache", "vllm"], "kvlint.commands.options.scan"),
-        (["paths", "vllm"], "kvlint.commands.paths.build_project_index"),
+        (["paths", "vllm"], "kvlint.commands.paths.scan"),
         (["review", "--base", "main"], "kvlint.commands.review.repository_root"),
     ],
     ids=lambda value: value[0] if isinstance(value, list) else None,
