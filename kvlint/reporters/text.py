@@ -42,10 +42,12 @@ def _marker(finding: Finding) -> str:
 
 
 def concise_line(finding: Finding, base: Path | None = None, marker: bool = True, note: str = "") -> str:
-    """`path:line:col: CODE [*] severity: message` on one line: the whole message, related locations left out."""
+    """`path:line:col: CODE [*] severity: message` on one line: the whole message (and `note`: why `fix` left
+    it), related locations left out."""
     where = f"{shown_path(finding.path, base)}:{finding.line}:{finding.column}"
     fix_marker = _marker(finding) if marker else ""
-    return printable(f"{where}: {finding.code}{fix_marker} {finding.severity.value}: {finding.message}{note}")
+    said = f"{finding.message} — {note}" if note else finding.message
+    return printable(f"{where}: {finding.code}{fix_marker} {finding.severity.value}: {said}")
 
 
 def _wrapped(text: str, first: str, rest: str, width: int = PARAGRAPH) -> list[str]:
@@ -62,12 +64,12 @@ def _wrapped(text: str, first: str, rest: str, width: int = PARAGRAPH) -> list[s
 
 
 def finding_lines(finding: Finding, base: Path | None = None, marker: bool = True, note: str = "") -> list[str]:
-    """One finding in the full layout (see the module docstring)."""
+    """One finding in the full layout (see the module docstring); `note` (why `fix` left it) on a line of its own."""
     where = printable(f"{shown_path(finding.path, base)}:{finding.line}:{finding.column}")
     fix_marker = _marker(finding) if marker else ""
     head = f"{where}: {finding.code}{fix_marker} {finding.severity.value}: "
     # A message without parts (KV000, an engine error) is its own headline.
-    lines = _wrapped(f"{finding.headline or finding.message}{note}", head, INDENT + "  ", WIDTH)
+    lines = _wrapped(finding.headline or finding.message, head, INDENT + "  ", WIDTH)
     if finding.detail:
         lines += _wrapped(finding.detail, INDENT, INDENT + "  ")
     for related in finding.related:
@@ -82,6 +84,8 @@ def finding_lines(finding: Finding, base: Path | None = None, marker: bool = Tru
         )
     if finding.remedy:
         lines += _wrapped(finding.remedy, INDENT + "help: ", INDENT * 2 + "  ")
+    if note:
+        lines += _wrapped(note, INDENT + "note: ", INDENT * 2 + "  ")
     return lines
 
 
