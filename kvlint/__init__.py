@@ -18,15 +18,27 @@ _FACADE = {
     "Fix": "kvlint.types",
     "TextEdit": "kvlint.types",
     "ImportChange": "kvlint.types",
+    "Message": "kvlint.types",
     "Applicability": "kvlint.types",
     "Severity": "kvlint.types",
 }
 
-__all__ = ["Applicability", "Example", "Finding", "Fix", "ImportChange", "Rule", "Severity", "TextEdit", "__version__"]
+__all__ = [
+    "Applicability",
+    "Example",
+    "Finding",
+    "Fix",
+    "ImportChange",
+    "Message",
+    "Rule",
+    "Severity",
+    "TextEdit",
+    "__version__",
+]
 
 if TYPE_CHECKING:
     from kvlint.engine.rule import Example, Rule
-    from kvlint.types import Applicability, Finding, Fix, ImportChange, Severity, TextEdit
+    from kvlint.types import Applicability, Finding, Fix, ImportChange, Message, Severity, TextEdit
 
 
 def __getattr__(name: str):

@@ -69,6 +69,27 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Message:
+    """A rule's message in parts, for a reader: a short `headline` (what is wrong, for which kind), the
+    `detail` (the counterexample, the evidence, what the headline does not say) and the `remedy`. `text` is
+    the whole message, as machine formats carry it: `statement` (the finding in one sentence) when the rule
+    gives one, else the detail, then the remedy."""
+
+    headline: str
+    detail: str
+    remedy: str | None = None
+    statement: str | None = None
+    # The spec kinds it diverges for, as the sizing matrix labels them (counterexample first): `kvlint paths`
+    # marks those cells of the path the finding lies in.
+    kinds: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        body = self.statement or self.detail
+        return f"{body}; {self.remedy}" if self.remedy else body
+
+
+@dataclass(frozen=True)
 class RelatedLocation:
     """Another finding of the same root cause, folded into a primary finding (kvlint.engine.grouping):
     where it is, which rule found it and what that rule said."""
@@ -80,6 +101,8 @@ class RelatedLocation:
     end_column: int
     code: str
     message: str
+    headline: str | None = None  # the related finding's own headline (Message.headline), if it had one
+    kinds: tuple[str, ...] = ()  # the related finding's own kinds (Message.kinds)
 
 
 @dataclass(frozen=True)
@@ -98,6 +121,11 @@ class Finding:
     fix_unavailable: str | None = None
     # The other findings of this root cause, in file order; empty for a finding that stands alone.
     related: tuple[RelatedLocation, ...] = ()
+    # The parts of `message` (the whole text) when the rule gave them: what the text output lays out.
+    headline: str | None = None
+    detail: str | None = None
+    remedy: str | None = None
+    kinds: tuple[str, ...] = ()  # Message.kinds
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.column, self.code)
@@ -117,6 +145,10 @@ class Finding:
             "fix": None if self.fix is None else _fix_data(self.fix),
             "fix_unavailable": self.fix_unavailable,
             "related": [_fields(r) for r in self.related],
+            "headline": self.headline,
+            "detail": self.detail,
+            "remedy": self.remedy,
+            "kinds": list(self.kinds),
         }
 
     @classmethod
@@ -135,7 +167,11 @@ class Finding:
             severity=Severity(data["severity"]),
             fix=None if fix is None else _fix_from(fix),
             fix_unavailable=data["fix_unavailable"],
-            related=tuple(RelatedLocation(**r) for r in data["related"]),
+            related=tuple(_related_from(r) for r in data["related"]),
+            headline=data["headline"],
+            detail=data["detail"],
+            remedy=data["remedy"],
+            kinds=tuple(data["kinds"]),
         )
 
 
@@ -175,7 +211,14 @@ class FileResult:
 
 
 def _fields(record) -> dict:
-    return {name: getattr(record, name) for name in record.__dataclass_fields__}
+    return {
+        name: list(value) if isinstance(value := getattr(record, name), tuple) else value
+        for name in record.__dataclass_fields__
+    }
+
+
+def _related_from(data: dict) -> RelatedLocation:
+    return RelatedLocation(**{**data, "kinds": tuple(data["kinds"])})
 
 
 def _fix_data(fix: Fix) -> dict:

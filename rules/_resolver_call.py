@@ -14,6 +14,18 @@ from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS, RESOLVER_NA
 
 FIX_TITLE = f"Replace with `{RESOLVER_NAME}(spec, dcp)`"
 NO_RESOLVER = f"no fix: this tree defines no shared `{RESOLVER_NAME}` (added in vLLM 0.29.0), so nothing can call it"
+# Code outside a vLLM tree: compared with vLLM's resolver, which its own vLLM may or may not define.
+OUTSIDE_VLLM = (
+    f"no automatic fix: this code is not in a vLLM tree, so kvlint cannot tell whether the vLLM it runs with "
+    f"defines `{RESOLVER_NAME}` (vLLM 0.29.0 and later do): call it by hand"
+)
+
+
+def no_resolver_note(view) -> str:
+    """Why a scaling gets no fix where the scan's resolver view (TreeIndex.resolver_view) has none to call."""
+    return OUTSIDE_VLLM if view.source == "builtin" else NO_RESOLVER
+
+
 LINE_LIMIT = 88
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 
-from kvlint import Severity
+from kvlint import Message, Severity
 from kvlint.analysis.agreement import AGREES, DIFFERS, REJECTED_ONLY, Verdict
 from kvlint.analysis.kind_table import tokens
 from kvlint.analysis.sizing.values import DCP
+from kvlint.analysis.tree_index import ResolverView
 from kvlint.analysis.vocabulary import RESOLVER_NAME
 
 
@@ -21,18 +22,26 @@ def severity_of(verdict: Verdict | None) -> Severity:
     return Severity.ERROR if verdict is not None and verdict.outcome == DIFFERS else Severity.WARNING
 
 
-def remedy(has_resolver: bool, reference: str, spec: str | None, dcp: str) -> str:
-    """The fix by name, only a name the scanned tree defines."""
-    if has_resolver:
+def remedy(view: ResolverView, reference: str, spec: str | None, dcp: str) -> str:
+    """The fix by name, from the scan's one view of the resolver (TreeIndex.resolver_view)."""
+    if view.source == "tree":
         return f"call `{RESOLVER_NAME}({spec or 'spec'}, {dcp})` instead"
+    if view.source == "builtin":
+        return f"call vLLM's `{RESOLVER_NAME}({spec or 'spec'}, {dcp})` (from `{view.module}`) instead"
     if reference:
         return f"this tree has no shared resolver: size it as the scheduler's `{reference}` does"
     return "this tree has no shared resolver to compare with or call"
 
 
-def describe(expression: str, verdict: Verdict | None, fix_by_name: str) -> str:
+def describe(expression: str, verdict: Verdict | None, fix_by_name: str) -> Message:
+    """The verdict in words: a headline (what the expression gives, for which kind), the evidence, the remedy."""
+    short = one_line(expression, 48)
     if verdict is None:
-        return f"`{expression}` scales a block size by the DCP size by hand; {fix_by_name}"
+        return Message(
+            f"`{short}` scales a block size by the DCP size by hand",
+            f"`{expression}` scales a block size by the DCP size by hand",
+            fix_by_name,
+        )
     reference = f"`{verdict.reference}`"
     kind = verdict.counterexample
     if verdict.outcome in (DIFFERS, REJECTED_ONLY) and kind is not None:
@@ -47,12 +56,23 @@ def describe(expression: str, verdict: Verdict | None, fix_by_name: str) -> str:
         )
         if verdict.outcome == REJECTED_ONLY:
             message += f" — only for kinds vLLM rejects under DCP ({kind.rejected_under_dcp})"
-        return f"{message}; {fix_by_name}"
+        headline = (
+            f"`{short}` gives {tokens(verdict.factor)} tokens per block for a {kind.label} group at DCP={DCP}, "
+            f"the resolver {tokens(kind.reference)}"
+        )
+        detail = f"{reference} gives {tokens(kind.reference)} ({verdict.how})"
+        if also:
+            detail += f"; the same for{also[len(' (also') : -1]}"
+        if verdict.outcome == REJECTED_ONLY:
+            detail += f" — only for kinds vLLM rejects under DCP ({kind.rejected_under_dcp})"
+        return Message(headline, detail, fix_by_name, statement=message, kinds=(kind.label, *verdict.also))
     if verdict.outcome == AGREES:
         provided = f" as long as {verdict.unsettled} is the DCP size its name says" if verdict.unsettled else ""
-        return (
+        return Message(
+            f"`{short}` restates {reference} by hand (agrees today)",
             f"`{expression}` restates {reference} by hand ({verdict.how}): it agrees with it for every kind that "
-            f"reaches it today{provided}, and drifts when the resolver changes; {fix_by_name}"
+            f"reaches it today{provided}, and drifts when the resolver changes",
+            fix_by_name,
         )
     would = ""
     if kind is not None:
@@ -60,9 +80,11 @@ def describe(expression: str, verdict: Verdict | None, fix_by_name: str) -> str:
             f"; if {verdict.if_so}, a {kind.label} group gets {tokens(verdict.factor)} tokens per block at "
             f"DCP={DCP} where {reference} gives {tokens(kind.reference)}"
         )
-    return (
+    return Message(
+        f"`{short}` scales a block size by the DCP size by hand; agreement with {reference} not settled",
         f"`{expression}` scales a block size by the DCP size by hand ({verdict.how}); whether it agrees with "
-        f"{reference} is not settled here: {verdict.unsettled}{would}; {fix_by_name}"
+        f"{reference} is not settled here: {verdict.unsettled}{would}",
+        fix_by_name,
     )
 
 

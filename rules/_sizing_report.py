@@ -26,6 +26,17 @@ def listing(items: list[str] | tuple[str, ...], limit: int = 3) -> str:
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
+def outside_vllm(view) -> bool:
+    """The scan's resolver view (TreeIndex.resolver_view) is vLLM's, not the scanned code's own."""
+    return view is not None and view.source == "builtin"
+
+
+def short_name(qualified: str) -> str:
+    """`vllm.v1.core.kv_cache_utils:resolve_kv_cache_block_sizes` → `resolve_kv_cache_block_sizes`: a
+    headline names the function; the location before it names the file."""
+    return qualified.rsplit(":", 1)[-1]
+
+
 def analysis_for(context) -> SizingAnalysis | None:
     """The tree's analysis; for a scan without a tree, this file analysed alone."""
     project = context.project
@@ -75,7 +86,8 @@ class SizingReport:
 
     def _report(self, node, divergence) -> None:
         self._divergences.remove(divergence)
-        self.report(node, self.describe(divergence), severity=self.severity_of(divergence))
+        message = self.describe(divergence, self.context.project.resolver_view)
+        self.report(node, message, severity=self.severity_of(divergence))
 
     def _report_def(self, node) -> None:
         qualname = ".".join(self._scopes)
@@ -107,15 +119,17 @@ class SizingFinding:
     column: int | None
     severity: Severity
     message: str
+    headline: str
 
 
-def sizing_findings(analysis: SizingAnalysis, rules: Iterable[type]) -> tuple[SizingFinding, ...]:
+def sizing_findings(analysis: SizingAnalysis, rules: Iterable[type], view=None) -> tuple[SizingFinding, ...]:
     """Every divergence of the analysis worded by the rule among `rules` (the registry's) that reports it,
-    in the analysis' order."""
+    in the analysis' order; `view` is the scan's TreeIndex.resolver_view, as `check` words them."""
     reporters = [rule for rule in rules if issubclass(rule, SizingReport)]
     found: list[SizingFinding] = []
     for divergence in analysis.divergences:
         rule = next(r for r in reporters if isinstance(divergence, r.REPORTS))
+        message = rule.describe(divergence, view)
         found.append(
             SizingFinding(
                 rule.CODE,
@@ -124,7 +138,8 @@ def sizing_findings(analysis: SizingAnalysis, rules: Iterable[type]) -> tuple[Si
                 divergence.line,
                 divergence.column,
                 rule.severity_of(divergence),
-                rule.describe(divergence),
+                message.text,
+                message.headline,
             )
         )
     return tuple(found)

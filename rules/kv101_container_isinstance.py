@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kvlint import Example, Rule, Severity
+from kvlint import Example, Message, Rule, Severity
 from kvlint.analysis.provenance import Kind, dotted
 from kvlint.analysis.scaling import class_names, match_scaling
 from kvlint.analysis.vocabulary import (
@@ -64,6 +64,7 @@ from kvlint.analysis.vocabulary import (
     sees_only_scheduler_config,
 )
 from kvlint.rules._resolver_call import resolver_call_fix
+from kvlint.rules._scaling_verdict import one_line
 
 # Words in a nearby comment that show the author considered containers (e.g. "fail closed on wrappers").
 ACKNOWLEDGING_WORDS = ("wrapper", "container", "uniformtypekvcachespecs")
@@ -84,6 +85,12 @@ class ContainerIsinstance(Rule):
         "`{check}` is False for a UniformTypeKVCacheSpecs container, and `{subject}` may be one ({reason}, "
         "seen here unflattened); whether a container of {classes} layers reaches it is not settled here"
     )
+    # The first line of the text output: what is wrong, for which kind (the message says why and where from).
+    HEADLINE = "`{check}` is False for a container of {layer} layers"
+    DETAIL = (
+        "each layer answers True; {where}`{subject}` is {reason}, unflattened here: such a group takes the other branch"
+    )
+    UNSETTLED_HEADLINE = "`{check}` is False for a container that may reach it"
     FIX_TITLE = "Replace the gated scaling with `resolve_dcp_kv_block_size(spec, dcp)`"
     # A group spec only arises from a group list or a KVCacheGroupSpec in the same module.
     TRIGGERS = (("kv_cache_groups", "transfer_groups", "KVCacheGroupSpec"), ("isinstance(", "type("), ("Spec",))
@@ -321,7 +328,7 @@ class ContainerIsinstance(Rule):
             severity=(Severity.ERROR if layer is not None else Severity.WARNING),
         )
 
-    def _message(self, node, subject: str, provenance, checked: frozenset[str], layer: str | None) -> str:
+    def _message(self, node, subject: str, provenance, checked: frozenset[str], layer: str | None) -> Message:
         check = " ".join(self.code_of(node).split())
         if layer is not None:
             where = self.containers.member_evidence.get(layer, "").split(": ")[0]
@@ -332,11 +339,18 @@ class ContainerIsinstance(Rule):
                 subject=subject,
                 reason=provenance.reason,
             )
-        else:
-            message = self.UNSETTLED.format(
-                check=check, classes=", ".join(sorted(checked)), subject=subject, reason=provenance.reason
+            headline = self.HEADLINE.format(check=one_line(check), layer=layer)
+            detail = self.DETAIL.format(
+                where=f"the tree builds such layers (`{where}`); " if where else "",
+                subject=subject,
+                reason=provenance.reason,
             )
-        return f"{message}; {self._remedy(subject, checked)}"
+            return Message(headline, detail, self._remedy(subject, checked), statement=message)
+        message = self.UNSETTLED.format(
+            check=check, classes=", ".join(sorted(checked)), subject=subject, reason=provenance.reason
+        )
+        headline = self.UNSETTLED_HEADLINE.format(check=one_line(check))
+        return Message(headline, message, self._remedy(subject, checked))
 
     def _remedy(self, subject: str, checked: frozenset[str]) -> str:
         functions = self.hierarchy.functions

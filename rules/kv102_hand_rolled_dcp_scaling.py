@@ -49,7 +49,7 @@ from kvlint import Example, Rule, Severity
 from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import RESOLVER_NAME, dcp_aliases
 from kvlint.rules._resolver_call import FIX_TITLE as _FIX_TITLE
-from kvlint.rules._resolver_call import NO_RESOLVER, resolver_call_fix, verdict_for
+from kvlint.rules._resolver_call import no_resolver_note, resolver_call_fix, verdict_for
 from kvlint.rules._scaling_verdict import describe, one_line, remedy, severity_of
 
 _IMPORTS = """\
@@ -384,12 +384,12 @@ def build(kv_cache_config, parallel_config):
             return
         unavailable = None
         if not project.has_resolver:
-            unavailable = NO_RESOLVER
+            unavailable = no_resolver_note(project.resolver_view)
         elif scaling.spec is None or not isinstance(node, cst.BaseExpression):
             unavailable = f"no automatic fix for this shape: call `{RESOLVER_NAME}(spec, dcp)` by hand"
         spec = one_line(self.code_of(scaling.spec), 40) if scaling.spec is not None else None
         by_name = remedy(
-            project.has_resolver, table.reference if table else "", spec, one_line(self.code_of(scaling.dcp), 40)
+            project.resolver_view, table.reference if table else "", spec, one_line(self.code_of(scaling.dcp), 40)
         )
         self.report(
             node,

@@ -43,9 +43,9 @@ KV102 rewrites it to `resolve_dcp_kv_block_size(spec, dcp)`, after which both pa
 
 from __future__ import annotations
 
-from kvlint import Example, Rule
+from kvlint import Example, Message, Rule
 from kvlint.analysis.sizing.divergences import PathDivergence
-from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing
+from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing, outside_vllm, short_name
 from kvlint.types import Severity
 
 _VIEWS = {
@@ -60,7 +60,8 @@ class DivergentSizingPaths(SizingReport, Rule):
     NAME = "divergent-sizing-paths"
     # kvlint.engine.grouping: the whole function's outcome; the decisions in it fold into this finding.
     ROOT_CAUSE_ROLE = "outcome"
-    MESSAGE = "`{path}` gives {tokens} tokens per block for {kind} at DCP={dcp}{view} where the scheduler's `{scheduler}` gives {expected}{also}"
+    MESSAGE = "`{path}` gives {tokens} tokens per block for {kind} at DCP={dcp}{view} where {scheduler} gives {expected}{also}"
+    HEADLINE = "`{function}` gives {tokens} tokens per block for {kind} at DCP={dcp}, the scheduler {expected}"
     REPORTS = PathDivergence
     COMPARED_WITH = ("reference", "resolver")
     # A finding covers the divergent path's whole def: a review points at the changed line it sits on.
@@ -119,22 +120,33 @@ class DivergentSizingPaths(SizingReport, Rule):
     ]
 
     @classmethod
-    def describe(cls, divergence: PathDivergence) -> str:
+    def describe(cls, divergence: PathDivergence, view=None) -> Message:
         message = cls.MESSAGE.format(
             path=divergence.path,
             tokens=divergence.tokens,
             kind=divergence.kind,
             dcp=divergence.dcp,
             view=_VIEWS.get(divergence.view or "", ""),
-            scheduler=divergence.scheduler,
+            scheduler=(
+                f"vLLM's scheduler `{divergence.scheduler}` (this code has none of its own)"
+                if outside_vllm(view)
+                else f"the scheduler's `{divergence.scheduler}`"
+            ),
             expected=divergence.expected_tokens,
             also=f"; also differs for {listing(divergence.also)}" if divergence.also else "",
         )
         if divergence.rejected_under_dcp is not None:
             message += ONLY_REJECTED.format(reasons=divergence.rejected_under_dcp)
-        if divergence.remedy:
-            message += f"; size each group with `{divergence.remedy}(spec, dcp)`, as the scheduler does"
-        return message
+        headline = cls.HEADLINE.format(
+            function=short_name(divergence.path),
+            tokens=divergence.tokens,
+            kind=divergence.kind,
+            dcp=divergence.dcp,
+            expected=divergence.expected_tokens,
+        )
+        remedy = f"size each group with `{divergence.remedy}(spec, dcp)`, as the scheduler does"
+        kinds = (divergence.kind, *divergence.also)
+        return Message(headline, message, remedy if divergence.remedy else None, kinds=kinds)
 
     @classmethod
     def severity_of(cls, divergence: PathDivergence) -> Severity:

@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kvlint import Example, Rule
+from kvlint import Example, Message, Rule
 from kvlint.analysis.sizing.divergences import FirstLayerPick
 from kvlint.analysis.vocabulary import CONTAINER_CLASS
-from kvlint.rules._sizing_report import SizingReport
+from kvlint.rules._sizing_report import SizingReport, short_name
 from kvlint.types import Severity
 
 
@@ -54,6 +54,7 @@ class FirstLayerUnwrap(SizingReport, Rule):
     MESSAGE = (
         "`{function}` decides for the whole group from its first layer only: {first} gives {a} but {second} gives {b}"
     )
+    HEADLINE = "`{function}` decides DCP sizing for a whole group from its first layer only"
     ONLY_APART = " — only when a container mixes spec families that vLLM groups apart"
     REPORTS = FirstLayerPick
 
@@ -90,7 +91,7 @@ class FirstLayerUnwrap(SizingReport, Rule):
     ]
 
     @classmethod
-    def describe(cls, divergence: FirstLayerPick) -> str:
+    def describe(cls, divergence: FirstLayerPick, view=None) -> Message:
         message = cls.MESSAGE.format(
             function=divergence.function,
             first=f"{CONTAINER_CLASS}{{{divergence.first}, {divergence.second}}}",
@@ -100,9 +101,9 @@ class FirstLayerUnwrap(SizingReport, Rule):
         )
         if not divergence.plausible:
             message += cls.ONLY_APART
-        if divergence.remedy:
-            message += f"; decide from every layer, `{divergence.remedy}(spec)`, not the first"
-        return message
+        remedy = f"decide from every layer, `{divergence.remedy}(spec)`, not the first"
+        headline = cls.HEADLINE.format(function=short_name(divergence.function))
+        return Message(headline, message, remedy if divergence.remedy else None)
 
     @classmethod
     def severity_of(cls, divergence: FirstLayerPick) -> Severity:

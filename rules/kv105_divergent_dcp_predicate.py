@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kvlint import Example, Rule
+from kvlint import Example, Message, Rule
 from kvlint.analysis.sizing.divergences import PredicateDivergence
 from kvlint.analysis.sizing.program import helper_signature
-from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing
+from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing, outside_vllm, short_name
 from kvlint.types import Severity
 
 
@@ -51,7 +51,8 @@ class DivergentDcpPredicate(SizingReport, Rule):
     NAME = "divergent-dcp-predicate"
     # kvlint.engine.grouping: decides a DCP factor; folds with a whole-function finding on its function.
     ROOT_CAUSE_ROLE = "decision"
-    MESSAGE = "{predicate} decides DCP sharding differently from the resolver `{resolver}` for: {kinds}"
+    MESSAGE = "{predicate} decides DCP sharding differently from {resolver} for: {kinds}"
+    HEADLINE = "`{predicate}` decides DCP sharding unlike the resolver: {kind} gets {mine}, the resolver {theirs}{more}"
     REPORTS = PredicateDivergence
     COMPARED_WITH = ("resolver",)
 
@@ -96,16 +97,29 @@ class DivergentDcpPredicate(SizingReport, Rule):
     ]
 
     @classmethod
-    def describe(cls, divergence: PredicateDivergence) -> str:
+    def describe(cls, divergence: PredicateDivergence, view=None) -> Message:
         predicate = f"`{divergence.predicate}`"
         if divergence.gate is not None:
             predicate = f"`{divergence.gate}` in {predicate}"
         rows = [f"{kind} ({mine}, resolver {theirs})" for kind, mine, theirs in divergence.kinds]
-        message = cls.MESSAGE.format(predicate=predicate, resolver=divergence.resolver, kinds=listing(rows, 8))
+        resolver = f"the resolver `{divergence.resolver}`"
+        if outside_vllm(view):  # said as KV102 says it: this code has no resolver, vLLM has
+            resolver = f"vLLM's resolver `{divergence.resolver}` (this code defines none of its own)"
+        message = cls.MESSAGE.format(predicate=predicate, resolver=resolver, kinds=listing(rows, 8))
         if divergence.rejected_under_dcp:
             message += ONLY_REJECTED.format(reasons="; ".join(divergence.rejected_under_dcp))
         name = divergence.resolver.rsplit(":", 1)[-1]
-        return f"{message}; call `{name}(spec, dcp)` instead of deciding here"
+        kind, mine, theirs = divergence.kinds[0]
+        others = len(divergence.kinds) - 1
+        headline = cls.HEADLINE.format(
+            predicate=short_name(divergence.predicate),
+            kind=kind,
+            mine=mine,
+            theirs=theirs,
+            more=f" (and {others} more kind{'s' if others > 1 else ''})" if others else "",
+        )
+        kinds = tuple(kind for kind, _, _ in divergence.kinds)
+        return Message(headline, message, f"call `{name}(spec, dcp)` instead of deciding here", kinds=kinds)
 
     @classmethod
     def severity_of(cls, divergence: PredicateDivergence) -> Severity:

@@ -89,10 +89,18 @@ def test_text_format_and_exit_one(project):
     result = run("pkg")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    # One root cause: the scaling, with the gate's check inside it as a related location.
+    # One root cause: the scaling, with the gate's check inside it as a related location; the evidence,
+    # the related location and the remedy on indented lines.
     assert lines[0].startswith("pkg/buggy.py:6:9: KV102 [*] error: ")
-    assert lines[1].startswith("    related: pkg/buggy.py:6:46: KV101 ")
-    assert len(lines) == 2
+    assert (
+        [line for line in lines if line.startswith("    related: ")]
+        == [line for line in lines if line.startswith("    related: line 6: KV101 ")]
+        != []
+    )
+    assert lines[-1].startswith("    help: call `resolve_dcp_kv_block_size(")
+    assert all(line.startswith("    ") for line in lines[1:])
+    concise = run("--output-format", "concise", "pkg").stdout.splitlines()
+    assert len(concise) == 1 and concise[0].startswith("pkg/buggy.py:6:9: KV102 [*] error: ")
 
 
 def test_clean_exits_zero(project):
@@ -148,11 +156,13 @@ def test_unknown_selector_is_a_usage_error(project):
 
 def test_pyproject_config(project):
     (project / "pyproject.toml").write_text(
-        '[tool.kvlint]\nignore = ["KV102"]\nper-file-ignores = { "other*.py" = ["KV101"] }\n'
+        '[tool.kvlint]\nignore = ["KV101"]\nper-file-ignores = { "other*.py" = ["KV102"] }\n'
     )
     (project / "pkg" / "other_buggy.py").write_text(BUGGY)
     findings = json.loads(run("--format", "json", "pkg").stdout)
-    assert [(f["path"], f["code"]) for f in findings] == [("pkg/buggy.py", "KV101")]
+    # KV101 is a related location of the KV102 root cause: ignored alone; ignoring the KV102 shown ignores
+    # its root cause (kvlint.engine.suppress)
+    assert [(f["path"], f["code"], f["related"]) for f in findings] == [("pkg/buggy.py", "KV102", [])]
 
 
 def test_pyproject_exclude(project):

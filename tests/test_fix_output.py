@@ -3,6 +3,7 @@ files written in syntax newer than the running Python, and one position for a sy
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -113,10 +114,10 @@ def test_patch_paths_are_relative_to_the_working_folder_whatever_the_arguments(r
 
 
 def test_left_is_what_a_fresh_check_reports(repo):
-    before = kvlint("check", "--no-cache", ".", cwd=repo)
-    # a cross-file finding the fix takes away (its own line, or a related line of the same root cause)
-    kv103 = [line for line in before.stdout.splitlines() if " KV103 " in line]
-    assert kv103 and OFFLOADING_CONFIG in kv103[0]
+    before = json.loads(kvlint("check", "--no-cache", "--output-format", "json", ".", cwd=repo).stdout)
+    # a cross-file finding the fix takes away (a finding, or a related location of the same root cause)
+    places = [(f["code"], f["path"]) for f in before] + [(r["code"], r["path"]) for f in before for r in f["related"]]
+    assert any(code == "KV103" and path.endswith(OFFLOADING_CONFIG) for code, path in places), places
     fixed = kvlint("fix", "--no-cache", ".", cwd=repo)
     fresh = kvlint("check", "--no-cache", ".", cwd=repo)
     assert " KV103 " not in fresh.stdout

@@ -33,10 +33,15 @@ def render(name: str, findings) -> str:
 
 
 def test_text_says_the_severity_and_indents_related_locations():
-    lines = render("text", [ERROR, WARNING]).splitlines()
+    lines = render("full", [ERROR, WARNING]).splitlines()
     assert lines == [
         "pkg/a.py:3:1: KV103 error: `f` gives 16 tokens per block",
-        "    related: pkg/a.py:5:24: KV101 `isinstance(spec, AttentionSpec)` is False for a container",
+        "    related: line 5: KV101 `isinstance(spec, AttentionSpec)` is False for a container",
+        "",
+        "pkg/b.py:7:5: KV102 warning: agrees with the resolver today",
+    ]
+    assert render("concise", [ERROR, WARNING]).splitlines() == [
+        "pkg/a.py:3:1: KV103 error: `f` gives 16 tokens per block",
         "pkg/b.py:7:5: KV102 warning: agrees with the resolver today",
     ]
 
@@ -53,6 +58,7 @@ def test_json_has_severity_and_related():
             "column": 24,
             "end_line": 5,
             "end_column": 70,
+            "kinds": [],
         }
     ]
     assert warning["related"] == []

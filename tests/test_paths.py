@@ -58,7 +58,9 @@ def test_text_matrix_on_a_fixture_tree(fixture_tree):
         "UniformTypeKVCacheSpecs{MLA, indexer}": ["dcp", "dcp", "w:1/s:dcp*"],
         "UniformTypeKVCacheSpecs{FullAttention×2}": ["dcp", "dcp", "w:1/s:dcp*"],
     }
-    assert "KV103 [error]" in result.output
+    # check's findings in these paths, in check's words and layout (tests/test_paths_agree_with_check.py)
+    assert f"{OFFLOADING_CONFIG}:6:9: KV102 [*] error: " in result.output
+    assert "    related: line 3: KV103 " in result.output
 
 
 def test_json_matrix(fixture_tree):

@@ -129,7 +129,8 @@ def test_hook_fails_on_a_finding_and_names_it(tmp_path, hook_repo, pre_commit_ho
     output = run.stdout + run.stderr
     assert run.returncode == 1, output
     assert "kvlint" in output and "Failed" in output
-    assert "pkg/sizing.py:2:" in output and "KV102" in output
+    # The root cause on the function, the scaling in it as its related location (a line of the same file).
+    assert "pkg/sizing.py:1:1: KV103" in output and "related: line 2: KV102" in output
     assert "pkg/other.py" not in output.replace("files checked", "")
 
 

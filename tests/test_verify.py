@@ -303,3 +303,39 @@ def test_kvlint_fix_on_a_copy_makes_every_container_cell_agree(runtime, tmp_path
     for cell in after["cells"]:
         if before_cells[(cell["kind"], cell["dcp"])]["agree"]:
             assert cell["agree"] is True, cell
+
+
+# ------------------------------------------------------------------------------------------ the runtime
+
+
+def test_without_torch_one_error_line_names_the_setup_step(tmp_path):
+    """An interpreter without torch (this one): one `kvlint: error:` line that says what to run next."""
+    (tmp_path / "vllm").mkdir()
+    (tmp_path / "vllm" / "__init__.py").write_text("import torch\n")
+    result = make_runner().invoke(verify, ["--vllm", str(tmp_path), "--python", sys.executable])
+    assert result.exit_code == 2 and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith("kvlint: error: cannot import vLLM from ") and "No module named 'torch'" in line
+    assert "run `kvlint verify --setup`" in line and vllm_runtime.environment_key() in line
+
+
+def test_the_tests_and_verify_share_one_runtime_recipe():
+    from kvlint.verify import runtime_env
+
+    assert vllm_runtime.vllm_runtime is runtime_env.vllm_runtime
+    assert vllm_runtime.environment_key() == runtime_env.environment_key()
+
+
+@pytest.mark.slow
+def test_setup_then_verify_runs_on_029(vllm_runtime_env, tmp_path):
+    """`verify --setup` finds (or builds) the tests' environment and says where and how large; then `verify
+    --vllm-release 0.29.0` with no --python runs in it and shows the 0.29.0 disagreement."""
+    command = [sys.executable, "-m", "kvlint", "verify"]
+    setup = subprocess.run([*command, "--setup"], capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert setup.returncode == 0, setup.stderr
+    ready = setup.stderr.splitlines()[-1]
+    assert ready.startswith("kvlint: the verify runtime is ready (") and " GiB): " in ready
+    assert ready.endswith(str(vllm_runtime_env.python))
+    run = subprocess.run([*command, "--vllm-release", "0.29.0"], capture_output=True, text=True, timeout=900)
+    assert run.returncode == 1, run.stderr  # 0.29.0 disagrees: the runtime imported it and compared
+    assert DIVISIBILITY in run.stdout

@@ -1,244 +1,30 @@
-"""A cached virtualenv holding the real vLLM 0.29.0 for CPU, for the runtime tests.
+"""The runtime tests' view of the CPU virtualenv with the real vLLM 0.29.0: the recipe and the cached
+environment are kvlint's own (kvlint/verify/runtime_env.py, what `kvlint verify --setup` builds), so the
+tests and `kvlint verify` share one environment under ~/.cache/kvlint-tests/ (override: KVLINT_TEST_CACHE).
 
-`vllm_runtime()` returns it, building it on first use under ~/.cache/kvlint-tests/
-(override: KVLINT_TEST_CACHE), keyed by vLLM, torch and Python versions and by this
-recipe's version. The build happens in a temporary folder beside the final one and is
-renamed into place when it imports, so an interrupted build never looks finished; a
-file lock keeps concurrent sessions from building it twice.
-
-What goes in: torch's CPU wheel (never a CUDA build), vLLM with --no-deps, and only the
-requirements needed to import the modules `kvlint verify` touches, each pinned as
-vLLM's own metadata pins it. xgrammar comes without its declared Triton (1 GB, never
-imported on this path).
-
-Run as a script to build it and print where it is: `python tests/vllm_runtime.py`.
+Run as a script to build it and print where it is: `python tests/vllm_runtime.py` (the same as
+`kvlint verify --setup`).
 """
 
 from __future__ import annotations
 
-import fcntl
-import glob
-import json
 import os
-import re
 import shutil
-import subprocess
 import sys
-import tempfile
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-VLLM_VERSION = "0.29.0"
-TORCH_VERSION = "2.13.0"  # vLLM 0.29.0 pins torch==2.13.0
-# Bump when the recipe below changes, so an old cached environment is not reused.
-RECIPE_VERSION = 2  # 2: pytest and what vLLM's tests/conftest.py imports
-
-# Imported (directly or on the import chain) by the modules the harness touches:
-# vllm.config, vllm.v1.kv_cache_interface, vllm.v1.core.kv_cache_utils,
-# vllm.v1.core.kv_cache_coordinator and the offloading connector's config.
-IMPORT_REQUIREMENTS = (
-    "numpy",
-    "regex",
-    "pydantic",
-    "cbor2",
-    "psutil",
-    "pyzmq",
-    "transformers",
-    "aiohttp",
-    "requests",
-    "openai-harmony",
-    "openai",
-    "pillow",
-    "pybase64",
-    "cachetools",
-    "msgspec",
-    "cloudpickle",
-    "py-cpuinfo",
-    "prometheus_client",
-    "llguidance",
-    "apache-tvm-ffi",
-    "uvloop",
-    "packaging",
+from kvlint.verify.runtime_env import (  # noqa: F401 - the names the tests import from here
+    INFO_FILE,
+    RECIPE_VERSION,
+    TORCH_VERSION,
+    VLLM_VERSION,
+    RuntimeUnavailable,
+    VllmRuntime,
+    cache_root,
+    environment_key,
+    find_torch_cpu_wheel,
+    vllm_runtime,
 )
-# Installed without their declared dependencies (xgrammar declares triton).
-NO_DEPS_REQUIREMENTS = ("xgrammar",)
-# For `kvlint verify --upstream-tests`: pytest, and what vLLM's root tests/conftest.py imports beyond the
-# above (fastapi without its [standard] extra: only its import is needed).
-TEST_REQUIREMENTS = ("pytest", "tblib", "einops", "fastapi")
-
-SMOKE_IMPORTS = (
-    "import vllm.config, vllm.v1.kv_cache_interface, vllm.v1.core.kv_cache_utils, "
-    "vllm.v1.core.kv_cache_coordinator, "
-    "vllm.distributed.kv_transfer.kv_connector.v1.offloading.config"
-)
-INFO_FILE = "kvlint-runtime.json"
-
-
-class RuntimeUnavailable(Exception):
-    """The environment cannot be built here (a precondition is missing, not a bug)."""
-
-
-@dataclass(frozen=True)
-class VllmRuntime:
-    root: Path
-    python: Path
-    site_packages: Path  # holds the installed vllm package: a valid `--vllm PATH`
-    build_seconds: float
-    built_now: bool
-
-
-def cache_root() -> Path:
-    configured = os.environ.get("KVLINT_TEST_CACHE")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kvlint-tests"
-
-
-def environment_key() -> str:
-    python = f"py{sys.version_info.major}{sys.version_info.minor}"
-    return f"vllm-{VLLM_VERSION}-torch-{TORCH_VERSION}-cpu-{python}-r{RECIPE_VERSION}"
-
-
-def find_torch_cpu_wheel() -> Path:
-    """torch's CPU wheel: from KVLINT_TORCH_WHEEL, else pip's find-links folders."""
-    configured = os.environ.get("KVLINT_TORCH_WHEEL")
-    if configured:
-        if not Path(configured).is_file():
-            raise RuntimeUnavailable(f"KVLINT_TORCH_WHEEL={configured} is not a file")
-        return Path(configured)
-    folders = [folder for value in (os.environ.get("PIP_FIND_LINKS", ""), "/opt/wheels") for folder in value.split()]
-    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    for folder in folders:
-        pattern = os.path.join(folder, f"torch-{TORCH_VERSION}+cpu-{tag}-{tag}-*x86_64.whl")
-        matches = sorted(glob.glob(pattern))
-        if matches:
-            return Path(matches[0])
-    raise RuntimeUnavailable(
-        f"no CPU wheel of torch {TORCH_VERSION} for {tag} found (set KVLINT_TORCH_WHEEL); "
-        "refusing to let pip fetch a CUDA build"
-    )
-
-
-def _run(command: list[str], what: str, log: list[str]) -> str:
-    started = time.monotonic()
-    completed = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
-    log.append(f"{time.monotonic() - started:7.1f}s  {what}")
-    if completed.returncode != 0:
-        output = (completed.stderr or completed.stdout).strip().splitlines()
-        tail = " | ".join(output[-3:]) if output else f"exit status {completed.returncode}"
-        raise RuntimeError(f"building the vLLM {VLLM_VERSION} test environment: {what} failed: {tail}")
-    return completed.stdout
-
-
-def _requirement_pins(python: Path, log: list[str]) -> dict[str, str]:
-    """vLLM's own Requires-Dist entries (no extras), keyed by normalised name."""
-    script = "import importlib.metadata as m, json; print(json.dumps(m.distribution('vllm').requires or []))"
-    requires = json.loads(_run([str(python), "-I", "-c", script], "read vLLM's requirements", log))
-    pins: dict[str, str] = {}
-    for entry in requires:
-        requirement, _, marker = entry.partition(";")
-        if "extra" in marker:
-            continue
-        name = re.split(r"[\s\[<>=!~;(]", requirement.strip(), maxsplit=1)[0]
-        pins[_normalise(name)] = requirement.strip()
-    return pins
-
-
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _pinned(names: tuple[str, ...], pins: dict[str, str]) -> list[str]:
-    return [pins.get(_normalise(name), name) for name in names]
-
-
-def _without_extras(requirement: str) -> str:
-    return re.sub(r"\[[^\]]*\]", "", requirement, count=1)
-
-
-def _build(target: Path, log: list[str]) -> None:
-    torch_wheel = find_torch_cpu_wheel()
-    _run([sys.executable, "-m", "venv", str(target)], "create the virtualenv", log)
-    python = target / "bin" / "python"
-    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    constraints = target / "kvlint-constraints.txt"
-    # Whatever asks for torch gets this CPU build or fails: pip must never swap in CUDA.
-    constraints.write_text(f"torch=={TORCH_VERSION}+cpu\n", encoding="utf-8")
-    pip += ["--find-links", str(torch_wheel.parent)]
-    _run([*pip, str(torch_wheel)], f"install {torch_wheel.name}", log)
-    _run([*pip, "--no-deps", f"vllm=={VLLM_VERSION}"], f"install vllm=={VLLM_VERSION} --no-deps", log)
-    pins = _requirement_pins(python, log)
-    _run(
-        [*pip, "-c", str(constraints), *_pinned(IMPORT_REQUIREMENTS, pins)],
-        "install the requirements the harness imports",
-        log,
-    )
-    _run(
-        [*pip, "--no-deps", *_pinned(NO_DEPS_REQUIREMENTS, pins)],
-        "install xgrammar without triton",
-        log,
-    )
-    _run(
-        [*pip, "-c", str(constraints), *map(_without_extras, _pinned(TEST_REQUIREMENTS, pins))],
-        "install pytest and what vLLM's tests/conftest.py imports",
-        log,
-    )
-    _run([str(python), "-I", "-c", SMOKE_IMPORTS], "import the modules the harness touches", log)
-
-
-def _site_packages(python: Path) -> Path:
-    script = "import os, vllm; print(os.path.dirname(os.path.dirname(vllm.__file__)))"
-    completed = subprocess.run(
-        [str(python), "-I", "-c", script],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"},
-    )
-    return Path(completed.stdout.strip().splitlines()[-1])
-
-
-def vllm_runtime(progress=None) -> VllmRuntime:
-    """The cached environment, built first if needed (minutes, once per machine)."""
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / environment_key()
-    with open(root / f"{environment_key()}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        built_now = False
-        if not (target / "bin" / "python").exists():  # half-deleted or from another machine
-            (target / INFO_FILE).unlink(missing_ok=True)
-        if not (target / INFO_FILE).is_file():
-            if target.exists():  # a folder without its info file is not ours to trust
-                shutil.rmtree(target)
-            if progress is not None:
-                progress(f"building the vLLM {VLLM_VERSION} CPU environment in {target} (once)")
-            staging = Path(tempfile.mkdtemp(prefix=f"{environment_key()}.building-", dir=root))
-            log: list[str] = []
-            started = time.monotonic()
-            try:
-                # A virtualenv records its own path in places; build it where it will live,
-                # only in a staging name, and rename: `bin/python -m …` works after the move.
-                _build(staging, log)
-                seconds = time.monotonic() - started
-                info = {"vllm": VLLM_VERSION, "torch": TORCH_VERSION, "build_seconds": seconds, "steps": log}
-                (staging / INFO_FILE).write_text(json.dumps(info, indent=1), encoding="utf-8")
-                os.rename(staging, target)
-                built_now = True
-            finally:
-                if staging.exists():
-                    shutil.rmtree(staging, ignore_errors=True)
-        info = json.loads((target / INFO_FILE).read_text(encoding="utf-8"))
-    python = target / "bin" / "python"
-    return VllmRuntime(
-        root=target,
-        python=python,
-        site_packages=_site_packages(python),
-        build_seconds=float(info["build_seconds"]),
-        built_now=built_now,
-    )
 
 
 def _is_compiled(path: str) -> bool:

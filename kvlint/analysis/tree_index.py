@@ -16,8 +16,29 @@ from kvlint.analysis.kind_table import KindTable, table_from_hierarchy, table_fr
 from kvlint.analysis.resolver import find_resolver, read_resolver_rule
 from kvlint.analysis.sizing.matrix import build_sizing_analysis
 from kvlint.analysis.sizing.results import SizingAnalysis
+from kvlint.analysis.sizing.single_file import BUILTIN_MODULE
 from kvlint.analysis.tree_files import TreeFiles
-from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE
+from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE, RESOLVER_NAME
+
+
+@dataclass(frozen=True)
+class ResolverView:
+    """The one answer, per scan, to "what is hand-written sizing compared with, and can a fix call it":
+    every rule words its findings from it, so that two findings of one root cause never contradict.
+
+    - "tree": the scanned tree defines the shared resolver (`qualified`); compared with it, fixes call it;
+    - "builtin": no vLLM tree (a lone file, code outside vLLM): compared with vLLM's resolver as kvlint
+      knows it (vLLM 0.29.0's, kvlint.analysis.sizing.single_file), which the scanned code does not define,
+      so no fix imports it;
+    - "none": a vLLM tree older than the resolver (< 0.29): compared with the scheduler's own path.
+    """
+
+    source: str
+    qualified: str | None = None  # `module:function` of the resolver compared with ("tree", "builtin")
+
+    @property
+    def module(self) -> str | None:
+        return self.qualified.split(":")[0] if self.qualified else None
 
 
 @dataclass(frozen=True)
@@ -52,6 +73,15 @@ class TreeIndex:
     @property
     def has_resolver(self) -> bool:
         return self.resolver_module is not None
+
+    @property
+    def resolver_view(self) -> ResolverView:
+        """What this scan compares hand-written sizing with (see ResolverView)."""
+        if self.resolver_module is not None:
+            return ResolverView("tree", f"{self.resolver_module}:{RESOLVER_NAME}")
+        if self.root is None:
+            return ResolverView("builtin", f"{BUILTIN_MODULE[: -len('.py')].replace('/', '.')}:{RESOLVER_NAME}")
+        return ResolverView("none")
 
     def resolver_scales(self, spec_class: str) -> bool | None:
         """Whether the tree's resolver applies the DCP factor to a (non-container) spec of this class.

@@ -8,20 +8,22 @@ import click
 
 from kvlint.commands.options import (
     fail_on_option,
+    output_format_options,
     resolve_fail_on,
     resolve_options,
+    resolve_output_format,
     run_scan,
     say_degradations,
     scan_options,
 )
 from kvlint.engine.summary import Summary
 from kvlint.escaping import printable
-from kvlint.reporters import FORMATS, load_reporter
+from kvlint.reporters import load_reporter
 
 
 @click.command()
 @scan_options
-@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
+@output_format_options
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @fail_on_option
 @click.option(
@@ -41,6 +43,7 @@ def check(
     no_cache,
     cache_dir,
     output_format,
+    legacy_format,
     exit_zero,
     fail_on,
     statistics,
@@ -50,12 +53,13 @@ def check(
     Exit 0 clean, 1 findings at or above --fail-on (default: error, so warnings alone exit 0), 2
     usage/config/internal error.
     """
-    reporter = load_reporter(output_format)()
+    output_format = resolve_output_format(output_format, legacy_format)
     # Status and progress go to stderr whatever the format (a CI log wants them; stdout stays the report).
     options = resolve_options(paths, release, config_path, select, ignore, jobs, no_cache, cache_dir, quiet=False)
+    reporter = load_reporter(output_format)(options.base)
     result = run_scan(options)
     summary = Summary(result.findings, len(result.files), resolve_fail_on(fail_on, options.config))
-    if statistics and output_format == "text":
+    if statistics and output_format in ("full", "concise"):
         for line in summary.statistics():
             click.echo(line)
     else:

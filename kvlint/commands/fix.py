@@ -63,9 +63,12 @@ def fix(
         click.echo(f"kvlint: the patch's paths are relative to {names.base}: apply it there", err=True)
     # What a fresh `check` of the fixed tree reports: the cross-file analysis is redone on it.
     left = findings_after_fix(result, fixed_files, not show_diff, options.config, options.jobs)
-    for f in sorted(left, key=Finding.sort_key):
-        # --diff: stdout holds the patch alone
-        click.echo("\n".join(finding_lines(f, marker=False, note=_note(f, unsafe_fixes))), err=show_diff)
+    blocks = [
+        "\n".join(finding_lines(f, options.base, marker=False, note=_note(f, unsafe_fixes)))
+        for f in sorted(left, key=Finding.sort_key)
+    ]
+    if blocks:  # as `check` prints them, a blank line between findings; --diff: stdout holds the patch alone
+        click.echo("\n\n".join(blocks), err=show_diff)
     summary = FixSummary(
         len(fixed_files), left, failed, diff_only=show_diff, fail_on=resolve_fail_on(fail_on, options.config)
     )
@@ -101,7 +104,7 @@ class PatchNames:
 def _note(finding: Finding, unsafe_fixes: bool) -> str:
     """Why a finding left behind was not fixed, when there is more to say than its message."""
     if finding.fix_unavailable:
-        return f" — {finding.fix_unavailable}"
+        return finding.fix_unavailable
     if finding.fix is not None and not unsafe_fixes and finding.fix.applicability == Applicability.UNSAFE:
-        return " — unsafe fix not applied (use --unsafe-fixes)"
+        return "unsafe fix not applied (use --unsafe-fixes)"
     return ""

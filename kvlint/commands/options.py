@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
@@ -10,6 +10,7 @@ import click
 from kvlint.commands.quiet import is_quiet, progress_display, quiet_option
 from kvlint.errors import ConfigError
 from kvlint.escaping import printable
+from kvlint.reporters import FORMATS, LEGACY_FORMATS
 from kvlint.scan.config import Config, find_pyproject, load_config
 from kvlint.scan.progress import Display
 from kvlint.scan.runner import ScanResult, scan
@@ -24,6 +25,9 @@ class Options:
     ignore: list[str]
     jobs: int | None
     cache_dir: Path | None  # the result cache's folder; None: --no-cache
+    # What the text output shows paths relative to: the release's root for --vllm-release (said on
+    # stderr), else the working folder.
+    base: Path
 
 
 def split_codes(values: tuple[str, ...]) -> list[str]:
@@ -67,6 +71,34 @@ def scan_options(function):
     return function
 
 
+def output_format_options(function):
+    """`--output-format full|concise|json|sarif|github`, and the older `--format text|json|sarif|github`
+    (`text` is `full`)."""
+    function = click.option(
+        "--format",
+        "legacy_format",
+        type=click.Choice(sorted(LEGACY_FORMATS)),
+        default=None,
+        help="The older name of --output-format (`text` is `full`).",
+    )(function)
+    return click.option(
+        "--output-format",
+        "output_format",
+        type=click.Choice(FORMATS),
+        default=None,
+        help="full (default: a headline per finding, details indented), concise (one line per finding), "
+        "json, sarif or github.",
+    )(function)
+
+
+def resolve_output_format(output_format: str | None, legacy_format: str | None) -> str:
+    """The format the two options name (`full` when neither is given)."""
+    legacy = LEGACY_FORMATS[legacy_format] if legacy_format else None
+    if output_format and legacy and output_format != legacy:
+        raise click.UsageError(f"--output-format {output_format} and --format {legacy_format} disagree: give one")
+    return output_format or legacy or "full"
+
+
 def fail_on_option(function):
     """`--fail-on`: which findings fail the run (`check`, `review`, and `fix` for the findings it leaves)."""
     return click.option(
@@ -100,12 +132,21 @@ def resolve_options(
     (unless `quiet` or --quiet)."""
     quiet = quiet or is_quiet()
     targets = _targets(paths, release, quiet, Path(cache_dir) if cache_dir else None)
+    base = targets[0].parent if release else Path.cwd()
     pyproject = Path(config_path) if config_path else find_pyproject(Path.cwd())
     if config_path and not pyproject.is_file():
         raise ConfigError(f"{config_path}: no such config file")
+    # --ignore joins the configuration's `ignore`: `fix` and the scan apply both alike (kvlint.engine.suppress).
     config = load_config(pyproject)
+    config = replace(config, ignore=[*config.ignore, *split_codes(ignore)])
     return Options(
-        targets, config, split_codes(select) or None, split_codes(ignore), jobs, _cache_folder(no_cache, cache_dir)
+        targets,
+        config,
+        split_codes(select) or None,
+        split_codes(ignore),
+        jobs,
+        _cache_folder(no_cache, cache_dir),
+        base,
     )
 
 
@@ -117,7 +158,7 @@ def _targets(paths: tuple[str, ...], release: str | None, quiet: bool, cache_dir
 
         root = release_sources(release, quiet=quiet, cache_dir=cache_dir)  # --cache-dir holds releases too
         if not quiet:
-            click.echo(f"kvlint: scanning vLLM {release} from PyPI ({root})", err=True)
+            click.echo(f"kvlint: scanning vLLM {release} from PyPI; paths are relative to {root}", err=True)
         return [root / "vllm"]
     if paths:
         return [Path(p) for p in paths]

@@ -66,9 +66,15 @@ RENDERERS = {"text": render_text, "json": render_json}
 @click.option(
     "--python",
     "python",
-    default=sys.executable,
-    show_default="this interpreter",
-    help="Interpreter that imports the vLLM tree (it needs torch and vLLM's requirements).",
+    default=None,
+    help="Interpreter that imports the vLLM tree (it needs torch and vLLM's requirements). Default: the "
+    "runtime `kvlint verify --setup` built, else this interpreter.",
+)
+@click.option(
+    "--setup",
+    is_flag=True,
+    help="Build the CPU runtime verify needs (torch's CPU build, vLLM 0.29.0 and the requirements its sizing "
+    "modules import; about 2.1 GB under ~/.cache/kvlint-tests, shared with kvlint's test suite), then exit.",
 )
 @click.option(
     "--format",
@@ -99,7 +105,8 @@ def verify(
     tests_path: Path | None,
     test_modules: tuple[str, ...],
     cache_dir: Path | None,
-    python: str,
+    python: str | None,
+    setup: bool,
     output_format: str,
     dcp_sizes: tuple[int, ...],
     timeout_s: float,
@@ -117,6 +124,14 @@ def verify(
     that could not be collected. Without a CUDA device vLLM runs on its CPU platform and tests that
     need a GPU skip with their own reasons.
     """
+    if setup:
+        try:
+            _setup()
+        except VerifyError as error:
+            click.echo(f"kvlint: error: {error}", err=True)
+            click.get_current_context().exit(EXIT_ERROR)
+        return
+    python = python or _default_python()
     if vllm_path is not None and release:
         raise click.UsageError("give either --vllm or --vllm-release, not both")
     if (tests_path is not None or test_modules) and not upstream_tests:
@@ -130,13 +145,46 @@ def verify(
             _upstream(tree, tests_root, test_modules, python, output_format, timeout_s)
         run = ChildRun(python=python, vllm_path=tree, dcp_sizes=dcp_sizes, timeout_s=timeout_s)
         report = run_child(run)
-    except VerifyError as error:
-        click.echo(f"kvlint verify: {error}", err=True)
+    except VerifyError as error:  # said here too: the command also runs outside the click group (tests)
+        click.echo(f"kvlint: error: {error}{_next_step(str(error))}", err=True)
         click.get_current_context().exit(EXIT_ERROR)
     click.echo(RENDERERS[output_format](report))
     if not report.compared:
-        click.echo(f"kvlint verify: no cell could be compared in vLLM {report.vllm_version}", err=True)
+        click.echo(f"kvlint: no cell could be compared in vLLM {report.vllm_version}", err=True)
     click.get_current_context().exit(report.exit_code)
+
+
+def _default_python() -> str:
+    """The runtime `--setup` built, when it is there; else this interpreter."""
+    from kvlint.verify.runtime_env import built_runtime
+
+    built = built_runtime()
+    return str(built) if built is not None else sys.executable
+
+
+def _next_step(message: str) -> str:
+    """What to do about a child that cannot import vLLM for want of a module (torch, most often)."""
+    if "No module named" not in message:
+        return ""
+    from kvlint.verify.runtime_env import cache_root, environment_key
+
+    return (
+        f"; run `kvlint verify --setup` to build the CPU runtime it needs (about 2.1 GB, in "
+        f"{cache_root() / environment_key()}), or give --python an interpreter with torch and vLLM's requirements"
+    )
+
+
+def _setup() -> None:
+    """Build the runtime (or find it built) and say where it is and how large."""
+    from kvlint.verify.runtime_env import RuntimeUnavailable, size_on_disk, vllm_runtime
+
+    try:
+        runtime = vllm_runtime(progress=lambda message: click.echo(f"kvlint: {message}", err=True))
+    except (RuntimeUnavailable, RuntimeError, OSError) as error:
+        raise VerifyError(f"cannot build the verify runtime: {error}") from None
+    state = f"built now in {runtime.build_seconds:.0f} s" if runtime.built_now else "already built"
+    size = size_on_disk(runtime.root) / 2**30
+    click.echo(f"kvlint: the verify runtime is ready ({state}; {size:.1f} GiB): {runtime.python}", err=True)
 
 
 def _tree(vllm_path: Path | None, release: str | None, cache_dir: Path | None) -> Path | None:

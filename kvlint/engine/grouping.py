@@ -207,4 +207,6 @@ def _related(finding: Finding) -> RelatedLocation:
         finding.end_column,
         finding.code,
         finding.message,
+        finding.headline,
+        finding.kinds,
     )

@@ -16,7 +16,7 @@ from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.engine.grouping import fold_root_causes, function_spans, root_cause_roles
 from kvlint.engine.rule import Rule, RuleContext
 from kvlint.engine.source import MAX_FILE_BYTES, decode_source
-from kvlint.engine.suppress import is_suppressed, suppressions
+from kvlint.engine.suppress import suppress_root_causes, suppressions
 from kvlint.errors import UnreadableSource
 from kvlint.types import FileResult, unreadable
 
@@ -37,9 +37,20 @@ class LintRequest:
     project: ProjectIndex
     rules: tuple[type[Rule], ...]
     settings: dict = field(default_factory=dict)
+    # Codes or prefixes the configuration ignores in this file: their rules still run, so that ignoring the
+    # finding shown ignores its root cause (kvlint.engine.suppress).
+    ignored: tuple[str, ...] = ()
 
 
 def lint_bytes(request: LintRequest, data: bytes) -> FileResult:
+    result = _lint_bytes(request, data)
+    if request.ignored and not result.parsed:  # a KV000 the configuration ignores
+        findings, suppressed = suppress_root_causes(result.findings, {}, request.ignored)
+        return replace(result, findings=tuple(findings), suppressed=suppressed)
+    return result
+
+
+def _lint_bytes(request: LintRequest, data: bytes) -> FileResult:
     try:
         if len(data) > MAX_FILE_BYTES:
             return unreadable(request.path, f"too large ({len(data) / 2**20:.1f} MiB > {MAX_FILE_BYTES // 2**20} MiB)")
@@ -80,10 +91,11 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
     )
     walk_batched(wrapper, [rule(context) for rule in visitors])
     findings = [pending.rule.finding_for(pending) for pending in context.pending]
-    table = suppressions(text)
-    kept = [f for f in findings if not is_suppressed(f.code, range(f.line, f.end_line + 1), table)]
-    folded = fold_root_causes(kept, root_cause_roles(request.rules), lambda: function_spans(module, context.position))
-    return FileResult(path=request.path, findings=tuple(folded), suppressed=len(findings) - len(kept))
+    folded = fold_root_causes(
+        findings, root_cause_roles(request.rules), lambda: function_spans(module, context.position)
+    )
+    kept, suppressed = suppress_root_causes(folded, suppressions(text), request.ignored)
+    return FileResult(path=request.path, findings=tuple(kept), suppressed=suppressed)
 
 
 def syntax_error_position(text: str, error: cst.ParserSyntaxError) -> tuple[int, int, str]:

@@ -18,7 +18,7 @@ from kvlint.analysis.cst_walk import code_positions
 from kvlint.analysis.provenance import SpecFlow
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.engine.prefilter import Triggers, triggers_match
-from kvlint.types import Finding, Fix, Severity
+from kvlint.types import Finding, Fix, Message, Severity
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class Example:
 class PendingReport:
     rule: Rule
     node: cst.CSTNode
-    message: str
+    message: str | Message
     severity: Severity
     fix: Callable[[], Fix | None] | None
     fix_unavailable: str | None
@@ -120,17 +120,19 @@ class Rule(cst.BatchableCSTVisitor):
     def report(
         self,
         node: cst.CSTNode,
-        message: str,
+        message: str | Message,
         *,
         fix: Callable[[], Fix | None] | None = None,
         severity: Severity = Severity.ERROR,
         fix_unavailable: str | None = None,
     ) -> None:
-        """Record a finding; `fix` is a callable building the Fix once positions are known."""
+        """Record a finding; `fix` is a callable building the Fix once positions are known. A `Message` gives
+        the text output its headline, detail and remedy; a plain string is shown as it is."""
         self.context.pending.append(PendingReport(self, node, message, severity, fix, fix_unavailable))
 
     def finding_for(self, pending: PendingReport) -> Finding:
         position = self.context.position(pending.node)
+        parts = pending.message if isinstance(pending.message, Message) else None
         return Finding(
             path=self.context.path,
             line=position.start.line,
@@ -139,10 +141,14 @@ class Rule(cst.BatchableCSTVisitor):
             end_column=position.end.column + 1,
             code=self.CODE,
             name=self.NAME,
-            message=pending.message,
+            message=parts.text if parts is not None else pending.message,
             severity=pending.severity,
             fix=pending.fix() if pending.fix is not None else None,
             fix_unavailable=pending.fix_unavailable,
+            headline=parts.headline if parts is not None else None,
+            detail=parts.detail if parts is not None else None,
+            remedy=parts.remedy if parts is not None else None,
+            kinds=parts.kinds if parts is not None else (),
         )
 
     @classmethod

@@ -20,7 +20,7 @@ from pathlib import Path
 from kvlint.analysis.tree_index import build_tree_index
 from kvlint.scan.config import Config
 from kvlint.scan.index_cache import IndexDigests, index_digests
-from kvlint.scan.jobs import Job, WorkerState, codes_for, module_path_of, run_jobs
+from kvlint.scan.jobs import Job, WorkerState, ignored_for, module_path_of, run_jobs
 from kvlint.scan.runner import ScanResult, read_source
 from kvlint.types import FileResult, Finding
 
@@ -51,8 +51,8 @@ def findings_after_fix(
                 data = read_source(result.path, result.path)
                 if isinstance(data, FileResult):
                     continue  # gone since the first scan: its first result stands
-            codes = codes_for(result.path, first.codes, config)
-            work.append(Job(position, result.path, module_path_of(result.path, root), codes, data))
+            ignored = ignored_for(result.path, config)
+            work.append(Job(position, result.path, module_path_of(result.path, root), first.codes, data, ignored))
     results = list(first.files)
     for job, result in run_jobs(work, jobs, state):
         results[job.index] = result

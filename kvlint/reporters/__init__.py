@@ -10,12 +10,15 @@ import importlib
 from kvlint.reporters.base import Reporter
 
 _CLASSES = {
+    "full": "kvlint.reporters.text:TextReporter",
+    "concise": "kvlint.reporters.text:ConciseReporter",
     "github": "kvlint.reporters.github:GithubReporter",
     "json": "kvlint.reporters.json:JsonReporter",
     "sarif": "kvlint.reporters.sarif:SarifReporter",
-    "text": "kvlint.reporters.text:TextReporter",
 }
-FORMATS = tuple(sorted(_CLASSES))
+FORMATS = tuple(_CLASSES)
+# The names `--format` has always taken: `text` is the full layout.
+LEGACY_FORMATS = {"text": "full", "github": "github", "json": "json", "sarif": "sarif"}
 
 
 def load_reporter(name: str) -> type[Reporter]:
@@ -23,4 +26,4 @@ def load_reporter(name: str) -> type[Reporter]:
     return getattr(importlib.import_module(module), attribute)
 
 
-__all__ = ["FORMATS", "Reporter", "load_reporter"]
+__all__ = ["FORMATS", "LEGACY_FORMATS", "Reporter", "load_reporter"]

@@ -41,6 +41,8 @@ def finding_to_dict(f: Finding) -> dict:
         "end_column": f.end_column,
         "fix": fix,
         "fix_unavailable": f.fix_unavailable,
+        # the spec kinds it diverges for (counterexample first), as `kvlint paths` labels its rows
+        "kinds": list(f.kinds),
         # The other findings of this root cause (kvlint.engine.grouping), in file order.
         "related": [
             {
@@ -51,6 +53,7 @@ def finding_to_dict(f: Finding) -> dict:
                 "column": r.column,
                 "end_line": r.end_line,
                 "end_column": r.end_column,
+                "kinds": list(r.kinds),
             }
             for r in f.related
         ],

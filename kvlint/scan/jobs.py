@@ -1,7 +1,7 @@
 """Lint files as jobs: what one file's lint needs, the one place its LintRequest is assembled, and the pool.
 
 `scan`, `kvlint fix` and the review's cross-file pass all lint through here, so a file is linted with the
-same rules (after per-file-ignores), module path and settings whoever asks. The engine (and libcst with
+same rules, ignores (`ignore` and its per-file-ignores), module path and settings whoever asks. The engine (and libcst with
 it) is imported only when a job really runs: a scan answered from the cache never gets that far.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvlint.engine.registry import matches, rules_for_codes
+from kvlint.engine.registry import rules_for_codes
 from kvlint.scan.config import Config
 from kvlint.scan.files import is_excluded
 from kvlint.types import FileResult, unreadable
@@ -35,8 +35,16 @@ class Job:
     index: int  # position in the scan's file list (0 for a file linted on its own)
     display: str  # the path as shown to the user
     module_path: str  # relative to the tree root, "/"-separated
-    codes: tuple[str, ...]  # the rules that run on this file, after its per-file-ignores
+    codes: tuple[str, ...]  # the rules that run on this file
     data: bytes
+    # What the configuration ignores in this file (`ignore`, then its per-file-ignores): applied to root
+    # causes after folding (kvlint.engine.suppress), so the ignored rules still run.
+    ignored: tuple[str, ...] = ()
+
+    @property
+    def cache_codes(self) -> tuple[str, ...]:
+        """What its cache entry is keyed on besides the content: the rules run, and the ignored (marked `-`)."""
+        return (*self.codes, *(f"-{code}" for code in self.ignored))
 
 
 @dataclass(frozen=True)
@@ -74,26 +82,34 @@ def module_path_of(path: str | Path, root: str | None, real_folders: dict[str, s
         return path.as_posix()
 
 
-def codes_for(display: str, codes: tuple[str, ...], config: Config) -> tuple[str, ...]:
-    """The codes that run on one file, after its per-file-ignores."""
-    ignored = [
-        code for glob, globbed in config.per_file_ignores.items() if is_excluded(display, [glob]) for code in globbed
-    ]
-    return tuple(c for c in codes if not matches(c, ignored)) if ignored else codes
+def ignored_for(display: str, config: Config) -> tuple[str, ...]:
+    """The codes or prefixes ignored in one file: the configuration's `ignore` (which holds `--ignore` too),
+    then its per-file-ignores."""
+    return (
+        *config.ignore,
+        *(
+            code
+            for glob, globbed in config.per_file_ignores.items()
+            if is_excluded(display, [glob])
+            for code in globbed
+        ),
+    )
 
 
 def job_for_file(
     path: Path, display: str, codes: tuple[str, ...], config: Config, project: ProjectIndex, data: bytes
 ) -> Job:
     """The job for one file linted on its own (by `fix` or the review), as a scan would have planned it."""
-    return Job(0, display, module_path_of(path, project.root), codes_for(display, codes, config), data)
+    return Job(0, display, module_path_of(path, project.root), codes, data, ignored_for(display, config))
 
 
 def request_for(job: Job, state: WorkerState) -> LintRequest:
     """The one place a LintRequest is assembled."""
     from kvlint.engine.lint import LintRequest  # libcst: only when some file must really be linted
 
-    return LintRequest(job.display, job.module_path, state.project, rules_for_codes(job.codes), state.settings)
+    return LintRequest(
+        job.display, job.module_path, state.project, rules_for_codes(job.codes), state.settings, job.ignored
+    )
 
 
 def lint_job(state: WorkerState, job: Job) -> FileResult:
@@ -103,7 +119,7 @@ def lint_job(state: WorkerState, job: Job) -> FileResult:
     result = lint_bytes(request_for(job, state), job.data)
     if all(f.code in job.codes for f in result.findings):
         return result
-    # per-file-ignores may switch off KV000 too
+    # a KV000 of a scan that did not select it
     return dataclasses.replace(result, findings=tuple(f for f in result.findings if f.code in job.codes))
 
 

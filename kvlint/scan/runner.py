@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +25,7 @@ from kvlint.filesystem import FileTooLarge, describe, read_regular_file
 from kvlint.scan.config import Config
 from kvlint.scan.files import PathProblem, SourceFile, collect_files
 from kvlint.scan.index_cache import IndexHandle, open_project_index
-from kvlint.scan.jobs import Job, WorkerState, codes_for, lint_job, module_path_of, run_jobs
+from kvlint.scan.jobs import Job, WorkerState, ignored_for, lint_job, module_path_of, run_jobs
 from kvlint.scan.progress import Display, Progress
 from kvlint.scan.result_cache import ResultCache, configuration_key
 from kvlint.scan.storage import FileStat, content_digest
@@ -109,7 +109,11 @@ def scan(
     paths are read under it and shown as given (collect_files).
 
     Ctrl-C stops the worker processes at once (scan/jobs.py) and leaves the result cache as it was."""
-    codes = select_codes(select if select is not None else config.select, [*config.ignore, *ignore])
+    chosen = select if select is not None else config.select
+    # Ignored rules still run: ignoring the finding shown ignores its root cause (kvlint.engine.suppress).
+    config = replace(config, ignore=list(dict.fromkeys([*config.ignore, *ignore])))
+    select_codes(chosen, config.ignore)  # an unknown selector is an error
+    codes = select_codes(chosen, None)
     meter = Progress(progress)
     try:
         run = _plan(paths, config, codes, cache_dir, display_root, meter)
@@ -179,10 +183,11 @@ def _settle_without_parsing(run: _Scan, meter: Progress) -> tuple[list[Job], lis
 
 def _settle(run: _Scan, position: int, source: SourceFile) -> FileResult | tuple[Verdict, Job]:
     """One file: its result from the cache (by stat, then by content) or the triage, else its job."""
-    file_codes = codes_for(source.display, run.codes, run.config) if run.config.per_file_ignores else run.codes
     module_path = _source_module_path(source, run.index.root, run.real_folders)
     scope = (module_path, run.index.digests.of_module(module_path)) if run.cache is not None else None
     stat = run.stats[position] if run.cache is not None else None
+    job = Job(position, source.display, module_path, run.codes, b"", ignored_for(source.display, run.config))
+    file_codes = job.cache_codes
     if run.cache is not None and stat is not None:
         cached = run.cache.fresh(source.display, stat, scope, file_codes)
         if cached is not None:
@@ -197,10 +202,10 @@ def _settle(run: _Scan, position: int, source: SourceFile) -> FileResult | tuple
         if cached is not None:
             run.hits += 1
             return cached
-    verdict = run.triage.verdict(file_codes, data)
+    verdict = run.triage.verdict(run.codes, data)
     if verdict is Verdict.NOTHING_TO_REPORT:
         return FileResult(path=source.display, skipped_by_prefilter=True)  # what the engine would say
-    return verdict, Job(position, source.display, module_path, file_codes, data)
+    return verdict, replace(job, data=data)
 
 
 def _execute(run: _Scan, diagnose: list[Job], parse: list[Job], jobs: int | None, meter: Progress) -> None:
@@ -237,9 +242,13 @@ def _store(run: _Scan, cache: ResultCache) -> None:
 
 
 def _result(run: _Scan) -> ScanResult:
-    done = [unreadable(p.display, p.cause) for p in run.problems if matches(UNREADABLE_CODE, run.codes)]
+    done = [
+        unreadable(p.display, p.cause)
+        for p in run.problems
+        if matches(UNREADABLE_CODE, run.codes) and not matches(UNREADABLE_CODE, ignored_for(p.display, run.config))
+    ]
     done.extend(r for r in run.results if r is not None)
-    findings = sorted((f for r in done for f in r.findings if f.code in run.codes), key=Finding.sort_key)
+    findings = sorted((f for r in done for f in r.findings if _reported(f, run)), key=Finding.sort_key)
     return ScanResult(
         files=done,
         index=run.index,
@@ -248,6 +257,14 @@ def _result(run: _Scan) -> ScanResult:
         cache_hits=run.hits,
         excluded_by_configuration=run.excluded,
     )
+
+
+def _reported(finding: Finding, run: _Scan) -> bool:
+    """A finding of a rule run and not ignored (the engine applied the ignores to what it linted; a file the
+    scan could not read it never saw)."""
+    if finding.code != UNREADABLE_CODE:
+        return finding.code in run.codes
+    return matches(UNREADABLE_CODE, run.codes) and not matches(UNREADABLE_CODE, ignored_for(finding.path, run.config))
 
 
 def _source_module_path(source: SourceFile, root: str | None, real_folders: dict[str, str]) -> str:

@@ -1,0 +1,93 @@
+"""One rule for suppression (kvlint.engine.suppress): suppressing the finding shown — by a line comment, the
+configuration's `ignore` or `per-file-ignores`, or `--ignore` — suppresses its root cause, the related
+locations folded into it included; a related location is suppressed on its own line (or by its code) and
+leaves the finding standing.
+
+The tree is the miniature vLLM: its offloading config's hand-written span is one root cause, a KV102 finding
+(line 6) with a KV103 on the function's def (line 3), a KV101 check and a KV105 predicate (line 6) folded
+into it. Before this rule, suppressing the KV102 promoted the KV105 to a finding of its own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvlint_runner import run_kvlint
+from mini_vllm import CONFIG_PATH, MINI_VLLM, write_tree
+
+SCALING_LINE = "group.kv_cache_spec.block_size * (dcp if isinstance(group.kv_cache_spec, AttentionSpec) else 1)"
+DEF_LINE = "def build_offloading_config(vllm_config, kv_cache_config):"
+
+
+def tree(root: Path, *, scaling_comment: str = "", def_comment: str = "", pyproject: str = "") -> Path:
+    files = dict(MINI_VLLM)
+    files[CONFIG_PATH] = (
+        files[CONFIG_PATH]
+        .replace(SCALING_LINE, SCALING_LINE + scaling_comment)
+        .replace(DEF_LINE, DEF_LINE + def_comment)
+    )
+    if pyproject:
+        files["pyproject.toml"] = pyproject
+    return write_tree(root, files)
+
+
+def check(root: Path, *arguments: str) -> list[dict]:
+    completed = run_kvlint("check", "--no-cache", "--format", "json", *arguments, "vllm", cwd=root)
+    assert completed.returncode in (0, 1), completed.stderr
+    return json.loads(completed.stdout)
+
+
+def shape(findings: list[dict]) -> list[tuple[str, int, list[str]]]:
+    return [(f["code"], f["line"], sorted(r["code"] for r in f["related"])) for f in findings]
+
+
+def test_the_unsuppressed_root_cause(tmp_path):
+    assert shape(check(tree(tmp_path))) == [("KV102", 6, ["KV101", "KV103", "KV105"])]
+
+
+@pytest.mark.parametrize("comment", ["  # kvlint: ignore[KV102]", "  # kvlint: ignore[KV1]", "  # kvlint: ignore"])
+def test_a_comment_on_the_finding_shown_suppresses_its_root_cause(tmp_path, comment):
+    assert check(tree(tmp_path, scaling_comment=comment)) == []
+
+
+@pytest.mark.parametrize(
+    "pyproject",
+    [
+        '[tool.kvlint]\nignore = ["KV102"]\n',
+        f'[tool.kvlint]\nper-file-ignores = {{ "{CONFIG_PATH}" = ["KV102"] }}\n',
+        '[tool.kvlint]\nper-file-ignores = { "vllm/distributed/*" = ["KV10"] }\n',
+    ],
+)
+def test_the_configuration_ignoring_the_finding_shown_suppresses_its_root_cause(tmp_path, pyproject):
+    assert check(tree(tmp_path, pyproject=pyproject)) == []
+
+
+def test_ignore_on_the_command_line_suppresses_the_root_cause_too(tmp_path):
+    assert check(tree(tmp_path), "--ignore", "KV102") == []
+
+
+def test_a_related_location_is_suppressed_on_its_own_line(tmp_path):
+    # KV103 sits on the def (line 3): a comment there takes it out of the related locations only.
+    root = tree(tmp_path, def_comment="  # kvlint: ignore[KV103]")
+    assert shape(check(root)) == [("KV102", 6, ["KV101", "KV105"])]
+
+
+def test_a_comment_for_a_related_code_on_the_findings_line_leaves_the_finding(tmp_path):
+    # KV101 and KV105 share the finding's line: ignoring them there keeps the KV102 and its KV103.
+    root = tree(tmp_path, scaling_comment="  # kvlint: ignore[KV101, KV105]")
+    assert shape(check(root)) == [("KV102", 6, ["KV103"])]
+
+
+def test_ignoring_a_related_code_in_the_configuration_leaves_the_finding(tmp_path):
+    root = tree(tmp_path, pyproject='[tool.kvlint]\nignore = ["KV103"]\n')
+    assert shape(check(root)) == [("KV102", 6, ["KV101", "KV105"])]
+
+
+def test_fix_leaves_a_suppressed_root_cause_alone(tmp_path):
+    root = tree(tmp_path, pyproject='[tool.kvlint]\nignore = ["KV102"]\n')
+    before = (root / CONFIG_PATH).read_bytes()
+    completed = run_kvlint("fix", "--no-cache", "vllm", cwd=root)
+    assert completed.returncode == 0, completed.stderr
+    assert (root / CONFIG_PATH).read_bytes() == before
