@@ -64,6 +64,7 @@ from kvlint.analysis.vocabulary import (
     sees_only_scheduler_config,
 )
 from kvlint.rules._resolver_call import resolver_call_fix
+from kvlint.rules._unwrap_fix import unwrap_fix, unwrap_plan
 
 # Words in a nearby comment that show the author considered containers (e.g. "fail closed on wrappers").
 ACKNOWLEDGING_WORDS = ("wrapper", "container", "uniformtypekvcachespecs")
@@ -313,10 +314,15 @@ class ContainerIsinstance(Rule):
         if self._acknowledged(node):
             return
         self.reported.add(key)
-        fix = lambda: self._gated_scaling_fix(node)  # noqa: E731 - built once positions are known
+        # A gate of a hand-written scaling takes KV102's rewrite; any other check, the tree's unwrapping idiom.
+        scaling = self._gated_scaling(node)
+        plan = None if scaling is not None else unwrap_plan(self, node, subject, classes_node, exact)
+        fix = lambda: resolver_call_fix(self, scaling) if scaling else unwrap_fix(self, plan)  # noqa: E731 - needs positions
+        message = self._message(node, subject_code, provenance, checked, layer)
+        note = plan.note(" ".join(self.code_of(node).split())) if plan is not None else ""
         self.report(
             node,
-            self._message(node, subject_code, provenance, checked, layer),
+            f"{message}; {note}" if note else message,
             fix=fix,
             severity=(Severity.ERROR if layer is not None else Severity.WARNING),
         )
@@ -357,13 +363,12 @@ class ContainerIsinstance(Rule):
         comments = " ".join(line.split("#", 1)[1] for line in nearby.splitlines() if "#" in line).lower()
         return any(word in comments for word in ACKNOWLEDGING_WORDS)
 
-    def _gated_scaling_fix(self, node: cst.CSTNode):
-        """If this check gates a hand-written DCP scaling, KV102's rewrite fixes both."""
+    def _gated_scaling(self, node: cst.CSTNode):
+        """The hand-written DCP scaling this check gates (`block_size * (dcp if check else 1)`), if any."""
         gate = self.flow.parent(node)
         if not isinstance(gate, cst.IfExp) or gate.test is not node:
             return None
         product = self.flow.parent(gate)
         if not isinstance(product, cst.BinaryOperation):
             return None
-        scaling = match_scaling(product, self.flow, dcp_aliases(self.context.source))
-        return resolver_call_fix(self, scaling) if scaling is not None else None
+        return match_scaling(product, self.flow, dcp_aliases(self.context.source))
