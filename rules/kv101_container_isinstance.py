@@ -45,9 +45,16 @@ or test the layers with `iter_layer_specs(group.kv_cache_spec)`, or, for a token
 
 ## Fix safety
 When the check is the gate of a hand-written DCP scaling (`spec.block_size * (dcp if isinstance(spec,
-AttentionSpec) else 1)`), the fix is KV102's rewrite to `resolve_dcp_kv_block_size(spec, dcp)`, safe when
-the gate's classes match the resolver's. Other checks have no automatic fix: how to treat a container
-there is a decision for the author.
+AttentionSpec) else 1)`), the fix is KV102's rewrite to `resolve_dcp_kv_block_size(spec, dcp)`. Any other
+check is rewritten to the scanned tree's own unwrapping idiom: its helper for the checked class
+(`is_full_attention_spec(spec)`), else the check on every layer, `all(isinstance(spec, C) for spec in
+iter_layer_specs(x))`; a per-spec function handed a group spec inside `all(…)`/`any(…)` gets the layers at
+that call instead (`all(f(spec) for group in groups for spec in iter_layer_specs(group.kv_cache_spec))`, as
+vLLM 0.30.0 wrote it). A plain spec answers as before; a container, as its layers do. Safe when every
+composition of layers a container of the tree can hold answers the check alike for all its layers (then
+`any` and `all` agree) and nothing the check lets through reads the spec itself; otherwise unsafe, and the
+message names the composition that splits them or the use: the author chooses. No fix in a tree with
+neither such a helper nor `iter_layer_specs` (before vLLM 0.29.0), or when no tree was read.
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ from kvlint.analysis.vocabulary import (
     dcp_aliases,
     sees_only_scheduler_config,
 )
+from kvlint.rules._kv101_examples import UNWRAP_EXAMPLES
 from kvlint.rules._resolver_call import resolver_call_fix
 from kvlint.rules._unwrap_fix import unwrap_fix, unwrap_plan
 
@@ -85,7 +93,7 @@ class ContainerIsinstance(Rule):
         "`{check}` is False for a UniformTypeKVCacheSpecs container, and `{subject}` may be one ({reason}, "
         "seen here unflattened); whether a container of {classes} layers reaches it is not settled here"
     )
-    FIX_TITLE = "Replace the gated scaling with `resolve_dcp_kv_block_size(spec, dcp)`"
+    FIX_TITLE = "Test every layer with the tree's unwrapping idiom (`is_full_attention_spec`, `iter_layer_specs`)"
     # A group spec only arises from a group list or a KVCacheGroupSpec in the same module.
     TRIGGERS = (("kv_cache_groups", "transfer_groups", "KVCacheGroupSpec"), ("isinstance(", "type("), ("Spec",))
 
@@ -176,6 +184,7 @@ class ContainerIsinstance(Rule):
         ),
     ]
     INVALID = [
+        *UNWRAP_EXAMPLES,  # with the fixes of rules/_unwrap_fix.py
         Example(
             """
             def zero_blocks(self):
