@@ -6,7 +6,7 @@ kvlint.analysis.containers (which classes a container can hold at all) and group
 family: the topmost class below `KVCacheSpec`/`AttentionSpec` they descend from (`FullAttentionSpec` holds
 MLA, sink, hidden-state layers …). That over-groups where a subclass is its own grouping base (e.g.
 `SlidingWindowMLASpec`), so a check may be judged split where vLLM never mixes those layers: never the
-other way round. `container_compositions` is the one question KV101's fix asks; a census of the
+other way round. `container_compositions` is the one question the container-blind check's fix asks; a census of the
 containers each grouping path builds can answer it in its place.
 """
 

@@ -2,7 +2,7 @@
 
 vLLM 0.29+ defines `is_full_attention_spec(spec)`: `all(isinstance(s, FullAttentionSpec) for s in
 iter_layer_specs(spec))` (after a `len(...) > 0`). A function of that shape is the tree's own idiom for
-"is this group of class C", container or not: KV101's fix calls it where the check is of that class.
+"is this group of class C", container or not: the container-blind check's fix calls it where the check is of that class.
 Read with `ast` from the interface module; a function of any other shape is not a helper.
 """
 

@@ -85,6 +85,14 @@ RENDERERS = {"text": render_text, "json": render_json}
     help="DCP size to check (repeatable). Default: 1, 2, 4, 8.",
 )
 @click.option(
+    "--rewrites",
+    "rewrites_of",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Evaluate every container-blind check `kvlint fix` rewrites in this tree in the vLLM imported, on plain "
+    "specs of every class and a container of every composition the tree can build; print the table.",
+)
+@click.option(
     "--timeout",
     "timeout_s",
     type=click.FloatRange(min=1),
@@ -102,6 +110,7 @@ def verify(
     python: str,
     output_format: str,
     dcp_sizes: tuple[int, ...],
+    rewrites_of: Path | None,
     timeout_s: float,
 ) -> None:
     """Check at runtime that scheduler, managers and connectors agree on each block's span.
@@ -129,6 +138,8 @@ def verify(
             tests_root = _tests_root(tests_path, tree, release, cache_dir)
             _upstream(tree, tests_root, test_modules, python, output_format, timeout_s)
         run = ChildRun(python=python, vllm_path=tree, dcp_sizes=dcp_sizes, timeout_s=timeout_s)
+        if rewrites_of is not None:
+            _rewrites(run, rewrites_of)
         report = run_child(run)
     except VerifyError as error:
         click.echo(f"kvlint verify: {error}", err=True)
@@ -137,6 +148,24 @@ def verify(
     if not report.compared:
         click.echo(f"kvlint verify: no cell could be compared in vLLM {report.vllm_version}", err=True)
     click.get_current_context().exit(report.exit_code)
+
+
+def _rewrites(run: ChildRun, tree: Path) -> None:
+    import json
+    import tempfile
+
+    from kvlint.scan.config import find_pyproject, load_config
+    from kvlint.verify.checks import cases_document, collect_cases, render_checks
+    from kvlint.verify.run import run_child_raw
+
+    cases, compositions, _ = collect_cases(tree.resolve(), load_config(find_pyproject(Path.cwd())))
+    with tempfile.TemporaryDirectory(prefix="kvlint-checks-") as scratch:
+        document = Path(scratch) / "checks.json"
+        document.write_text(json.dumps(cases_document(cases, compositions)), encoding="utf-8")
+        raw = run_child_raw(run, ["--checks", str(document)])
+    table, every_ok = render_checks(cases, raw)
+    click.echo(table)
+    click.get_current_context().exit(0 if every_ok else 1)
 
 
 def _tree(vllm_path: Path | None, release: str | None, cache_dir: Path | None) -> Path | None:
