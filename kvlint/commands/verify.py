@@ -50,6 +50,12 @@ RENDERERS = {"text": render_text, "json": render_json}
     "Default: the release's, or the one beside --vllm's package.",
 )
 @click.option(
+    "--unsafe-fixes",
+    "unsafe",
+    is_flag=True,
+    help="With --upstream-tests: the fixed copy takes the unsafe fixes too, as `kvlint fix --unsafe-fixes`.",
+)
+@click.option(
     "--test-module",
     "test_modules",
     multiple=True,
@@ -106,6 +112,7 @@ def verify(
     upstream_tests: bool,
     tests_path: Path | None,
     test_modules: tuple[str, ...],
+    unsafe: bool,
     cache_dir: Path | None,
     python: str,
     output_format: str,
@@ -128,15 +135,15 @@ def verify(
     """
     if vllm_path is not None and release:
         raise click.UsageError("give either --vllm or --vllm-release, not both")
-    if (tests_path is not None or test_modules) and not upstream_tests:
-        raise click.UsageError("--tests and --test-module go with --upstream-tests")
+    if (tests_path is not None or test_modules or unsafe) and not upstream_tests:
+        raise click.UsageError("--tests, --test-module and --unsafe-fixes go with --upstream-tests")
     try:
         tree = _tree(vllm_path, release, cache_dir)
         if upstream_tests:
             if dcp_sizes:
                 raise click.UsageError("--dcp is for the sizing matrix, not --upstream-tests")
             tests_root = _tests_root(tests_path, tree, release, cache_dir)
-            _upstream(tree, tests_root, test_modules, python, output_format, timeout_s)
+            _upstream(tree, tests_root, test_modules, python, output_format, timeout_s, unsafe)
         run = ChildRun(python=python, vllm_path=tree, dcp_sizes=dcp_sizes, timeout_s=timeout_s)
         if rewrites_of is not None:
             _rewrites(run, rewrites_of)
@@ -197,7 +204,13 @@ def _tests_root(tests_path: Path | None, tree: Path | None, release: str | None,
 
 
 def _upstream(
-    tree: Path | None, tests_root: Path, only: tuple[str, ...], python: str, output_format: str, timeout_s: float
+    tree: Path | None,
+    tests_root: Path,
+    only: tuple[str, ...],
+    python: str,
+    output_format: str,
+    timeout_s: float,
+    unsafe: bool = False,
 ) -> None:
     from kvlint.scan.config import find_pyproject, load_config
     from kvlint.verify.upstream import run_upstream_tests
@@ -206,7 +219,7 @@ def _upstream(
     if tree is None:
         raise click.UsageError("--upstream-tests needs the tree: give --vllm PATH or --vllm-release VERSION")
     config = load_config(find_pyproject(Path.cwd()))  # as `kvlint fix` reads it
-    report = run_upstream_tests(tree, tests_root, python, timeout_s, config, only)
+    report = run_upstream_tests(tree, tests_root, python, timeout_s, config, only, unsafe=unsafe)
     click.echo((render_json if output_format == "json" else render_text)(report), nl=output_format == "json")
     click.get_current_context().exit(report.exit_code)
 
