@@ -68,8 +68,13 @@ class UnwrapPlan:
             )
         other = next(q for q in QUANTIFIERS if q != self.quantifier)
         mixed = ", ".join(sorted(self.split))
+        if self.form == "call-site":
+            called = ", ".join(sorted({f"`{c.func.value}()`" for c, _ in self.calls if isinstance(c.func, cst.Name)}))
+            check = f"the class tests of {called or 'the function'}"
+        else:
+            check = f"`{check}`"
         return (
-            f"unsafe fix: a {CONTAINER_CLASS}{{{mixed}}} the tree can build has layers that answer `{check}` "
+            f"unsafe fix: a {CONTAINER_CLASS}{{{mixed}}} the tree can build has layers that answer {check} "
             f"differently, so `any` and `all` over its layers differ; the fix takes `{self.quantifier}`, the "
             f"author must choose it or `{other}`"
         )
