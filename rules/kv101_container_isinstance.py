@@ -45,9 +45,16 @@ or test the layers with `iter_layer_specs(group.kv_cache_spec)`, or, for a token
 
 ## Fix safety
 When the check is the gate of a hand-written DCP scaling (`spec.block_size * (dcp if isinstance(spec,
-AttentionSpec) else 1)`), the fix is KV102's rewrite to `resolve_dcp_kv_block_size(spec, dcp)`, safe when
-the gate's classes match the resolver's. Other checks have no automatic fix: how to treat a container
-there is a decision for the author.
+AttentionSpec) else 1)`), the fix is KV102's rewrite to `resolve_dcp_kv_block_size(spec, dcp)`. Any other
+check is rewritten to the scanned tree's own unwrapping idiom: its helper for the checked class
+(`is_full_attention_spec(spec)`), else the check on every layer, `all(isinstance(spec, C) for spec in
+iter_layer_specs(x))`; a per-spec function handed a group spec inside `all(…)`/`any(…)` gets the layers at
+that call instead (`all(f(spec) for group in groups for spec in iter_layer_specs(group.kv_cache_spec))`, as
+vLLM 0.30.0 wrote it). A plain spec answers as before; a container, as its layers do. Safe when every
+composition of layers a container of the tree can hold answers the check alike for all its layers (then
+`any` and `all` agree) and nothing the check lets through reads the spec itself; otherwise unsafe, and the
+message names the composition that splits them or the use: the author chooses. No fix in a tree with
+neither such a helper nor `iter_layer_specs` (before vLLM 0.29.0), or when no tree was read.
 """
 
 from __future__ import annotations
@@ -63,8 +70,10 @@ from kvlint.analysis.vocabulary import (
     dcp_aliases,
     sees_only_scheduler_config,
 )
+from kvlint.rules._kv101_examples import UNWRAP_EXAMPLES
 from kvlint.rules._resolver_call import resolver_call_fix
 from kvlint.rules._scaling_verdict import one_line
+from kvlint.rules._unwrap_fix import unwrap_fix, unwrap_plan
 
 # Words in a nearby comment that show the author considered containers (e.g. "fail closed on wrappers").
 ACKNOWLEDGING_WORDS = ("wrapper", "container", "uniformtypekvcachespecs")
@@ -91,7 +100,7 @@ class ContainerIsinstance(Rule):
         "each layer answers True; {where}`{subject}` is {reason}, unflattened here: such a group takes the other branch"
     )
     UNSETTLED_HEADLINE = "`{check}` is False for a container that may reach it"
-    FIX_TITLE = "Replace the gated scaling with `resolve_dcp_kv_block_size(spec, dcp)`"
+    FIX_TITLE = "Test every layer with the tree's unwrapping idiom (`is_full_attention_spec`, `iter_layer_specs`)"
     # A group spec only arises from a group list or a KVCacheGroupSpec in the same module.
     TRIGGERS = (("kv_cache_groups", "transfer_groups", "KVCacheGroupSpec"), ("isinstance(", "type("), ("Spec",))
 
@@ -182,6 +191,7 @@ class ContainerIsinstance(Rule):
         ),
     ]
     INVALID = [
+        *UNWRAP_EXAMPLES,  # with the fixes of rules/_unwrap_fix.py
         Example(
             """
             def zero_blocks(self):
@@ -320,10 +330,15 @@ class ContainerIsinstance(Rule):
         if self._acknowledged(node):
             return
         self.reported.add(key)
-        fix = lambda: self._gated_scaling_fix(node)  # noqa: E731 - built once positions are known
+        # A gate of a hand-written scaling takes KV102's rewrite; any other check, the tree's unwrapping idiom.
+        scaling = self._gated_scaling(node)
+        plan = None if scaling is not None else unwrap_plan(self, node, subject, classes_node, exact)
+        fix = lambda: resolver_call_fix(self, scaling) if scaling else unwrap_fix(self, plan)  # noqa: E731 - needs positions
+        message = self._message(node, subject_code, provenance, checked, layer)
+        note = plan.note(" ".join(self.code_of(node).split())) if plan is not None else ""
         self.report(
             node,
-            self._message(node, subject_code, provenance, checked, layer),
+            f"{message}; {note}" if note else message,
             fix=fix,
             severity=(Severity.ERROR if layer is not None else Severity.WARNING),
         )
@@ -371,13 +386,12 @@ class ContainerIsinstance(Rule):
         comments = " ".join(line.split("#", 1)[1] for line in nearby.splitlines() if "#" in line).lower()
         return any(word in comments for word in ACKNOWLEDGING_WORDS)
 
-    def _gated_scaling_fix(self, node: cst.CSTNode):
-        """If this check gates a hand-written DCP scaling, KV102's rewrite fixes both."""
+    def _gated_scaling(self, node: cst.CSTNode):
+        """The hand-written DCP scaling this check gates (`block_size * (dcp if check else 1)`), if any."""
         gate = self.flow.parent(node)
         if not isinstance(gate, cst.IfExp) or gate.test is not node:
             return None
         product = self.flow.parent(gate)
         if not isinstance(product, cst.BinaryOperation):
             return None
-        scaling = match_scaling(product, self.flow, dcp_aliases(self.context.source))
-        return resolver_call_fix(self, scaling) if scaling is not None else None
+        return match_scaling(product, self.flow, dcp_aliases(self.context.source))

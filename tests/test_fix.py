@@ -37,7 +37,16 @@ def test_fix_029_matches_upstream_and_is_idempotent(vllm_release, fixed_029):
     before, after = snapshot(vllm_release("0.29.0")), snapshot(tree)
     assert sorted(before) == sorted(after), "the fix added or removed a file"
     changed = sorted(path for path in before if before[path] != after[path])
-    assert changed == [OFFLOADING_CONFIG]
+    # the resolver call (KV102) and the container-blind checks whose unwrapping is safe (KV101)
+    assert changed == sorted(
+        [
+            OFFLOADING_CONFIG,
+            "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py",
+            "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/connector.py",
+            "vllm/v1/worker/cpu_model_runner.py",
+            "vllm/v1/worker/gpu_model_runner.py",
+        ]
+    )
     fixed = (tree / OFFLOADING_CONFIG).read_text()
     assert UPSTREAM_CALL in fixed
     assert (

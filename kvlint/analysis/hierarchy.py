@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvlint.analysis.ast_helpers import base_name, field_default, parse_file, parse_source
+from kvlint.analysis.layer_helpers import layer_helpers
 from kvlint.analysis.vocabulary import ATTENTION_ROOT, SPEC_ROOT
 
 # Used only when a scan has no kv_cache_interface.py (a lone file or fixture): vLLM 0.29.0's hierarchy.
@@ -28,6 +29,7 @@ BUILTIN_BASES: dict[str, tuple[str, ...]] = {
     "UniformTypeKVCacheSpecs": ("KVCacheSpec",),
 }
 BUILTIN_FUNCTIONS = ("iter_layer_specs", "is_full_attention_spec")
+BUILTIN_LAYER_HELPERS = {"is_full_attention_spec": ("all", "FullAttentionSpec")}
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,9 @@ class SpecHierarchy:
     # The interface's module-level functions (`iter_layer_specs`, `is_full_attention_spec` in 0.29+): the
     # helpers a message may name as the remedy, only where the scanned tree has them.
     functions: frozenset[str] = frozenset(BUILTIN_FUNCTIONS)
+    # Those of them that test every layer of a group spec for one class (kvlint.analysis.layer_helpers):
+    # name → (quantifier, class), e.g. {"is_full_attention_spec": ("all", "FullAttentionSpec")}.
+    layer_helpers: dict[str, tuple[str, str]] = field(default_factory=lambda: dict(BUILTIN_LAYER_HELPERS))
 
     def ancestors(self, name: str) -> set[str]:
         seen: set[str] = set()
@@ -106,6 +111,7 @@ def _hierarchy_of(module: ast.Module | None, interface: str) -> SpecHierarchy:
         attribute_defaults={n: a for n, a in defaults.items() if n in family},
         source=interface,
         functions=frozenset(functions),
+        layer_helpers=layer_helpers(module),
     )
 
 

@@ -36,6 +36,11 @@ def explanation(rule) -> str:
         parts.append(f"\nFix: {rule.FIX_TITLE}")
     if rule.INVALID:
         parts += ["\n## Flagged (from the rule's tests)\n```python", rule.INVALID[0].source.rstrip(), "```"]
+    fixed = next((example for example in rule.INVALID if example.fixed_source is not None), None)
+    if fixed is not None:
+        flag = " `kvlint fix --unsafe-fixes`" if fixed.unsafe else " `kvlint fix`"
+        parts += [f"\n## Fixed by{flag} (from the rule's tests)\n```python", fixed.source.rstrip(), "```", "becomes"]
+        parts += ["```python", fixed.fixed_source.rstrip(), "```"]
     if rule.VALID:
         parts += ["\n## Not flagged (from the rule's tests)\n```python", rule.VALID[0].source.rstrip(), "```"]
     return "\n".join(parts) + "\n"

@@ -50,6 +50,12 @@ RENDERERS = {"text": render_text, "json": render_json}
     "Default: the release's, or the one beside --vllm's package.",
 )
 @click.option(
+    "--unsafe-fixes",
+    "unsafe",
+    is_flag=True,
+    help="With --upstream-tests: the fixed copy takes the unsafe fixes too, as `kvlint fix --unsafe-fixes`.",
+)
+@click.option(
     "--test-module",
     "test_modules",
     multiple=True,
@@ -91,6 +97,14 @@ RENDERERS = {"text": render_text, "json": render_json}
     help="DCP size to check (repeatable). Default: 1, 2, 4, 8.",
 )
 @click.option(
+    "--rewrites",
+    "rewrites_of",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Evaluate every container-blind check `kvlint fix` rewrites in this tree in the vLLM imported, on plain "
+    "specs of every class and a container of every composition the tree can build; print the table.",
+)
+@click.option(
     "--timeout",
     "timeout_s",
     type=click.FloatRange(min=1),
@@ -104,11 +118,13 @@ def verify(
     upstream_tests: bool,
     tests_path: Path | None,
     test_modules: tuple[str, ...],
+    unsafe: bool,
     cache_dir: Path | None,
     python: str | None,
     setup: bool,
     output_format: str,
     dcp_sizes: tuple[int, ...],
+    rewrites_of: Path | None,
     timeout_s: float,
 ) -> None:
     """Check at runtime that scheduler, managers and connectors agree on each block's span.
@@ -134,16 +150,18 @@ def verify(
     python = python or _default_python()
     if vllm_path is not None and release:
         raise click.UsageError("give either --vllm or --vllm-release, not both")
-    if (tests_path is not None or test_modules) and not upstream_tests:
-        raise click.UsageError("--tests and --test-module go with --upstream-tests")
+    if (tests_path is not None or test_modules or unsafe) and not upstream_tests:
+        raise click.UsageError("--tests, --test-module and --unsafe-fixes go with --upstream-tests")
     try:
         tree = _tree(vllm_path, release, cache_dir)
         if upstream_tests:
             if dcp_sizes:
                 raise click.UsageError("--dcp is for the sizing matrix, not --upstream-tests")
             tests_root = _tests_root(tests_path, tree, release, cache_dir)
-            _upstream(tree, tests_root, test_modules, python, output_format, timeout_s)
+            _upstream(tree, tests_root, test_modules, python, output_format, timeout_s, unsafe)
         run = ChildRun(python=python, vllm_path=tree, dcp_sizes=dcp_sizes, timeout_s=timeout_s)
+        if rewrites_of is not None:
+            _rewrites(run, rewrites_of)
         report = run_child(run)
     except VerifyError as error:  # said here too: the command also runs outside the click group (tests)
         click.echo(f"kvlint: error: {error}{_next_step(str(error))}", err=True)
@@ -185,6 +203,22 @@ def _setup() -> None:
     state = f"built now in {runtime.build_seconds:.0f} s" if runtime.built_now else "already built"
     size = size_on_disk(runtime.root) / 2**30
     click.echo(f"kvlint: the verify runtime is ready ({state}; {size:.1f} GiB): {runtime.python}", err=True)
+def _rewrites(run: ChildRun, tree: Path) -> None:
+    import json
+    import tempfile
+
+    from kvlint.scan.config import find_pyproject, load_config
+    from kvlint.verify.checks import cases_document, collect_cases, render_checks
+    from kvlint.verify.run import run_child_raw
+
+    cases, compositions, _ = collect_cases(tree.resolve(), load_config(find_pyproject(Path.cwd())))
+    with tempfile.TemporaryDirectory(prefix="kvlint-checks-") as scratch:
+        document = Path(scratch) / "checks.json"
+        document.write_text(json.dumps(cases_document(cases, compositions)), encoding="utf-8")
+        raw = run_child_raw(run, ["--checks", str(document)])
+    table, every_ok = render_checks(cases, raw)
+    click.echo(table)
+    click.get_current_context().exit(0 if every_ok else 1)
 
 
 def _tree(vllm_path: Path | None, release: str | None, cache_dir: Path | None) -> Path | None:
@@ -216,7 +250,13 @@ def _tests_root(tests_path: Path | None, tree: Path | None, release: str | None,
 
 
 def _upstream(
-    tree: Path | None, tests_root: Path, only: tuple[str, ...], python: str, output_format: str, timeout_s: float
+    tree: Path | None,
+    tests_root: Path,
+    only: tuple[str, ...],
+    python: str,
+    output_format: str,
+    timeout_s: float,
+    unsafe: bool = False,
 ) -> None:
     from kvlint.scan.config import find_pyproject, load_config
     from kvlint.verify.upstream import run_upstream_tests
@@ -225,7 +265,7 @@ def _upstream(
     if tree is None:
         raise click.UsageError("--upstream-tests needs the tree: give --vllm PATH or --vllm-release VERSION")
     config = load_config(find_pyproject(Path.cwd()))  # as `kvlint fix` reads it
-    report = run_upstream_tests(tree, tests_root, python, timeout_s, config, only)
+    report = run_upstream_tests(tree, tests_root, python, timeout_s, config, only, unsafe=unsafe)
     click.echo((render_json if output_format == "json" else render_text)(report), nl=output_format == "json")
     click.get_current_context().exit(report.exit_code)
 

@@ -32,6 +32,8 @@ class Example:
     unsafe: bool = False
     # For examples needing a tree without the resolver (such a tree is not read: no container reachability).
     has_resolver: bool = True
+    # The interface functions the example's tree defines (None: vLLM 0.29.0's); `()`: no unwrapping helper.
+    tree_functions: tuple[str, ...] | None = None
     # For INVALID examples: the severity every finding of the rule has (None: not checked).
     severity: Severity | None = None
 

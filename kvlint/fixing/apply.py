@@ -64,11 +64,7 @@ def _update_imports(text: str, adds: set[tuple[str, str]], removes: set[tuple[st
     except cst.ParserSyntaxError as error:
         raise FixError(f"the fixed source does not parse ({error.message}); left unchanged") from None
     code = text
-    for module_name, name in sorted(adds):
-        # Sorted into its block and wrapped like the file's imports (kvlint.fixing.imports), or where libcst
-        # puts it when the file's imports have a shape that module does not rewrite.
-        placed = add_from_import(code, module_name, name)
-        code = placed if placed is not None else _add_with_libcst(code, module_name, name)
+    # Removals first: a name that leaves `from m import A, b` makes room for the one added (kept on one line).
     if removes:
         # libcst's codemod package (and its matchers, a third of a second) only when an import must go
         from libcst.codemod import CodemodContext
@@ -78,6 +74,13 @@ def _update_imports(text: str, adds: set[tuple[str, str]], removes: set[tuple[st
         for module_name, name in sorted(removes):
             RemoveImportsVisitor.remove_unused_import(context, module_name, name)
         code = RemoveImportsVisitor(context).transform_module(cst.parse_module(code)).code
+        if not text.startswith(("\n", "\r")):
+            code = code.lstrip("\r\n")  # the blank line that followed a first statement now removed
+    for module_name, name in sorted(adds):
+        # Sorted into its block and wrapped like the file's imports (kvlint.fixing.imports), or where libcst
+        # puts it when the file's imports have a shape that module does not rewrite.
+        placed = add_from_import(code, module_name, name)
+        code = placed if placed is not None else _add_with_libcst(code, module_name, name)
     return code
 
 

@@ -27,6 +27,36 @@ def _location(path: str, line: int, column: int, end_line: int, end_column: int)
     }
 
 
+def _fix(finding) -> dict:
+    """The fix as SARIF's replacements; the imports it needs said in its description (kvlint places them
+    when it applies the fix, by the file's own import layout)."""
+    fix = finding.fix
+    imports = [f"`from {c.module} import {c.name}`" for c in fix.imports if c.add]
+    description = fix.title + (f"; adds {', '.join(imports)}" if imports else "")
+    if fix.applicability.value != "safe":
+        description += " (unsafe: `kvlint fix --unsafe-fixes`)"
+    return {
+        "description": {"text": description},
+        "artifactChanges": [
+            {
+                "artifactLocation": {"uri": PurePath(finding.path).as_posix(), "uriBaseId": "%SRCROOT%"},
+                "replacements": [
+                    {
+                        "deletedRegion": {
+                            "startLine": edit.line,
+                            "startColumn": edit.column,
+                            "endLine": edit.end_line,
+                            "endColumn": edit.end_column,
+                        },
+                        "insertedContent": {"text": edit.replacement},
+                    }
+                    for edit in fix.edits
+                ],
+            }
+        ],
+    }
+
+
 class SarifReporter(Reporter):
     NAME = "sarif"
     USES_RULE_DOCS = True
@@ -65,6 +95,8 @@ class SarifReporter(Reporter):
                 "message": {"text": f.message},
                 "locations": [_location(f.path, f.line, f.column, f.end_line, f.end_column)],
             }
+            if f.fix is not None:
+                result["fixes"] = [_fix(f)]
             if f.related:
                 result["relatedLocations"] = [
                     {

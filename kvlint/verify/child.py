@@ -578,6 +578,95 @@ def run_matrix(modules: dict[str, Any], dcp_sizes: tuple[int, ...]) -> dict[str,
     }
 
 
+# ------------------------------------------------------- rewritten container-blind checks
+
+
+# Field values a spec of any class may need; a class needing another field is reported, not guessed.
+def spec_fields(torch: Any) -> dict[str, Any]:
+    return {
+        "block_size": BLOCK_SIZE,
+        "num_kv_heads": 8,
+        "head_size": 128,
+        "dtype": torch.bfloat16,
+        "sliding_window": 1024,
+        "attention_chunk_size": 1024,
+        "rswa_window": 1024,
+        "shapes": ((4, 1024), (16, 64, 128)),
+        "dtypes": (torch.bfloat16, torch.float32),
+        "mamba_cache_mode": "align",
+    }
+
+
+def evaluate(template: str, namespace: dict[str, Any], subject: str, spec: Any) -> Any:
+    try:
+        return bool(eval(compile(template, "<check>", "eval"), {**namespace, subject: spec}))  # noqa: S307
+    except Exception as error:
+        return describe_error(error)
+
+
+def run_checks(modules: dict[str, Any], document: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each rewritten check on a plain spec of every class and on a container of every composition:
+    a plain spec must answer as before, a container as its layers do (with the rewrite's quantifier)."""
+    interface, torch = modules["interface"], modules["torch"]
+    namespace = dict(vars(interface))
+    subject = document["subject"]
+    fields = spec_fields(torch)
+    classes = sorted({name for composition in document["compositions"] for name in composition})
+    specs: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for name in classes:
+        try:
+            cls = getattr(interface, name, None)
+            if cls is None:
+                raise NotExpressible(f"this vLLM has no {name}")
+            specs[name] = construct(cls, fields)
+        except Exception as error:
+            errors[name] = str(error) if isinstance(error, NotExpressible) else describe_error(error)
+    factory = SpecFactory(interface, torch)
+    results = []
+    for case in document["cases"]:
+        before, after = case["before"], case["after"]
+        quantify = all if case["quantifier"] == "all" else any
+        plain = []
+        for name in classes:
+            if name not in specs:
+                plain.append({"class": name, "ok": None, "error": errors[name]})
+                continue
+            answers = (
+                evaluate(before, namespace, subject, specs[name]),
+                evaluate(after, namespace, subject, specs[name]),
+            )
+            plain.append({"class": name, "before": answers[0], "after": answers[1], "ok": answers[0] == answers[1]})
+        containers = []
+        for composition in document["compositions"]:
+            record: dict[str, Any] = {"layers": composition}
+            missing = [name for name in composition if name not in specs]
+            if missing:
+                record.update(ok=None, error=f"{', '.join(missing)} not built")
+                containers.append(record)
+                continue
+            layers = {f"model.layers.{index}": specs[name] for index, name in enumerate(composition)}
+            try:
+                container = factory.container(layers)
+            except NotExpressible:  # from_specs keeps only what vLLM would group: build the composition as given
+                container = construct(
+                    factory.spec_class("UniformTypeKVCacheSpecs"), {"block_size": BLOCK_SIZE, "kv_cache_specs": layers}
+                )
+            layer_answers = [evaluate(before, namespace, subject, layer) for layer in layers.values()]
+            expected = quantify(layer_answers) if all(isinstance(a, bool) for a in layer_answers) else None
+            after_answer = evaluate(after, namespace, subject, container)
+            record.update(
+                before=evaluate(before, namespace, subject, container),
+                after=after_answer,
+                layer_answers=layer_answers,
+                expected=expected,
+                ok=expected is not None and after_answer == expected,
+            )
+            containers.append(record)
+        results.append({"site": case["site"], "plain": plain, "containers": containers})
+    return results
+
+
 # ---------------------------------------------------------------------- importing
 
 
@@ -615,6 +704,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="where to write the JSON result")
     parser.add_argument("--vllm", default=None, help="directory holding the vllm package")
     parser.add_argument("--dcp", default=",".join(map(str, DCP_SIZES)), help="DCP sizes")
+    parser.add_argument("--checks", default=None, help="JSON file of rewritten checks to evaluate (no matrix)")
     arguments = parser.parse_args(argv)
     dcp_sizes = tuple(int(size) for size in arguments.dcp.split(","))
     result: dict[str, Any]
@@ -636,7 +726,11 @@ def main(argv: list[str] | None = None) -> int:
             },
         }
         try:
-            result.update(run_matrix(modules, dcp_sizes))
+            if arguments.checks is not None:
+                with open(arguments.checks, encoding="utf-8") as handle:
+                    result["checks"] = run_checks(modules, json.load(handle))
+            else:
+                result.update(run_matrix(modules, dcp_sizes))
         except Exception as error:
             result["internal_error"] = describe_error(error)
             result["traceback"] = traceback.format_exc()

@@ -33,8 +33,11 @@ def _copy_python_link_the_rest(source: str, destination: str) -> None:
         os.symlink(os.path.abspath(source), destination)
 
 
-def rewrite_copy(tree: Path, destination: Path, config: Config, jobs: int | None = None) -> Rewritten:
-    """Copy tree/vllm to destination/vllm and apply kvlint's safe fixes there; `tree` is never written."""
+def rewrite_copy(
+    tree: Path, destination: Path, config: Config, jobs: int | None = None, unsafe: bool = False
+) -> Rewritten:
+    """Copy tree/vllm to destination/vllm and apply kvlint's safe fixes there (and the unsafe ones with
+    `unsafe`, as `kvlint fix --unsafe-fixes`); `tree` is never written."""
     try:
         shutil.copytree(
             tree / "vllm",
@@ -48,7 +51,7 @@ def rewrite_copy(tree: Path, destination: Path, config: Config, jobs: int | None
     changed: list[str] = []
     applied = 0
     not_fixed: list[tuple[str, str]] = []
-    for attempt in fix_scanned(result, config, unsafe=False, write=True):
+    for attempt in fix_scanned(result, config, unsafe=unsafe, write=True):
         relative = Path(attempt.path).relative_to(destination).as_posix()
         if attempt.fixed is None:
             not_fixed.append((relative, attempt.error))

@@ -52,6 +52,15 @@ def _last_line(text: str) -> str:
 
 def run_child(run: ChildRun) -> VerifyReport:
     """Run child.py in a fresh interpreter and return its report, or raise VerifyError."""
+    raw = run_child_raw(run)
+    try:
+        return parse_report(raw)
+    except ReportError as error:
+        raise VerifyError(str(error)) from None
+
+
+def run_child_raw(run: ChildRun, extra: Sequence[str] = ()) -> dict:
+    """child.py's JSON document (`extra`: more of its arguments), or VerifyError when it has none."""
     if run.vllm_path is not None and not (run.vllm_path / "vllm" / "__init__.py").is_file():
         raise VerifyError(
             f"cannot import vLLM: {run.vllm_path} holds no vllm package "
@@ -65,6 +74,7 @@ def run_child(run: ChildRun) -> VerifyReport:
             command += ["--vllm", str(run.vllm_path.resolve())]
         if run.dcp_sizes:
             command += ["--dcp", ",".join(str(size) for size in run.dcp_sizes)]
+        command += list(extra)
         try:
             completed = subprocess.run(
                 command,
@@ -93,7 +103,4 @@ def run_child(run: ChildRun) -> VerifyReport:
         raise VerifyError(f"cannot import vLLM from {where}: {raw['import_error']}")
     if "internal_error" in raw:
         raise VerifyError(f"internal error in the verify harness: {raw['internal_error']}")
-    try:
-        return parse_report(raw)
-    except ReportError as error:
-        raise VerifyError(str(error)) from None
+    return raw

@@ -79,12 +79,13 @@ def run_upstream_tests(
     config: Config,
     only: tuple[str, ...] = (),
     jobs: int | None = None,
+    unsafe: bool = False,
 ) -> UpstreamReport:
     """Fix a copy of `tree`, then run the tests under tests_root/tests that import what changed (of them,
     those in `only` when given: paths relative to tests_root), before and after."""
     with tempfile.TemporaryDirectory(prefix="kvlint-upstream-") as scratch_name:
         scratch = Path(scratch_name)
-        rewritten = rewrite_copy(tree, scratch / "fixed", config, jobs)
+        rewritten = rewrite_copy(tree, scratch / "fixed", config, jobs, unsafe=unsafe)
         report = UpstreamReport(tree, tests_root, python, rewritten, None)
         if not rewritten.changed:
             return report

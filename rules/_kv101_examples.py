@@ -1,0 +1,161 @@
+"""KV101's fix examples (rules/_unwrap_fix.py): the tree's helper, every layer tested, the call-site unwrap, an
+unsafe composition, a guarded use, and a tree with no unwrapping idiom. Part of KV101's INVALID examples,
+so they are its tests and its `explain` text."""
+
+from __future__ import annotations
+
+from kvlint import Example, Severity
+
+UNWRAP_EXAMPLES = [
+    Example(
+        """
+            from vllm.v1.kv_cache_interface import FullAttentionSpec
+
+            def zero_blocks(self):
+                for group in self.kv_cache_config.kv_cache_groups:
+                    if not isinstance(group.kv_cache_spec, FullAttentionSpec):
+                        continue
+                    yield group
+            """,
+        # the tree's own helper for the class: every layer full attention, as vLLM's callers read it
+        fixed="""
+            from vllm.v1.kv_cache_interface import is_full_attention_spec
+
+            def zero_blocks(self):
+                for group in self.kv_cache_config.kv_cache_groups:
+                    if not is_full_attention_spec(group.kv_cache_spec):
+                        continue
+                    yield group
+            """,
+        path="vllm/v1/worker/cpu_model_runner.py",
+        severity=Severity.ERROR,
+    ),
+    Example(
+        """
+            def build(kv_cache_config):
+                def certifiable(spec):
+                    if not isinstance(spec, AttentionSpec):
+                        return False
+                    return type(spec) is MLAAttentionSpec
+
+                return all(certifiable(group.kv_cache_spec) for group in kv_cache_config.kv_cache_groups)
+            """,
+        # unwrapped where the group spec is passed, as vLLM 0.30.0 did; unsafe: a container of full-attention
+        # and MLA layers answers `type(spec) is MLAAttentionSpec` both ways, the author picks `all` or `any`
+        fixed="""
+            from vllm.v1.kv_cache_interface import iter_layer_specs
+
+            def build(kv_cache_config):
+                def certifiable(spec):
+                    if not isinstance(spec, AttentionSpec):
+                        return False
+                    return type(spec) is MLAAttentionSpec
+
+                return all(certifiable(spec) for group in kv_cache_config.kv_cache_groups for spec in iter_layer_specs(group.kv_cache_spec))
+            """,
+        unsafe=True,
+        severity=Severity.ERROR,
+    ),
+    Example(
+        """
+            from vllm.v1.kv_cache_interface import AttentionSpec, KVCacheSpec
+
+            def certifiable(spec: KVCacheSpec) -> bool:
+                return isinstance(spec, AttentionSpec) and spec.block_size % 16 == 0
+
+            def build(kv_cache_config):
+                return all(
+                    certifiable(group.kv_cache_spec)
+                    for group in kv_cache_config.kv_cache_groups
+                )
+            """,
+        # every composition the tree builds is all attention or none: safe, the layers' answer
+        fixed="""
+            from vllm.v1.kv_cache_interface import (
+                AttentionSpec,
+                KVCacheSpec,
+                iter_layer_specs,
+            )
+
+            def certifiable(spec: KVCacheSpec) -> bool:
+                return isinstance(spec, AttentionSpec) and spec.block_size % 16 == 0
+
+            def build(kv_cache_config):
+                return all(
+                    certifiable(spec)
+                    for group in kv_cache_config.kv_cache_groups
+                    for spec in iter_layer_specs(group.kv_cache_spec)
+                )
+            """,
+        severity=Severity.ERROR,
+    ),
+    Example(
+        """
+            from vllm.v1.kv_cache_interface import MambaSpec
+
+            def mamba_groups(kv_cache_config):
+                # the packed layout merges Mamba layers into one group spec
+                return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, MambaSpec)]
+            """,
+        # no helper for the class: every layer tested; safe, no container mixes Mamba with other layers
+        fixed="""
+            from vllm.v1.kv_cache_interface import MambaSpec, iter_layer_specs
+
+            def mamba_groups(kv_cache_config):
+                # the packed layout merges Mamba layers into one group spec
+                return [g for g in kv_cache_config.kv_cache_groups if all(
+                    isinstance(spec, MambaSpec)
+                    for spec in iter_layer_specs(g.kv_cache_spec)
+                )]
+            """,
+        severity=Severity.ERROR,
+    ),
+    Example(
+        """
+            def mla_groups(kv_cache_config):
+                return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, MLAAttentionSpec)]
+            """,
+        # a DSA container mixes MLA and full-attention layers: `any` and `all` differ, the author chooses
+        fixed="""
+            from vllm.v1.kv_cache_interface import iter_layer_specs
+
+            def mla_groups(kv_cache_config):
+                return [g for g in kv_cache_config.kv_cache_groups if all(
+                    isinstance(spec, MLAAttentionSpec)
+                    for spec in iter_layer_specs(g.kv_cache_spec)
+                )]
+            """,
+        unsafe=True,
+        severity=Severity.ERROR,
+    ),
+    Example(
+        """
+            def mamba_sizes(kv_cache_config):
+                for g in kv_cache_config.kv_cache_groups:
+                    if isinstance(g.kv_cache_spec, MambaSpec) and g.kv_cache_spec.mamba_type == "mamba2":
+                        yield g
+            """,
+        # `g.kv_cache_spec.mamba_type` is read under the check: a container passing it has no such field
+        fixed="""
+            from vllm.v1.kv_cache_interface import iter_layer_specs
+
+            def mamba_sizes(kv_cache_config):
+                for g in kv_cache_config.kv_cache_groups:
+                    if all(
+                        isinstance(spec, MambaSpec)
+                        for spec in iter_layer_specs(g.kv_cache_spec)
+                    ) and g.kv_cache_spec.mamba_type == "mamba2":
+                        yield g
+            """,
+        unsafe=True,
+        severity=Severity.ERROR,
+    ),
+    Example(
+        """
+            def mamba_groups(kv_cache_config):
+                return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, MambaSpec)]
+            """,
+        tree_functions=(),  # a tree with neither `iter_layer_specs` nor a helper (vLLM 0.28): no fix
+        severity=Severity.ERROR,
+    ),
+]

@@ -1,0 +1,349 @@
+"""Build KV101's fix: a container-blind check rewritten to the scanned tree's own unwrapping idiom.
+
+- the tree's helper for the checked class (`is_full_attention_spec(spec)`, kvlint.analysis.layer_helpers);
+- else the check on every layer: `all(isinstance(spec, C) for spec in iter_layer_specs(x))`;
+- and where the checked name is a parameter of a per-spec function that a call inside `all(…)`/`any(…)`
+  hands a group spec, the layers unwrapped at that call, as vLLM 0.30.0 did in the offloading connector:
+  `all(f(spec) for group in groups for spec in iter_layer_specs(group.kv_cache_spec))`.
+
+Safe when `any` and `all` over a container's layers agree for every composition the tree can build
+(kvlint.analysis.compositions); otherwise unsafe, and the finding says which composition splits them. No
+fix where the tree has neither such a helper nor `iter_layer_specs`, or was not read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from kvlint import Applicability, Fix, ImportChange, Rule, TextEdit
+from kvlint.analysis.compositions import class_test, container_compositions, split_composition
+from kvlint.analysis.cst_bindings import argument_for, dotted, is_static, positional_index
+from kvlint.analysis.cst_walk import preorder
+from kvlint.analysis.layer_helpers import LAYER_ITERATOR, QUANTIFIERS
+from kvlint.analysis.provenance import STATEMENTS, Kind
+from kvlint.analysis.scaling import class_names
+from kvlint.analysis.vocabulary import CONTAINER_CLASS, INTERFACE_MODULE
+from kvlint.rules._resolver_call import LINE_LIMIT, _imported_from, _indent_of_line, _one_line
+
+_OPERATORS = {cst.Is: "is", cst.Equal: "==", cst.In: "in", cst.IsNot: "is not", cst.NotEqual: "!=", cst.NotIn: "not in"}
+_NEGATIVE = (cst.IsNot, cst.NotEqual, cst.NotIn)
+# The loop name of the rewritten test: the first not already used in the code it wraps.
+_LOOP_NAMES = ("spec", "layer_spec", "layer")
+# A block that ends so skips what follows it: after `if not check: continue`, the rest is narrowed.
+_EXITS = (cst.Continue, cst.Break, cst.Return, cst.Raise)
+
+
+@dataclass
+class UnwrapPlan:
+    """What KV101's fix will be, decided before positions are known (the message needs its safety)."""
+
+    form: str  # "helper", "layers" or "call-site"
+    quantifier: str
+    helper: str | None
+    node: cst.CSTNode
+    subject: cst.BaseExpression
+    classes: cst.BaseExpression | None
+    split: frozenset[str] | None
+    # A use of the checked spec that the check guards (`spec.mamba_type` after it): a container that now
+    # passes reaches it, as a container — not only the check's answer changes.
+    guarded_use: str | None = None
+    # The calls that hand the per-spec function a group spec, with that argument (form "call-site").
+    calls: tuple[tuple[cst.Call, cst.BaseExpression], ...] = ()
+
+    @property
+    def safe(self) -> bool:
+        return self.split is None and self.guarded_use is None
+
+    def note(self, check: str) -> str:
+        """What the finding says of an unsafe fix: the composition that splits `any` and `all`."""
+        if self.safe:
+            return ""
+        if self.split is None:
+            return (
+                f"unsafe fix: `{self.guarded_use}` is used where the check lets it through, and a container "
+                "that now passes reaches it whole: unwrap it there too"
+            )
+        other = next(q for q in QUANTIFIERS if q != self.quantifier)
+        mixed = ", ".join(sorted(self.split))
+        if self.form == "call-site":
+            called = ", ".join(sorted({f"`{c.func.value}()`" for c, _ in self.calls if isinstance(c.func, cst.Name)}))
+            check = f"the class tests of {called or 'the function'}"
+        else:
+            check = f"`{check}`"
+        return (
+            f"unsafe fix: a {CONTAINER_CLASS}{{{mixed}}} the tree can build has layers that answer {check} "
+            f"differently, so `any` and `all` over its layers differ; the fix takes `{self.quantifier}`, the "
+            f"author must choose it or `{other}`"
+        )
+
+
+def unwrap_plan(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression, classes: cst.BaseExpression, exact: bool):
+    """The fix for one check, or None when the tree offers no idiom (or was not read)."""
+    project = rule.context.project
+    hierarchy = project.hierarchy
+    compositions = container_compositions(project)
+    named = class_names(classes)
+    if compositions is None or not named:
+        return None
+    iterates = LAYER_ITERATOR in hierarchy.functions
+    negative = isinstance(node, cst.Comparison) and isinstance(node.comparisons[0].operator, _NEGATIVE)
+    quantifier = "any" if negative else "all"
+    split = split_composition(compositions, class_test(hierarchy, named, exact), hierarchy)
+    calls = _group_spec_calls(rule, subject) if iterates else None
+    if calls:
+        tests = _parameter_tests(rule, subject) or [(named, exact)]
+        answers = [class_test(hierarchy, frozenset(c), e) for c, e in tests]
+        # Split when some test tells two layers of one composition apart: the function may answer apart.
+        split = split_composition(compositions, lambda name: tuple(a(name) for a in answers), hierarchy)
+        outer = calls[0][0]
+        quantifier = rule.flow.parent(rule.flow.parent(rule.flow.parent(outer))).func.value
+        return UnwrapPlan("call-site", quantifier, None, node, subject, None, split, calls=tuple(calls))
+    helper = None
+    if not exact and isinstance(classes, cst.Name):
+        helper = next((h for h, (_, c) in sorted(hierarchy.layer_helpers.items()) if c == classes.value), None)
+    use = _guarded_use(rule, node, subject)
+    if helper is not None:
+        quantifier = hierarchy.layer_helpers[helper][0]
+        return UnwrapPlan("helper", quantifier, helper, node, subject, classes, split, use)
+    if not iterates:
+        return None
+    return UnwrapPlan("layers", quantifier, None, node, subject, classes, split, use)
+
+
+def _guarded_use(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression) -> str | None:
+    """A read of the checked expression in the statement holding the check (outside the check and other
+    class tests), or after it in its block when that statement exits early or binds the check's answer."""
+    flow, wanted = rule.flow, dotted(subject)
+    statement = flow.enclosing(node, STATEMENTS)
+    if statement is None:
+        return None
+    region: list[cst.CSTNode] = [statement]
+    block = flow.parent(statement)
+    exits = isinstance(statement, cst.If) and _ends_in_exit(statement.body)
+    if (exits or isinstance(statement, cst.SimpleStatementLine)) and hasattr(block, "body"):
+        siblings = list(block.body)
+        region += siblings[siblings.index(statement) + 1 :] if statement in siblings else []
+    inside = set(preorder(node))
+    for top in region:
+        for found in preorder(top):
+            if found in inside or not isinstance(found, (cst.Name, cst.Attribute, cst.Subscript)):
+                continue
+            if dotted(found) == wanted and not _is_class_test_argument(flow, found):
+                parent = flow.parent(found)
+                shown = parent if isinstance(parent, cst.Attribute) and parent.value is found else found
+                return dotted(shown)
+    return None
+
+
+def _ends_in_exit(body: cst.BaseSuite) -> bool:
+    statements = list(body.body)
+    last = statements[-1] if statements else None
+    small = last.body if isinstance(last, cst.SimpleStatementLine) else [last] if last is not None else []
+    return (
+        any(isinstance(s, _EXITS) for s in small)
+        or isinstance(body, cst.SimpleStatementSuite)
+        and any(isinstance(s, _EXITS) for s in body.body)
+    )
+
+
+def _is_class_test_argument(flow, node: cst.CSTNode) -> bool:
+    """`isinstance(x, …)`, `type(x)`, `iter_layer_specs(x)`: a look at the spec, not a use of it as a layer."""
+    argument = flow.parent(node)
+    call = flow.parent(argument) if isinstance(argument, cst.Arg) else None
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _LOOKS
+
+
+_LOOKS = ("isinstance", "type", LAYER_ITERATOR, "is_full_attention_spec")
+
+
+def unwrap_fix(rule: Rule, plan: UnwrapPlan | None) -> Fix | None:
+    if plan is None:
+        return None
+    if plan.form == "call-site":
+        edits = [edit for call, argument in plan.calls for edit in _call_site_edits(rule, call, argument)]
+        imported = LAYER_ITERATOR
+        title = f"Unwrap the group spec where it is passed: `… for spec in {LAYER_ITERATOR}(…)`"
+    else:
+        edits = [_check_edit(rule, plan)]
+        imported = plan.helper or LAYER_ITERATOR
+        title = (
+            f"Replace with `{plan.helper}(…)`, which tests every layer"
+            if plan.helper
+            else f"Test every layer: `{plan.quantifier}(… for spec in {LAYER_ITERATOR}(…))`"
+        )
+    return Fix(
+        title=title,
+        applicability=Applicability.SAFE if plan.safe else Applicability.UNSAFE,
+        edits=tuple(sorted(edits, key=lambda e: e.start)),
+        imports=_imports(rule, plan, imported),
+    )
+
+
+# ------------------------------------------------------------------------------------------ the check
+
+
+def _check_edit(rule: Rule, plan: UnwrapPlan) -> TextEdit:
+    source = rule.context.source
+    start, end = rule.span(plan.node)
+    subject = _one_line(rule.code_of(plan.subject))
+    if plan.form == "helper":
+        single = f"{plan.helper}({subject})"
+        parts = (f"{plan.helper}(", subject + ",")
+    else:
+        classes = _one_line(rule.code_of(plan.classes))
+        name = _free_name(subject + " " + classes)
+        if isinstance(plan.node, cst.Comparison):
+            test = f"type({name}) {_OPERATORS[type(plan.node.comparisons[0].operator)]} {classes}"
+        else:
+            test = f"isinstance({name}, {classes})"
+        loop = f"for {name} in {LAYER_ITERATOR}({subject})"
+        single = f"{plan.quantifier}({test} {loop})"
+        parts = (f"{plan.quantifier}(", test, loop)
+    line_start = max(source.rfind("\n", 0, start), source.rfind("\r", 0, start)) + 1
+    line_end = min((i for i in (source.find("\n", end), source.find("\r", end)) if i >= 0), default=len(source))
+    original = source[start:end]
+    too_long = (start - line_start) + len(single) + (line_end - end) > LINE_LIMIT
+    if ("\n" in original or "\r" in original or too_long) and "\n" not in subject:
+        indent = _indent_of_line(source, start)
+        newline = "\r\n" if "\r\n" in source else "\n"
+        body = "".join(f"{newline}{indent}    {part}" for part in parts[1:])
+        replacement = f"{parts[0]}{body}{newline}{indent})"
+    else:
+        replacement = single
+    return _edit(rule, plan.node, start, end, replacement)
+
+
+def _free_name(code: str) -> str:
+    return next(n for n in (*_LOOP_NAMES, "layer_spec_") if not re.search(rf"\b{n}\b", code))
+
+
+# ------------------------------------------------------------------------------------ the call site
+
+
+def _parameter_of(rule: Rule, subject: cst.BaseExpression):
+    """(function, parameter) when every binding of `subject` that reaches the check is that parameter."""
+    if not isinstance(subject, cst.Name):
+        return None
+    bindings = rule.flow.bindings_of(subject)
+    if not bindings or any(b.param is None or b.function is None for b in bindings):
+        return None
+    return bindings[0].function, bindings[0].param
+
+
+def _group_spec_calls(rule: Rule, subject: cst.BaseExpression) -> list[tuple[cst.Call, cst.BaseExpression]] | None:
+    """The calls handing the function a group spec, each the element of `all(… for …)`/`any(…)`; None
+    when the name is no such parameter or some call has another shape (then the check itself is fixed)."""
+    found = _parameter_of(rule, subject)
+    if found is None:
+        return None
+    function, param = found
+    flow = rule.flow
+    position = positional_index(function, param)
+    calls = []
+    for call in flow.callers(function.name.value):
+        via_attribute = isinstance(call.func, cst.Attribute) and not is_static(function)
+        argument = argument_for(call, param.name.value, position, via_attribute)
+        if argument is None or flow.classify(argument).kind is not Kind.GROUP_SPEC:
+            continue
+        generator, arg = flow.parent(call), flow.parent(flow.parent(call))
+        outer = flow.parent(arg) if arg is not None else None
+        if not (
+            isinstance(generator, cst.GeneratorExp)
+            and generator.elt is call
+            and isinstance(outer, cst.Call)
+            and isinstance(outer.func, cst.Name)
+            and outer.func.value in QUANTIFIERS
+            and len(outer.args) == 1
+        ):
+            return None
+        calls.append((call, argument))
+    quantifiers = {flow.parent(flow.parent(flow.parent(c))).func.value for c, _ in calls}
+    return calls if len(quantifiers) == 1 else None
+
+
+def _parameter_tests(rule: Rule, subject: cst.Name) -> list[tuple[frozenset[str], bool]]:
+    """Every class test the function makes of the parameter: all of them change for a container's layers."""
+    function, param = _parameter_of(rule, subject)
+    name = param.name.value
+    tests = []
+    for node in preorder(function.body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "isinstance":
+            if len(node.args) == 2 and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == name:
+                tests.append((class_names(node.args[1].value) or frozenset(), False))
+        elif isinstance(node, cst.Comparison) and isinstance(node.left, cst.Call) and len(node.comparisons) == 1:
+            left = node.left
+            if isinstance(left.func, cst.Name) and left.func.value == "type" and len(left.args) == 1:
+                if isinstance(left.args[0].value, cst.Name) and left.args[0].value.value == name:
+                    tests.append((class_names(node.comparisons[0].comparator) or frozenset(), True))
+    return tests
+
+
+def _call_site_edits(rule: Rule, call: cst.Call, argument: cst.BaseExpression) -> list[TextEdit]:
+    source = rule.context.source
+    generator = rule.flow.parent(call)
+    name = _free_name(rule.code_of(generator))
+    argument_code = _one_line(rule.code_of(argument))
+    start, end = rule.span(argument)
+    loops_start, loops_end = rule.span(generator.for_in)
+    loops_start = _past_space(source, loops_start)  # the span holds the whitespace before `for`
+    line_start = max(source.rfind("\n", 0, loops_start), source.rfind("\r", 0, loops_start)) + 1
+    loop = f"for {name} in {LAYER_ITERATOR}({argument_code})"
+    if source[line_start:loops_start].strip():
+        inserted = f" {loop}"
+    else:  # the loops stand on lines of their own: one more line, as ruff format writes it
+        newline = "\r\n" if "\r\n" in source else "\n"
+        inserted = f"{newline}{source[line_start:loops_start]}{loop}"
+    return [
+        _edit(rule, argument, start, end, name),
+        _edit(rule, generator.for_in, loops_end, loops_end, inserted, at_end=True),
+    ]
+
+
+def _past_space(source: str, offset: int) -> int:
+    """The offset of the next code character: past whitespace, line continuations and comments."""
+    while offset < len(source):
+        if source[offset] in " \t\r\n\\\f":
+            offset += 1
+        elif source[offset] == "#":
+            offset = min(
+                (i for i in (source.find("\n", offset), source.find("\r", offset)) if i >= 0), default=len(source)
+            )
+        else:
+            break
+    return offset
+
+
+# ---------------------------------------------------------------------------------------- shared
+
+
+def _edit(rule: Rule, node: cst.CSTNode, start: int, end: int, replacement: str, at_end: bool = False) -> TextEdit:
+    position = rule.context.position(node)
+    first = position.end if at_end else position.start
+    return TextEdit(
+        start=start,
+        end=end,
+        replacement=replacement,
+        line=first.line,
+        column=first.column + 1,
+        end_line=position.end.line,
+        end_column=position.end.column + 1,
+    )
+
+
+def _imports(rule: Rule, plan: UnwrapPlan, name: str) -> tuple[ImportChange, ...]:
+    """The helper from the interface module, as the resolver's import is added (kvlint.fixing.imports)."""
+    module = rule.flow.module
+    home = INTERFACE_MODULE.removesuffix(".py").replace("/", ".")
+    own = rule.context.module_path.removesuffix(".py").replace("/", ".")
+    defined = any(isinstance(s, (cst.FunctionDef, cst.ClassDef)) and s.name.value == name for s in module.body)
+    imports = []
+    if own != home and not defined and _imported_from(module, name) is None:
+        imports.append(ImportChange(home, name))
+    if plan.form == "helper" and isinstance(plan.classes, cst.Name):
+        origin = _imported_from(module, plan.classes.value)
+        if origin is not None:  # the class may be used nowhere else now
+            imports.append(ImportChange(origin, plan.classes.value, add=False))
+    return tuple(imports)
