@@ -203,6 +203,8 @@ def _setup() -> None:
     state = f"built now in {runtime.build_seconds:.0f} s" if runtime.built_now else "already built"
     size = size_on_disk(runtime.root) / 2**30
     click.echo(f"kvlint: the verify runtime is ready ({state}; {size:.1f} GiB): {runtime.python}", err=True)
+
+
 def _rewrites(run: ChildRun, tree: Path) -> None:
     import json
     import tempfile
