@@ -118,7 +118,8 @@ def test_two_runs_at_once_end_with_correct_files(tmp_path, expected):
         summary = re.search(rf"^kvlint: fixed {written} file\(s\); (\d+) finding\(s\) left\.$", stderr, re.M)
         assert summary, stderr
         left = int(summary.group(1))
-        assert len([line for line in stdout.splitlines() if not line.startswith(" ")]) == left
+        # One headline per finding left; its detail lines are indented, findings apart by a blank line.
+        assert len([line for line in stdout.splitlines() if line and not line.startswith(" ")]) == left
         # A file left unchanged fails the run, as does an error left (every finding of this tree is one).
         assert run.returncode == (1 if any(rest != FIXED for rest in said.values()) or left else 0), stderr
     assert all(fixed_by.values()), f"files no run fixed: {[n for n, by in fixed_by.items() if not by]}"
