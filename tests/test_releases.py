@@ -257,14 +257,17 @@ def test_every_extraction_cap_holds(tmp_path):
     many = {f"{TOP}/vllm/m{i}.py": b"#" * 400_000 for i in range(4)}
     archive = tmp_path / "release.tar.gz"
     archive.write_bytes(make_sdist({**many, f"{TOP}/csrc/big.bin": b"\0" * 3_000_000}))
-    selection = {f"{TOP}/vllm/": tmp_path / "out" / "vllm"}
+
+    def selection(name: str) -> dict[str, Path]:  # a fresh folder each time, as a fetch's scratch folder is
+        return {f"{TOP}/vllm/": tmp_path / name / "vllm"}
+
     with pytest.raises(ArchiveError, match="Python files unpack to more than 1 MB"):
-        extract_python(archive, selection, Limits(kept_bytes=1_000_000))
+        extract_python(archive, selection("a"), Limits(kept_bytes=1_000_000))
     with pytest.raises(ArchiveError, match="more than 2 Python files"):
-        extract_python(archive, selection, Limits(kept_files=2))
+        extract_python(archive, selection("b"), Limits(kept_files=2))
     with pytest.raises(ArchiveError, match="it unpacks to more than 3 MB"):  # the whole stream, kept or not
-        extract_python(archive, selection, Limits(stream_bytes=3_000_000))
-    assert extract_python(archive, selection) == {f"{TOP}/vllm/": 4}
+        extract_python(archive, selection("c"), Limits(stream_bytes=3_000_000))
+    assert extract_python(archive, selection("d")) == {f"{TOP}/vllm/": 4}
 
 
 def test_a_wheel_gets_the_same_guards(tmp_path):
