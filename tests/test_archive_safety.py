@@ -124,7 +124,10 @@ def test_encrypted_or_unknown_compression_members_are_the_archive_error(tmp_path
 
 # ------------------------------------------------------------------------------------------ the property
 
-PARTS = ["vllm", "..", ".", "", "sub", "C:", "a\\..\\b", "link", "OUTSIDE", "OUTSIDE"]  # the attack, twice as often
+# `OUTSIDE` is the absolute path of a folder beside the destination, so `vllm/OUTSIDE` is `vllm//tmp/…`: the
+# attack, twice as often. No bare empty part: run against an extractor without the fix, `vllm//x.py` would
+# write /x.py, outside the sandbox.
+PARTS = ["vllm", "..", ".", "sub", "C:", "a\\..\\b", "link", "OUTSIDE", "OUTSIDE"]
 KINDS = ["file", "dir", "symlink", "hardlink", "fifo"]
 
 
