@@ -31,6 +31,7 @@ from kvlint.errors import KvlintError
 from kvlint.scan import releases
 from kvlint.scan.archives import ArchiveError, Limits, extract_python
 from kvlint.scan.package_index import pip_settings
+from kvlint.scan.release_manifest import MANIFEST
 from kvlint.scan.releases import release_sources, release_tests
 from kvlint.scan.versions import normalize, release_key
 
@@ -173,7 +174,8 @@ def index(monkeypatch):
 
 
 def files_under(folder: Path) -> set[str]:
-    return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if not path.is_dir()}
+    """The files kept in a release folder, besides kvlint's signed manifest of them."""
+    return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if not path.is_dir()} - {MANIFEST}
 
 
 # --------------------------------------------------------------------------------------------- the sdist path
