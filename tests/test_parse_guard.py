@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kvlint_runner import run_kvlint_child
-from review_repos import MODULE, SCALED, git, make_repo
 
 from kvlint.engine import parse_guard
 from kvlint.engine.parse_guard import TooNested, check_parsable
+from kvlint_runner import run_kvlint_child
+from review_repos import MODULE, SCALED, git, make_repo
 
 # Every attack names what the rules look for, so the prefilter hands it to the parser.
 HEADER = "# kv_cache_spec block_size decode_context_parallel_size\n"
