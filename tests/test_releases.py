@@ -472,6 +472,6 @@ def test_0_34_0_comes_in_under_60_mb_and_scans_like_the_wheel(tmp_path):
     print(f"downloaded {proxy.received:,} bytes")
     assert 40_000_000 < proxy.received < 60_000_000  # the 51 MB sdist, and not the 239 MB wheel
     release = tmp_path / "cache" / "releases" / "vllm-0.34.0"
-    assert set(os.listdir(release)) == {"vllm"}
+    assert set(os.listdir(release)) == {"vllm", MANIFEST}  # the sources, and their signed manifest
     golden = (Path(__file__).parent / "golden" / "check-json-0.34.0.txt").read_text(encoding="utf-8")
     assert completed.stdout.replace(f"{release}{os.sep}", "") == golden
