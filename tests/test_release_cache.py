@@ -11,6 +11,7 @@ import os
 import shutil
 
 import pytest
+from click.testing import CliRunner
 
 from kvlint.scan.release_manifest import MANIFEST
 from kvlint.scan.releases import release_sources, release_tests
@@ -116,3 +117,18 @@ def test_without_a_usable_key_the_release_is_fetched_each_time_and_said(index, c
     folder = release_sources(VERSION, quiet=False, cache_dir=cache)
     assert len(index.downloads()) == 2 and files_under(folder) == KEPT_SOURCES
     assert "not used, there is no usable cache key" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_verify_leaves_the_release_as_its_manifest_lists_it(vllm_release, vllm_runtime_env):
+    """`verify --vllm-release` imports the release: it must write no bytecode into it, or the next use would
+    find `__pycache__` added and fetch the release again."""
+    from kvlint.commands.verify import verify
+    from kvlint.scan.release_manifest import check_manifest
+    from kvlint.scan.signing import cache_key
+
+    folder = vllm_release("0.29.0")
+    result = CliRunner().invoke(verify, ["--python", str(vllm_runtime_env.python), "--vllm-release", "0.29.0"])
+    assert result.exit_code in (0, 1), result.output
+    assert not list(folder.rglob("__pycache__")), "verify wrote bytecode into the cached release"
+    check_manifest(folder, cache_key())  # raises on any difference
