@@ -25,6 +25,8 @@ class FakeGitHub:
         self.graphql_refused = False
         self.user_refused = False
         self.head_sha = ""
+        self.head_ref: str | None = None  # the pull request's head branch, when a test sets one
+        self.head_repository: str | None = None  # and its repository (`owner/name`)
         self.identity = BOT
         fake = self
 
@@ -87,7 +89,12 @@ class FakeGitHub:
         if method == "GET" and path == "/repos/o/r/pulls/7/comments":
             return 200, list(self.comments.values()) if "page=1" in full_path else []
         if method == "GET" and path == "/repos/o/r/pulls/7":
-            return 200, {"number": 7, "head": {"sha": self.head_sha}}
+            head = {"sha": self.head_sha}
+            if self.head_ref is not None:
+                head["ref"] = self.head_ref
+            if self.head_repository is not None:
+                head["repo"] = {"full_name": self.head_repository}
+            return 200, {"number": 7, "head": head}
         if method == "POST" and path == "/repos/o/r/pulls/7/reviews":
             if self.review_failure:
                 return self.review_failure

@@ -122,15 +122,18 @@ def test_file_changed_between_read_and_write_is_not_overwritten(tmp_path):
 
 
 def test_unwritable_folder_is_a_clear_error_and_loses_nothing(tmp_path, monkeypatch):
-    # Tests run as root, which ignores folder permissions: simulate the refusal where it happens.
-    import tempfile
+    # Tests run as root, which ignores folder permissions: simulate the refusal where it happens, at the
+    # creation of the temporary file.
+    real_open = os.open
 
-    def refuse(*args, **kwargs):
-        raise PermissionError(13, "Permission denied")
+    def refuse(name, flags, *args, **kwargs):
+        if flags & os.O_CREAT:
+            raise PermissionError(13, "Permission denied")
+        return real_open(name, flags, *args, **kwargs)
 
     path = tmp_path / "f.py"
     path.write_bytes(b"old\n")
-    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(os, "open", refuse)
     with pytest.raises(FixError, match="cannot write in .*Permission denied; left unchanged"):
         write_atomically(path, original=b"old\n", new=b"new\n")
     assert path.read_bytes() == b"old\n"

@@ -31,6 +31,7 @@ from kvlint.errors import KvlintError
 from kvlint.scan import releases
 from kvlint.scan.archives import ArchiveError, Limits, extract_python
 from kvlint.scan.package_index import pip_settings
+from kvlint.scan.release_manifest import MANIFEST
 from kvlint.scan.releases import release_sources, release_tests
 from kvlint.scan.versions import normalize, release_key
 
@@ -173,7 +174,8 @@ def index(monkeypatch):
 
 
 def files_under(folder: Path) -> set[str]:
-    return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if not path.is_dir()}
+    """The files kept in a release folder, besides kvlint's signed manifest of them."""
+    return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if not path.is_dir()} - {MANIFEST}
 
 
 # --------------------------------------------------------------------------------------------- the sdist path
@@ -257,14 +259,17 @@ def test_every_extraction_cap_holds(tmp_path):
     many = {f"{TOP}/vllm/m{i}.py": b"#" * 400_000 for i in range(4)}
     archive = tmp_path / "release.tar.gz"
     archive.write_bytes(make_sdist({**many, f"{TOP}/csrc/big.bin": b"\0" * 3_000_000}))
-    selection = {f"{TOP}/vllm/": tmp_path / "out" / "vllm"}
+
+    def selection(name: str) -> dict[str, Path]:  # a fresh folder each time, as a fetch's scratch folder is
+        return {f"{TOP}/vllm/": tmp_path / name / "vllm"}
+
     with pytest.raises(ArchiveError, match="Python files unpack to more than 1 MB"):
-        extract_python(archive, selection, Limits(kept_bytes=1_000_000))
+        extract_python(archive, selection("a"), Limits(kept_bytes=1_000_000))
     with pytest.raises(ArchiveError, match="more than 2 Python files"):
-        extract_python(archive, selection, Limits(kept_files=2))
+        extract_python(archive, selection("b"), Limits(kept_files=2))
     with pytest.raises(ArchiveError, match="it unpacks to more than 3 MB"):  # the whole stream, kept or not
-        extract_python(archive, selection, Limits(stream_bytes=3_000_000))
-    assert extract_python(archive, selection) == {f"{TOP}/vllm/": 4}
+        extract_python(archive, selection("c"), Limits(stream_bytes=3_000_000))
+    assert extract_python(archive, selection("d")) == {f"{TOP}/vllm/": 4}
 
 
 def test_a_wheel_gets_the_same_guards(tmp_path):
@@ -467,6 +472,6 @@ def test_0_34_0_comes_in_under_60_mb_and_scans_like_the_wheel(tmp_path):
     print(f"downloaded {proxy.received:,} bytes")
     assert 40_000_000 < proxy.received < 60_000_000  # the 51 MB sdist, and not the 239 MB wheel
     release = tmp_path / "cache" / "releases" / "vllm-0.34.0"
-    assert set(os.listdir(release)) == {"vllm"}
+    assert set(os.listdir(release)) == {"vllm", MANIFEST}  # the sources, and their signed manifest
     golden = (Path(__file__).parent / "golden" / "check-json-0.34.0.txt").read_text(encoding="utf-8")
     assert completed.stdout.replace(f"{release}{os.sep}", "") == golden

@@ -158,7 +158,7 @@ def _targets(paths: tuple[str, ...], release: str | None, quiet: bool, cache_dir
 
         root = release_sources(release, quiet=quiet, cache_dir=cache_dir)  # --cache-dir holds releases too
         if not quiet:
-            click.echo(f"kvlint: scanning vLLM {release} from PyPI; paths are relative to {root}", err=True)
+            click.echo(f"kvlint: scanning vLLM {release} as released; paths are relative to {root}", err=True)
         return [root / "vllm"]
     if paths:
         return [Path(p) for p in paths]

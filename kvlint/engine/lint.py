@@ -14,6 +14,7 @@ from kvlint.analysis.cst_walk import parent_map, walk_batched
 from kvlint.analysis.provenance import SpecFlow
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.engine.grouping import fold_root_causes, function_spans, root_cause_roles
+from kvlint.engine.parse_guard import TooNested, check_parsable
 from kvlint.engine.rule import Rule, RuleContext
 from kvlint.engine.source import MAX_FILE_BYTES, decode_source
 from kvlint.engine.suppress import suppress_root_causes, suppressions
@@ -73,6 +74,15 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
     visitors = [r for r in request.rules if not getattr(r, "ENGINE_ONLY", False) and r.could_match(text)]
     if not visitors:
         return FileResult(path=request.path, skipped_by_prefilter=True)
+    try:
+        check_parsable(text)  # before libcst: deep nesting crashes its native parser
+    except TooNested as error:
+        return unreadable(request.path, str(error))
+    except SyntaxError as error:
+        line, column = error.lineno or 1, max(error.offset or 1, 1)
+        return unreadable(
+            request.path, f"syntax error at {line}:{column}: {' '.join(str(error.msg).split())}", line, column
+        )
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:

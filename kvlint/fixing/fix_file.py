@@ -45,7 +45,7 @@ def fix_scanned(
             continue
         name = patch_name(path) if patch_name is not None else path
         try:
-            fixed = fix_file(Path(path), path, result.codes, state, config, unsafe, write, name)
+            fixed = fix_file(Path(path), path, result.codes, state, config, unsafe, write, name, result.index.root)
         except (FixError, UnreadableSource, OSError) as error:
             yield FixAttempt(path, None, str(error))
             continue
@@ -68,9 +68,10 @@ def fix_file(
     unsafe: bool,
     write: bool,
     patch_name: str | None = None,
+    root: str | None = None,
 ) -> FileFix:
     """Fix `path` (shown as `display`) with the rules `codes` selects; the patch names it `patch_name`
-    (default: `display`). Raises FixError, UnreadableSource or OSError when the file is left untouched."""
+    (default: `display`); it is written only inside `root` (see write.open_folder). Raises FixError, UnreadableSource or OSError when the file is left untouched."""
     original = read_original(path)
     decoded = decode_source(original)
     job = job_for_file(path, display, codes, config, state.project, original)
@@ -83,7 +84,7 @@ def fix_file(
     fixed = encode_like(outcome.text, decoded.encoding)
     diff = unified_patch(original, fixed, patch_name or display)
     if write:
-        write_atomically(path, original, fixed)
+        write_atomically(path, original, fixed, root)
     return FileFix(outcome.applied, diff, fixed)
 
 

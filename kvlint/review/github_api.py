@@ -21,6 +21,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
+from kvlint.escaping import printable
 from kvlint.review.review import leading_markers
 from kvlint.review.transport import (
     Deadline,
@@ -341,7 +342,8 @@ def client_from_environment() -> GitHub:
 def check_head(client: GitHub, pull: int, commit: str | None) -> None:
     """In a workflow_run, the pull request's head must still be the commit the first stage reviewed
     (which the saved review, when it names a commit, must name too)."""
-    head_sha = _field(_event() or {}, "workflow_run", "head_sha")
+    event = _event() or {}
+    head_sha = _field(event, "workflow_run", "head_sha")
     if not isinstance(head_sha, str) or not head_sha:
         return
     if commit and commit != head_sha:
@@ -351,3 +353,16 @@ def check_head(client: GitHub, pull: int, commit: str | None) -> None:
     if actual != head_sha:
         shown = actual if isinstance(actual, str) and actual.isalnum() else "an unknown commit"
         raise GitHubError(f"pull request #{pull} is at {shown[:64]}, not the reviewed {head_sha}: not posting")
+    # The same commit may head another pull request: its branch and repository must be the run's too.
+    for what, expected, actual_value in (
+        ("branch", _field(event, "workflow_run", "head_branch"), _field(pull_request, "head", "ref")),
+        (
+            "repository",
+            _field(event, "workflow_run", "head_repository", "full_name"),
+            _field(pull_request, "head", "repo", "full_name"),
+        ),
+    ):
+        if isinstance(expected, str) and expected and actual_value != expected:
+            raise GitHubError(
+                f"pull request #{pull} is not from the reviewed {what} ({printable(expected)}): not posting"
+            )

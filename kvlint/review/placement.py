@@ -16,6 +16,7 @@ import ast
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kvlint.review.diff import ChangedFile
 from kvlint.review.review import Note
@@ -62,15 +63,12 @@ def place(finding: Finding, changed: ChangedFile, text: str) -> Placement | None
     """The changed line that shows `finding`, which sits on lines the pull request does not change."""
     if not changed.added:
         return None
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
-        tree = None
-    function = _enclosing_function(tree, finding.line) if tree is not None else None
-    if function is not None:
+    outline = _outline(text)
+    function = outline.enclosing(finding.line) if outline is not None else None
+    if outline is not None and function is not None:
         calls = [
             line
-            for first, last in _calls_to(tree, function.name)
+            for first, last in outline.calls.get(function.name, ())
             if (line := changed.first_added(first, last)) is not None
         ]
         if calls:
@@ -81,23 +79,39 @@ def place(finding: Finding, changed: ChangedFile, text: str) -> Placement | None
     return Placement(_nearest(changed.added, finding.line), Note(IN_FILE, line=finding.line))
 
 
+@dataclass(frozen=True)
+class _Outline:
+    """What placing reads of a file, from one parse: its functions, and the calls to each name."""
+
+    functions: tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...]
+    calls: dict[str, list[tuple[int, int]]]
+
+    def enclosing(self, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The innermost function whose body holds `line`."""
+        found = None
+        for node in self.functions:
+            if node.lineno <= line <= (node.end_lineno or 0) and (found is None or node.lineno >= found.lineno):
+                found = node
+        return found
+
+
+@lru_cache(maxsize=2)  # one file's findings are placed one after the other: it is parsed once, not per finding
+def _outline(text: str) -> _Outline | None:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    functions = tuple(node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return _Outline(functions, _calls(tree))
+
+
 def _nearest(lines: Iterable[int], target: int) -> int:
     return min(lines, key=lambda line: (abs(line - target), line))
 
 
-def _enclosing_function(tree: ast.AST, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The innermost function whose body holds `line`."""
-    found = None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or 0):
-            if found is None or node.lineno >= found.lineno:
-                found = node
-    return found
-
-
-def _calls_to(tree: ast.AST, name: str) -> list[tuple[int, int]]:
-    """(first line, last line) of every call to `name(...)` or `something.name(...)`."""
-    spans = []
+def _calls(tree: ast.AST) -> dict[str, list[tuple[int, int]]]:
+    """(first line, last line) of every call to `name(...)` or `something.name(...)`, by name."""
+    spans: dict[str, list[tuple[int, int]]] = {}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -105,6 +119,6 @@ def _calls_to(tree: ast.AST, name: str) -> list[tuple[int, int]]:
         called = (
             callee.id if isinstance(callee, ast.Name) else callee.attr if isinstance(callee, ast.Attribute) else None
         )
-        if called == name:
-            spans.append((node.lineno, node.end_lineno or node.lineno))
+        if called is not None:
+            spans.setdefault(called, []).append((node.lineno, node.end_lineno or node.lineno))
     return spans

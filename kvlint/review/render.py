@@ -34,6 +34,11 @@ RDJSON_SEVERITIES = {Severity.ERROR: "ERROR", Severity.WARNING: "WARNING"}
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\*_\[\]|~])")
 _LINE_START_MARKUP = re.compile(r"^(\s*)([#+\-=]|\d+[.)])")
 _SUPPRESSIONS_SHOWN = 10
+# What GitHub turns into a link or a cross-reference in plain text gets a zero-width space: `#\u200b2`,
+# `org/repo#\u200b5`, `https\u200b://`, `www\u200b.`.
+_REFERENCE = re.compile(r"#(?=\w)")
+_SCHEME = re.compile(r"\b(https?|ftp|mailto|file):", re.IGNORECASE)
+_WWW = re.compile(r"\b(www)\.", re.IGNORECASE)
 
 
 def escape_text(text: str) -> str:
@@ -42,15 +47,21 @@ def escape_text(text: str) -> str:
     escaped = html.escape(flat, quote=False)
     escaped = _MARKDOWN_PUNCTUATION.sub(r"\\\1", escaped).replace("`", "\\`")
     escaped = _LINE_START_MARKUP.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], escaped)
-    return escaped.replace("@", "@\u200b")  # a zero-width space: no one is pinged by quoted code
+    escaped = escaped.replace("@", "@\u200b")  # a zero-width space: no one is pinged by quoted code
+    # Nor does quoted text become a link or a reference: `#2`, `org/repo#5`, a bare URL or `www.` host.
+    return _WWW.sub("\\1\u200b.", _SCHEME.sub("\\1\u200b:", _REFERENCE.sub("#\u200b", escaped)))
 
 
 def code_span(text: str) -> str:
+    """`text` shown literally as code: no HTML, no mentions, no links. Its delimiters are one backtick more
+    than its longest run of backticks (padded with spaces), so a backtick in quoted code cannot end it."""
     flat = printable(" ".join(text.split()))
-    if not flat or "`" in flat:
-        return escape_text(flat)
-    # A code span shows its content literally: no HTML, no mentions; only a backtick could end it early.
-    return f"`{flat}`"
+    if not flat:
+        return ""
+    if "`" not in flat:
+        return f"`{flat}`"
+    fence = "`" * (max(len(run) for run in re.findall(r"`+", flat)) + 1)
+    return f"{fence} {flat} {fence}"
 
 
 def escape_message(message: str) -> str:

@@ -18,6 +18,7 @@ from kvlint.engine.registry import rule_by_code
 from kvlint.engine.summary import DEFAULT_FAIL_ON
 from kvlint.engine.suppress import suppressions
 from kvlint.review.diff import ChangedFile
+from kvlint.review.hosts import Comments, has_room
 from kvlint.review.suggestions import FixRegions, Region
 from kvlint.types import Applicability, Finding, Severity
 
@@ -184,29 +185,6 @@ def added_suppressions(changes: dict[str, ChangedFile], texts: dict[str, str]) -
     return found
 
 
-class _Comments:
-    """The comments being built, indexed so that finding a host for the next finding costs O(1)."""
-
-    def __init__(self):
-        self.all: list[ReviewComment] = []
-        self._by_suggestion: dict[tuple[str, Region], ReviewComment] = {}
-        self._by_line: dict[tuple[str, int], ReviewComment] = {}
-
-    def add(self, comment: ReviewComment) -> None:
-        self.all.append(comment)
-        if comment.suggestion is not None and comment.companion_of is None:
-            self._by_suggestion.setdefault((comment.path, comment.suggestion), comment)
-        if comment.companion_of is None:
-            for line in range(comment.first_line, comment.line + 1):
-                self._by_line.setdefault((comment.path, line), comment)
-
-    def with_suggestion(self, path: str, region: Region) -> ReviewComment | None:
-        return self._by_suggestion.get((path, region))
-
-    def covering(self, path: str, line: int) -> ReviewComment | None:
-        return self._by_line.get((path, line))
-
-
 def build_review(
     findings: list[Finding],
     changes: dict[str, ChangedFile],
@@ -227,7 +205,7 @@ def build_review(
             if related_line is not None:  # the pull request edits a part of this root cause, not its primary line
                 placed[id(finding)] = (related_line, Note("related-line-changed", line=finding.line))
         (inside if id(finding) in placed or in_diff(finding, changed) else outside).append(finding)
-    comments = _Comments()
+    comments = Comments()
     seen: dict[str, int] = {}
     lines_of: dict[str, list[str]] = {}
     regions_in: dict[str, FixRegions] = {}
@@ -258,11 +236,12 @@ def build_review(
         if regions:
             main, companions = regions
             host = comments.with_suggestion(finding.path, main)
-            if host is not None:
+            if host is not None and has_room(host, finding):
                 host.findings.append(finding)
                 host.markers.append(marker_for(finding))
                 continue
-            if all(line in changed.visible for line in range(main.first, main.last + 1)):
+            # A full host: this finding gets a comment of its own below, without a second copy of the suggestion.
+            if host is None and all(line in changed.visible for line in range(main.first, main.last + 1)):
                 comment = ReviewComment(
                     finding.path,
                     main.last,
@@ -307,10 +286,10 @@ def _changed_related_line(finding: Finding, changed: ChangedFile | None) -> int 
     return None
 
 
-def _add_on_line(comments: _Comments, finding: Finding, line: int, notes: list[Note], marker_for) -> None:
+def _add_on_line(comments: Comments, finding: Finding, line: int, notes: list[Note], marker_for) -> None:
     """A comment on `line` for a finding without a suggestion there; joins a comment already on that line."""
     host = comments.covering(finding.path, line)
-    if host is not None:
+    if host is not None and has_room(host, finding, notes):
         host.findings.append(finding)
         host.markers.append(marker_for(finding))
         host.notes.extend(note for note in notes if note not in host.notes)
@@ -319,6 +298,8 @@ def _add_on_line(comments: _Comments, finding: Finding, line: int, notes: list[N
     if _has_safe_fix(finding):
         comment.notes.append(Note("fix-beyond-diff"))
     comments.add(comment)
+    if host is not None:
+        comments.replace_host(comment)
 
 
 def cap_comments(comments: list[ReviewComment], limit: int) -> tuple[list[ReviewComment], list[Finding]]:
@@ -350,7 +331,7 @@ def limit_review(review: Review, limit: int) -> Review:
 
 
 def _add_companion(
-    comments: _Comments, main_comment: ReviewComment, finding: Finding, region: Region, changed: ChangedFile, marker_for
+    comments: Comments, main_comment: ReviewComment, finding: Finding, region: Region, changed: ChangedFile, marker_for
 ) -> None:
     """The part of a fix outside the main suggestion (the resolver's import): a suggestion of its own if
     GitHub shows those lines, else a note on the main comment."""

@@ -1,9 +1,12 @@
 """Take the Python files out of a downloaded release archive (an sdist's .tar.gz or a wheel), nothing else.
 
 The archive comes from the network, so it is read as hostile: a member name that could point outside the
-destination (`..`, an absolute path, a backslash, a control character) refuses the whole archive; only
-regular files are written (links, devices and the like are skipped: no link is ever created, so none can
-be written through); and every size is capped, counted on the bytes actually read rather than on what
+destination (`..`, `.` or an empty part as in `a//b`, an absolute path, a backslash, a drive, a control
+character) refuses the whole archive; the file written is the destination joined with the name's checked
+parts (never the name's text), its folder resolved and checked to lie inside the destination, and it is
+created new (O_EXCL, O_NOFOLLOW); only regular files are written (links, devices and the like are skipped:
+no link is ever created, so none can be written through); encrypted or oddly compressed members and
+archives of too many members are refused; and every size is capped, counted on the bytes actually read rather than on what
 the headers claim — one file, all the files kept, how many of them, and for a .tar.gz the decompressed
 stream as a whole, so that a small archive cannot unpack to hundreds of megabytes or fill a disk.
 """
@@ -11,6 +14,7 @@ stream as a whole, so that a small archive cannot unpack to hundreds of megabyte
 from __future__ import annotations
 
 import gzip
+import os
 import stat
 import tarfile
 import zipfile
@@ -35,6 +39,7 @@ class Limits:
     kept_bytes: int = 160 * MB
     kept_files: int = 50_000
     stream_bytes: int = 1_000 * MB
+    members: int = 100_000  # every member, kept or not (0.34.0's sdist: 9,000)
 
 
 class _Member(NamedTuple):
@@ -48,11 +53,14 @@ def extract_python(archive: Path, selections: Mapping[str, Path], limits: Limits
     """Write each regular `*.py` member whose name starts with a prefix of `selections` (e.g. `vllm-0.29.0/vllm/`)
     below that prefix's destination folder, keeping the rest of its path. Returns how many were written per prefix."""
     written = dict.fromkeys(selections, 0)
+    homes = {prefix: _home(folder) for prefix, folder in selections.items()}
     kept_bytes = 0
     members = _zip_members if archive.name.endswith(".whl") else _tar_members
     try:
-        for member in members(archive, limits):
-            _check_name(archive, member.name)
+        for count, member in enumerate(members(archive, limits), start=1):
+            if count > limits.members:
+                raise ArchiveError(f"{archive.name}: refused, it holds more than {limits.members:,} members")
+            parts = _checked_parts(archive, member.name)
             prefix = next((p for p in selections if member.name.startswith(p)), None)
             if prefix is None or not member.regular or not member.name.endswith(".py"):
                 continue
@@ -61,32 +69,48 @@ def extract_python(archive: Path, selections: Mapping[str, Path], limits: Limits
             budget = min(limits.member_bytes, limits.kept_bytes - kept_bytes)
             if member.size > budget:
                 raise ArchiveError(_over_limit(archive, member.name, limits, kept_bytes))
-            target = selections[prefix] / member.name[len(prefix) :]
-            target.parent.mkdir(parents=True, exist_ok=True)
+            target = _target(archive, member.name, homes[prefix], parts[len(prefix.rstrip("/").split("/")) :])
             with member.open() as source:
-                copied = _copy(source, target, budget)
+                copied = _copy(source, target, budget, archive)
             if copied > budget:  # the header understated the size
                 raise ArchiveError(_over_limit(archive, member.name, limits, kept_bytes))
             kept_bytes += copied
             written[prefix] += 1
     except ArchiveError:
         raise
-    except (OSError, EOFError, zlib.error, tarfile.TarError, zipfile.BadZipFile) as error:
+    except (OSError, EOFError, zlib.error, tarfile.TarError, zipfile.BadZipFile, NotImplementedError) as error:
         raise ArchiveError(f"{archive.name}: cannot unpack it ({type(error).__name__}: {_one_line(error)})") from None
     return written
 
 
-def _check_name(archive: Path, name: str) -> None:
-    path = PurePosixPath(name)
+def _checked_parts(archive: Path, name: str) -> list[str]:
+    """The parts of a member's name, split on `/` only; refused unless each is a plain name.
+    A folder's trailing `/` is allowed; `a//b`, `./a`, `a/../b`, `/a`, `C:a` and `a\\b` are not."""
+    parts = name[:-1].split("/") if name.endswith("/") else name.split("/")
     unsafe = (
-        path.is_absolute()
-        or ".." in path.parts
+        any(part in ("", ".", "..") for part in parts)
         or "\\" in name  # a separator on Windows
-        or (len(name) > 1 and name[1] == ":")  # a Windows drive
+        or ":" in parts[0]  # a Windows drive
         or any(ord(character) < 32 or ord(character) == 127 for character in name)
     )
     if unsafe:
         raise ArchiveError(f"{archive.name}: refused, it holds a member named {name!r}")
+    return parts
+
+
+def _home(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder.resolve(strict=True)
+
+
+def _target(archive: Path, name: str, home: Path, parts: list[str]) -> Path:
+    """`home` joined with `parts`, its folders made; refused unless it lies inside `home` once resolved."""
+    target = home.joinpath(*parts)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    folder = target.parent.resolve(strict=True)
+    if not parts or PurePosixPath(*parts).is_absolute() or not folder.is_relative_to(home):
+        raise ArchiveError(f"{archive.name}: refused, member {name!r} would be written outside {home.name}/")
+    return folder / parts[-1]
 
 
 def _over_limit(archive: Path, name: str, limits: Limits, kept_bytes: int) -> str:
@@ -95,10 +119,15 @@ def _over_limit(archive: Path, name: str, limits: Limits, kept_bytes: int) -> st
     return f"{archive.name}: refused, {name!r} unpacks to more than {limits.member_bytes // MB} MB"
 
 
-def _copy(source: BinaryIO, target: Path, budget: int) -> int:
+def _copy(source: BinaryIO, target: Path, budget: int, archive: Path) -> int:
     """Copy at most `budget` + 1 bytes (one more tells that the budget is exceeded); returns the count."""
     copied = 0
-    with open(target, "wb") as sink:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        descriptor = os.open(target, flags, 0o644)
+    except FileExistsError:
+        raise ArchiveError(f"{archive.name}: refused, it holds {target.name!r} twice") from None
+    with os.fdopen(descriptor, "wb") as sink:
         while copied <= budget:
             chunk = source.read(min(_CHUNK, budget + 1 - copied))
             if not chunk:
@@ -122,7 +151,11 @@ def _tar_members(archive: Path, limits: Limits) -> Iterator[_Member]:
 
 def _zip_members(archive: Path, limits: Limits) -> Iterator[_Member]:
     with zipfile.ZipFile(archive) as wheel:
+        if len(wheel.infolist()) > limits.members:
+            raise ArchiveError(f"{archive.name}: refused, it holds more than {limits.members:,} members")
         for info in wheel.infolist():
+            if info.flag_bits & 0x1:
+                raise ArchiveError(f"{archive.name}: refused, member {info.filename!r} is encrypted")
             mode = info.external_attr >> 16  # the Unix mode when the archive recorded one
             regular = not info.is_dir() and (stat.S_IFMT(mode) == 0 or stat.S_ISREG(mode))
             yield _Member(info.filename, regular, info.file_size, lambda info=info: wheel.open(info))

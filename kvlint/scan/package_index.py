@@ -4,7 +4,8 @@ The index is pip's own (`index-url` from pip's configuration files or `PIP_INDEX
 reports them; https://pypi.org/simple by default), and so are its CA bundle (`cert`) and proxy (`proxy`).
 A project's page is read through the JSON API of PEP 691, or the HTML of PEP 503 from an index that only
 speaks that. A download is capped in size and in total time, and refused unless its digest matches the
-one the index published. Every message is one line and never shows the credentials an index URL may hold.
+one the index published. Plain http is read only where pip reads it: on this machine (localhost, a loopback
+address) or on a host pip's `trusted-host` names; elsewhere a network attacker would choose the digest too. Every message is one line and never shows the credentials an index URL may hold.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import ast
 import base64
 import hashlib
+import ipaddress
 import json
 import os
 import ssl
@@ -42,6 +44,7 @@ class PipSettings:
     index_url: str
     cert: str | None = None
     proxy: str | None = None
+    trusted_hosts: tuple[str, ...] = ()  # pip's `trusted-host`: hosts (or host:port) a plain-http index may be on
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,7 @@ def pip_settings(work_dir: Path) -> PipSettings:
         index_url=values.get("index-url") or DEFAULT_INDEX,
         cert=values.get("cert") or None,
         proxy=values.get("proxy") or None,
+        trusted_hosts=tuple(values.get("trusted-host", "").split()),
     )
 
 
@@ -172,11 +176,17 @@ def _files_from_html(page: str, page_url: str) -> list[IndexFile]:
 
 
 class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
-    """Follow redirects to http(s) only, and never from https down to plain http."""
+    """Follow redirects to http(s) only, never from https down to plain http, nor to a plain-http host pip
+    would not read."""
+
+    def __init__(self, trusted_hosts: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.trusted_hosts = trusted_hosts
 
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         old, new = urlsplit(req.full_url).scheme, urlsplit(newurl).scheme
-        if new not in ("http", "https") or (old == "https" and new != "https"):
+        plain = new == "http" and not _may_be_plain(urlsplit(newurl), self.trusted_hosts)
+        if new not in ("http", "https") or (old == "https" and new != "https") or plain:
             raise PackageIndexError(f"{redact(req.full_url)}: refused a redirect to {redact(newurl)}")
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
@@ -185,6 +195,11 @@ def _open(settings: PipSettings, url: str, deadline: float, accept: str = "*/*")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
         raise PackageIndexError(f"{redact(url)}: only http(s) package indexes can be read")
+    if parts.scheme == "http" and not _may_be_plain(parts, settings.trusted_hosts):
+        raise PackageIndexError(
+            f"{redact(url)}: refused, plain http to {parts.hostname}, which pip's `trusted-host` does not name"
+            " (pip refuses it too)"
+        )
     plain_url = redact(url)
     request = urllib.request.Request(plain_url, headers={"Accept": accept, "User-Agent": f"kvlint/{__version__}"})
     if parts.username is not None:
@@ -193,7 +208,7 @@ def _open(settings: PipSettings, url: str, deadline: float, accept: str = "*/*")
         request.add_unredirected_header("Authorization", f"Basic {token}")
     try:
         tls = ssl.create_default_context(cafile=settings.cert)
-        handlers: list = [_HttpOnlyRedirects(), urllib.request.HTTPSHandler(context=tls)]
+        handlers: list = [_HttpOnlyRedirects(settings.trusted_hosts), urllib.request.HTTPSHandler(context=tls)]
         if settings.proxy:  # else urllib honours the https_proxy/no_proxy environment, as pip does
             proxy = settings.proxy if "://" in settings.proxy else f"http://{settings.proxy}"
             handlers.append(urllib.request.ProxyHandler({"http": proxy, "https": proxy}))
@@ -204,6 +219,18 @@ def _open(settings: PipSettings, url: str, deadline: float, accept: str = "*/*")
     except (urllib.error.URLError, OSError, ssl.SSLError, ValueError) as error:
         reason = getattr(error, "reason", error)
         raise PackageIndexError(f"{plain_url}: cannot be reached ({_one_line(reason)})") from None
+
+
+def _may_be_plain(parts, trusted_hosts: tuple[str, ...]) -> bool:
+    """Whether pip would read this plain-http URL: its host is this machine, or `trusted-host` names it."""
+    host = parts.hostname or ""
+    try:
+        if host == "localhost" or ipaddress.ip_address(host).is_loopback:
+            return True
+    except ValueError:
+        pass  # a name, not an address
+    with_port = f"{host}:{parts.port}" if parts.port else host
+    return any(trusted in (host, with_port) for trusted in trusted_hosts)
 
 
 def _read_capped(response, limit: int, deadline: float, url: str) -> bytes:

@@ -10,7 +10,9 @@ Under <cache root>/releases/ (the cache root: the `cache_dir` given, else $KVLIN
 ~/.cache/kvlint):
     vllm-<version>/vllm/...          the sources kvlint scans, and nothing else
     vllm-<version>-tests/tests/...   vLLM's own tests (from the sdist only)
-Each folder appears by one atomic rename of a complete staging folder, so its presence says it is whole.
+Each folder appears by one atomic rename of a complete staging folder that holds a manifest signed with this
+user's cache key (see release_manifest); a cached folder is used only when it matches its manifest, else it is
+fetched again (the cache folder is writable by whoever docs/security.md §3 allows: it is not trusted as such).
 A folder that an earlier kvlint extracted from the wheel stays valid: the sdist's `vllm/**/*.py` are
 byte-identical to the wheel's (checked on 0.29.0 and 0.34.0), the wheel only adds vendored kernels
 (vllm_flash_attn/cute, third_party/...) in which no rule finds anything.
@@ -40,6 +42,8 @@ from kvlint.scan.package_index import (
     project_files,
     redact,
 )
+from kvlint.scan.release_manifest import Mismatch, check_manifest, write_manifest
+from kvlint.scan.signing import cache_key, key_path
 from kvlint.scan.storage import cache_root
 from kvlint.scan.versions import normalize, release_key
 
@@ -53,10 +57,9 @@ def release_sources(version: str, quiet: bool = False, cache_dir: Path | None = 
     `cache_dir` is kvlint's cache root (what `--cache-dir` names): releases go to its `releases/`."""
     spelled, key = _checked(version)
     releases = _releases_folder(cache_dir)
-    found = _cached(releases, spelled, key, "", _holds_sources)
+    found = _cached(releases, spelled, key, "", _holds_sources, quiet)
     if found is None:
-        _fetch(spelled, key, releases, quiet, need_tests=False)
-        found = _cached(releases, spelled, key, "", _holds_sources)
+        found = _fetch(spelled, key, releases, quiet, need_tests=False)[""]
     if found is None:
         raise ReleaseError(f"vllm {spelled} was fetched but its sources are not in {releases}")
     return found
@@ -66,10 +69,9 @@ def release_tests(version: str, quiet: bool = False, cache_dir: Path | None = No
     """The folder holding vLLM's own `tests/…/*.py` of release `version` (from its sdist), fetched on first use."""
     spelled, key = _checked(version)
     releases = _releases_folder(cache_dir)
-    found = _cached(releases, spelled, key, "-tests", _holds_tests)
+    found = _cached(releases, spelled, key, "-tests", _holds_tests, quiet)
     if found is None:
-        _fetch(spelled, key, releases, quiet, need_tests=True)
-        found = _cached(releases, spelled, key, "-tests", _holds_tests)
+        found = _fetch(spelled, key, releases, quiet, need_tests=True)["-tests"]
     if found is None:
         raise ReleaseError(f"the source distribution of vllm {spelled} holds no tests/ folder")
     return found
@@ -94,18 +96,39 @@ def _holds_tests(folder: Path) -> bool:
     return (folder / "tests").is_dir()
 
 
-def _cached(releases: Path, spelled: str, key: str, suffix: str, whole: Callable[[Path], bool]) -> Path | None:
-    """The cached folder of this release, whichever PEP 440 spelling named it (the exact one first)."""
+def _cached(
+    releases: Path, spelled: str, key: str, suffix: str, whole: Callable[[Path], bool], quiet: bool
+) -> Path | None:
+    """The cached folder of this release, whichever PEP 440 spelling named it (the exact one first), if it
+    holds what kvlint extracted there; one that does not is said (unless quiet) and left to be fetched again."""
     exact = releases / f"vllm-{spelled}{suffix}"
-    if whole(exact):
-        return exact
-    if not releases.is_dir():
-        return None
-    for folder in sorted(releases.iterdir()):
-        name = folder.name
-        spelling = name[len("vllm-") : len(name) - len(suffix)]
-        if name.startswith("vllm-") and name.endswith(suffix) and _key_or_none(spelling) == key and whole(folder):
+    candidates = [exact] if whole(exact) else []
+    if not candidates and releases.is_dir():
+        for folder in sorted(releases.iterdir()):
+            name = folder.name
+            spelling = name[len("vllm-") : len(name) - len(suffix)]
+            if name.startswith("vllm-") and name.endswith(suffix) and _key_or_none(spelling) == key and whole(folder):
+                candidates.append(folder)
+    for folder in candidates:
+        problem = _untrusted(folder)
+        if problem is None:
             return folder
+        if not quiet:
+            print(f"kvlint: {folder}: not used, {problem}; fetching it again", file=sys.stderr)
+    return None
+
+
+def _untrusted(folder: Path) -> str | None:
+    """Why the cached `folder` cannot be trusted, or None when it matches its signed manifest."""
+    secret = cache_key()
+    if secret is None:
+        return f"there is no usable cache key ({key_path()}) to check it with"
+    try:
+        check_manifest(folder, secret)
+    except Mismatch as mismatch:
+        return f"it is not what kvlint extracted ({mismatch})"
+    except OSError as error:
+        return f"it cannot be checked ({error.strerror or type(error).__name__})"
     return None
 
 
@@ -116,7 +139,8 @@ def _key_or_none(text: str) -> str | None:
         return None
 
 
-def _fetch(spelled: str, key: str, releases: Path, quiet: bool, need_tests: bool) -> None:
+def _fetch(spelled: str, key: str, releases: Path, quiet: bool, need_tests: bool) -> dict[str, Path | None]:
+    """Fetch and install the release; the folders now in place by suffix ("" sources, "-tests" tests)."""
     deadline = time.monotonic() + TIME_LIMIT_S
     releases.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="kvlint-fetch-", dir=releases) as scratch_name:
@@ -124,14 +148,13 @@ def _fetch(spelled: str, key: str, releases: Path, quiet: bool, need_tests: bool
         settings = pip_settings(scratch)
         sdist = _find_sdist(settings, key, deadline)
         if sdist is not None:
-            _fetch_sdist(settings, sdist, scratch, releases, quiet, deadline)
-        elif need_tests:
+            return _fetch_sdist(settings, sdist, scratch, releases, quiet, deadline)
+        if need_tests:
             index = redact(settings.index_url)
             raise ReleaseError(
                 f"{index} lists no source distribution of vllm {spelled}, the only file that holds its tests"
             )
-        else:
-            _fetch_wheel(spelled, key, scratch, releases, quiet, deadline)
+        return {"": _fetch_wheel(spelled, key, scratch, releases, quiet, deadline), "-tests": None}
 
 
 def _find_sdist(settings: PipSettings, key: str, deadline: float) -> IndexFile | None:
@@ -153,7 +176,7 @@ def _sdist_version(sdist: IndexFile) -> str:
 
 def _fetch_sdist(
     settings: PipSettings, sdist: IndexFile, scratch: Path, releases: Path, quiet: bool, deadline: float
-) -> None:
+) -> dict[str, Path | None]:
     spelled = normalize(_sdist_version(sdist))
     top = sdist.filename[: -len(".tar.gz")] + "/"  # an sdist holds one folder, vllm-<version>/
     if not quiet:
@@ -167,15 +190,17 @@ def _fetch_sdist(
     archive.unlink()
     if not _holds_sources(sources):
         raise ReleaseError(f"{sdist.filename}: no {top}vllm/__init__.py inside")
-    _install(sources, releases / f"vllm-{spelled}", _holds_sources)
+    installed: dict[str, Path | None] = {"": _install(sources, releases / f"vllm-{spelled}", _holds_sources)}
+    installed["-tests"] = None
     if counts[top + "tests/"]:
-        _install(tests, releases / f"vllm-{spelled}-tests", _holds_tests)
+        installed["-tests"] = _install(tests, releases / f"vllm-{spelled}-tests", _holds_tests)
     if not quiet:
         kept = f"{counts[top + 'vllm/']:,} source and {counts[top + 'tests/']:,} test files"
         print(f"kvlint: kept {kept} of vllm {spelled}", file=sys.stderr)
+    return installed
 
 
-def _fetch_wheel(spelled: str, key: str, scratch: Path, releases: Path, quiet: bool, deadline: float) -> None:
+def _fetch_wheel(spelled: str, key: str, scratch: Path, releases: Path, quiet: bool, deadline: float) -> Path:
     if not quiet:
         line = f"kvlint: no source distribution of vllm {spelled} found; downloading its wheel with pip…"
         print(line, file=sys.stderr)
@@ -187,7 +212,7 @@ def _fetch_wheel(spelled: str, key: str, scratch: Path, releases: Path, quiet: b
     extract_python(wheel, {"vllm/": sources / "vllm"})
     if not _holds_sources(sources):
         raise ReleaseError(f"{wheel.name}: no vllm package inside")
-    _install(sources, releases / f"vllm-{normalize(found[1])}", _holds_sources)
+    return _install(sources, releases / f"vllm-{normalize(found[1])}", _holds_sources)
 
 
 def _pip_download_wheel(spelled: str, scratch: Path, deadline: float) -> Path:
@@ -246,16 +271,24 @@ def _size_of(folder: Path) -> int:
     return total
 
 
-def _install(staging: Path, target: Path, whole: Callable[[Path], bool]) -> None:
-    """Put the complete `staging` folder in place as `target` in one rename (a concurrent fetch may win)."""
+def _install(staging: Path, target: Path, whole: Callable[[Path], bool]) -> Path:
+    """Sign the complete `staging` folder and put it in place as `target` in one rename (a concurrent fetch
+    may win: its folder is kept when it checks out). Returns `target`."""
+    secret = cache_key()
+    if secret is not None:
+        try:
+            write_manifest(staging, secret, target.name)
+        except OSError as error:
+            raise ReleaseError(f"cannot sign the release in {staging}: {error.strerror or error}") from None
     try:
         os.replace(staging, target)
-        return
+        return target
     except OSError:
-        if whole(target):
-            return  # another fetch finished first with the same release
-    try:  # an incomplete folder that no kvlint made: set it aside in the scratch folder, which goes away
+        if secret is not None and whole(target) and _untrusted(target) is None:
+            return target  # another fetch finished first with the same release
+    try:  # a folder that is incomplete or not as kvlint made it: set it aside in the scratch folder, which goes away
         os.replace(target, staging.parent / f"stale-{target.name}")
         os.replace(staging, target)
     except OSError as error:
         raise ReleaseError(f"cannot store the release in {target}: {error.strerror or error}") from None
+    return target

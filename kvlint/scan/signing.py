@@ -11,7 +11,8 @@ file that has some. A signature they cannot compute closes that: an entry kvlint
 The key: 32 random bytes (hex) in `$XDG_STATE_HOME/kvlint/cache-key` (default `~/.local/state/kvlint/`),
 created on first use with mode 0600 in a 0700 folder. It is used only when it is a regular file, owned by
 this user, with no hard link and no permission for group or others; otherwise — or when it cannot be
-created (a read-only home) — the caches are neither read nor written (a slower scan, the same findings).
+created (a read-only home) — the caches are neither read nor written (a slower scan, the same findings), and
+a key that is there but not trusted is said once on stderr, with why.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import hashlib
 import hmac
 import os
 import stat
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -53,25 +55,36 @@ def cache_key() -> bytes | None:
 
 @lru_cache(maxsize=4)
 def _cache_key(path: str) -> bytes | None:
-    key = _read_key(path)
+    key, problem = _read_key(path)
     if key is None and not os.path.lexists(path):
         _create_key(path)
-        key = _read_key(path)
+        key, problem = _read_key(path)
+    if key is None and problem:  # once a process (and its forked workers): the caches are off, and why
+        print(f"kvlint: the cache key {path} is not used ({problem}): caching is off", file=sys.stderr)
     return key
 
 
-def _read_key(path: str) -> bytes | None:
+def _read_key(path: str) -> tuple[bytes | None, str]:
+    """The key, or None and why it is not trusted ("" when there is none to read)."""
     try:
         info = os.lstat(path)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_nlink != 1:
-            return None
+        if stat.S_ISLNK(info.st_mode):
+            return None, "a symbolic link"
+        if not stat.S_ISREG(info.st_mode):
+            return None, "not a regular file"
+        if info.st_uid != os.geteuid():
+            return None, "owned by another user"
+        if info.st_nlink != 1:
+            return None, f"{info.st_nlink} hard links"
         if info.st_mode & 0o077:  # readable or writable by others: not a secret any more
-            return None
+            return None, f"mode {stat.S_IMODE(info.st_mode):o}: others may read or write it"
         text = read_regular_file(path, 4 * KEY_BYTES, follow_symlinks=False).strip()
         key = bytes.fromhex(text.decode("ascii"))
-    except (OSError, ValueError):
-        return None
-    return key if len(key) == KEY_BYTES else None
+    except FileNotFoundError:
+        return None, ""
+    except (OSError, ValueError) as error:
+        return None, f"unreadable: {getattr(error, 'strerror', None) or type(error).__name__}"
+    return (key, "") if len(key) == KEY_BYTES else (None, f"not {KEY_BYTES} bytes of hex")
 
 
 def _create_key(path: str) -> None:

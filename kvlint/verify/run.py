@@ -69,7 +69,8 @@ def run_child_raw(run: ChildRun, extra: Sequence[str] = ()) -> dict:
     with tempfile.TemporaryDirectory(prefix="kvlint-verify-") as scratch:
         out_path = Path(scratch) / "result.json"
         # -I: neither kvlint's folder, the working directory nor PYTHONPATH reach sys.path.
-        command = [run.python, "-I", str(CHILD_SCRIPT), "--out", str(out_path)]
+        # -B: no bytecode written into the tree imported (a release folder must stay as its manifest lists it).
+        command = [run.python, "-I", "-B", str(CHILD_SCRIPT), "--out", str(out_path)]
         if run.vllm_path is not None:
             command += ["--vllm", str(run.vllm_path.resolve())]
         if run.dcp_sizes:
