@@ -20,12 +20,14 @@ pass one. A name rebound to a layer (`spec = _unwrap_spec(spec)`, `spec = next(i
 scheduler's config (the scheduler, KV cache managers and their coordinator, scheduler-side connector halves)
 never meets a container either: the engine flattens it first.
 
-Which layers a container can hold is read from the tree's own code: vLLM builds containers from the specs
-its layers report, while its runners build encoder-only specs themselves and append them as plain groups
-(`KVCacheGroupSpec(layer_names, spec)`). A check of a class no container can hold is correct and not
-reported. An error when the tree builds layers of a checked class that reach a container (the message names
-that class: the counterexample); a warning when that cannot be settled (no tree read, or the class is only
-passed around as an object).
+Which containers exist is read from the tree (kvlint.analysis.compositions): its models' layers (the
+model registry, the layer classes each model builds, their `get_kv_cache_spec`) × its grouping paths (the
+single container of a uniform model, the packed path's buckets under a block-outermost layout). An error
+when a model builds a container whose every layer answers True by default (the message names the model,
+the path and its line); a warning when only an opt-in setting builds one (named); nothing when none does.
+A spec-field test in the same `and` (`s.mamba_type in (…)`) or a layer flag the function selects its
+layers by (`isinstance(layer, MambaBase) and layer.use_flashinfer_replayssm`) narrows the layers counted.
+Without a model registry, the classes the tree builds layers of stand in (a warning when unsettled).
 
 ## Example
 ```python
@@ -55,6 +57,7 @@ from __future__ import annotations
 import libcst as cst
 
 from kvlint import Example, Rule, Severity
+from kvlint.analysis.layer_selection import built_containers, selection_at
 from kvlint.analysis.provenance import Kind, dotted
 from kvlint.analysis.scaling import class_names, match_scaling
 from kvlint.analysis.vocabulary import (
@@ -78,6 +81,12 @@ class ContainerIsinstance(Rule):
     MESSAGE = (
         "`{check}` is False for a UniformTypeKVCacheSpecs of {layer} layers{where} while each layer answers "
         "True, and `{subject}` is {reason}, unflattened here: such a group takes the other branch"
+    )
+    # When the tree's models and grouping paths were read: the model and path that build the counterexample.
+    BUILT = (
+        "`{check}` is False for a UniformTypeKVCacheSpecs of {layers} layers while each layer answers True: "
+        "{model}{setting} has them put in one container by `{path}` ({where}), and `{subject}` is {reason}, "
+        "unflattened here: such a group takes the other branch"
     )
     # When no container of the checked classes is proven built (no tree read, or the tree cannot settle it).
     UNSETTLED = (
@@ -305,8 +314,25 @@ class ContainerIsinstance(Rule):
             return
         if sees_only_scheduler_config(self.context.module_path, self.flow.enclosing_class_names(node), self.patterns):
             return
-        layer = self.containers.built_layer_class(checked, self.hierarchy, exact) if self.containers else None
-        key = (id(self.flow.enclosing_function(node)), subject_code, layer or ",".join(sorted(checked)))
+        compositions = self.context.project.container_compositions()
+        if compositions is not None:
+            # The tree's models and grouping paths were read: a container some model builds, or nothing.
+            function = self.flow.enclosing_function(node)
+            selection = selection_at(node, subject_code, self.flow.parent, function)
+            built = built_containers(
+                compositions, self.context.project.census, self.hierarchy, checked, exact, selection
+            )
+            if not built:
+                return
+            counterexample = built[0]  # defaults come first
+            key = (id(function), subject_code, ",".join(sorted(counterexample.layer_classes)))
+            message = self._built_message(node, subject_code, provenance, checked, counterexample)
+            severity = Severity.ERROR if counterexample.is_default else Severity.WARNING
+        else:
+            layer = self.containers.built_layer_class(checked, self.hierarchy, exact) if self.containers else None
+            key = (id(self.flow.enclosing_function(node)), subject_code, layer or ",".join(sorted(checked)))
+            message = self._message(node, subject_code, provenance, checked, layer)
+            severity = Severity.ERROR if layer is not None else Severity.WARNING
         if key in self.reported:
             return
         # Last: reading nearby comments needs positions, a full code generation of the module.
@@ -314,12 +340,14 @@ class ContainerIsinstance(Rule):
             return
         self.reported.add(key)
         fix = lambda: self._gated_scaling_fix(node)  # noqa: E731 - built once positions are known
-        self.report(
-            node,
-            self._message(node, subject_code, provenance, checked, layer),
-            fix=fix,
-            severity=(Severity.ERROR if layer is not None else Severity.WARNING),
-        )
+        self.report(node, message, fix=fix, severity=severity)
+
+    def _built_message(self, node, subject: str, provenance, checked: frozenset[str], built) -> str:
+        setting = " by default" if built.is_default else f" under {built.setting.removeprefix('opt-in: ')} (opt-in)"
+        layers, path = ", ".join(sorted(built.layer_classes)), built.path.split(":")[-1]
+        check, where, reason = " ".join(self.code_of(node).split()), built.where(), provenance.reason
+        message = self.BUILT.format(check=check, layers=layers, model=built.model, setting=setting, path=path, where=where, subject=subject, reason=reason)  # fmt: skip
+        return f"{message}; {self._remedy(subject, checked)}"
 
     def _message(self, node, subject: str, provenance, checked: frozenset[str], layer: str | None) -> str:
         check = " ".join(self.code_of(node).split())

@@ -10,7 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from kvlint.analysis.census import Census, could_shape_census, read_census
+from kvlint.analysis.compositions import ContainerComposition, compose, uniform_bases
 from kvlint.analysis.containers import ContainerReachability, container_reachability
+from kvlint.analysis.grouping_paths import read_grouping_paths
 from kvlint.analysis.hierarchy import SpecHierarchy, hierarchy_of_source
 from kvlint.analysis.kind_table import KindTable, table_from_hierarchy, table_from_sizing
 from kvlint.analysis.resolver import find_resolver, read_resolver_rule
@@ -40,6 +43,16 @@ class TreeIndex:
     failures: tuple[str, ...] = ()
     # The kinds of group spec with the reference sizing rule's factor for each (from the sizing analysis).
     kinds: KindTable | None = None
+    # The tree's models and their layers (kvlint.analysis.census); None: no model registry read.
+    census: Census | None = None
+    # The containers its models build, path by path (kvlint.analysis.compositions); None: not read.
+    compositions: tuple[ContainerComposition, ...] | None = None
+
+    def container_compositions(self) -> tuple[ContainerComposition, ...] | None:
+        """Every container composition a model of the tree builds: (layer classes, spec classes, setting
+        "default" or "opt-in: …", model, path "module:function", line), defaults first. None when the tree's
+        models or grouping code were not read (no tree, no model registry): nothing can be said."""
+        return self.compositions
 
     def kind_table(self) -> KindTable | None:
         """The kinds a hand-written scaling is compared on: the tree's, or the hierarchy's without a tree."""
@@ -86,6 +99,7 @@ def build_tree_index(
         container_class=CONTAINER_CLASS,
         files=files,
     )
+    census, compositions = _read_compositions(files, hierarchy)
     resolver_path = find_resolver(root, files)
     if resolver_path is None:
         kinds = table_from_sizing(sizing, hierarchy) if sizing is not None else None
@@ -96,6 +110,8 @@ def build_tree_index(
             containers=containers,
             failures=tuple(dict.fromkeys(files.failures)),
             kinds=kinds,
+            census=census,
+            compositions=compositions,
         )
     relative = resolver_path.relative_to(root)
     rule = read_resolver_rule(resolver_path, files.overlay.get(relative.as_posix()))
@@ -112,4 +128,22 @@ def build_tree_index(
         containers=containers,
         failures=tuple(dict.fromkeys(files.failures)),  # a file several readers missed is said once
         kinds=kinds,
+        census=census,
+        compositions=compositions,
     )
+
+
+def _read_compositions(files: TreeFiles, hierarchy: SpecHierarchy):
+    """(census, compositions) of the tree; (None, None) without a model registry or a container class."""
+    if CONTAINER_CLASS not in hierarchy.bases:
+        return None, None
+    texts: dict[str, bytes] = {}
+    for relative in files.relatives():
+        data = files.read(relative)
+        if data is not None and could_shape_census(relative, data):
+            texts[relative] = data
+    census = read_census(texts, frozenset(hierarchy.bases))
+    if census is None:
+        return None, None
+    paths = read_grouping_paths(texts, CONTAINER_CLASS)
+    return census, compose(census, paths, hierarchy, uniform_bases(texts))

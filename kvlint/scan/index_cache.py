@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kvlint.analysis.census import could_shape_census
 from kvlint.analysis.containers import NAMING_WORD
 from kvlint.analysis.hierarchy import builtin_hierarchy
 from kvlint.analysis.tree_files import is_hidden
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
     from kvlint.analysis.tree_index import TreeIndex
 
 INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD)
-_INDEX_FORMAT = 7
+_INDEX_FORMAT = 8
 
 
 class IndexHandle:
@@ -160,6 +161,8 @@ def _build_index(
 def could_matter(relative: str, data: bytes) -> bool:
     """Whether a change to this file of the tree could change its TreeIndex."""
     if relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in INDEX_WORDS):
+        return True
+    if could_shape_census(relative, data):  # the models, their layers and the grouping paths
         return True
     return b"Indexer" in data and b"get_kv_cache_spec" in data
 
