@@ -57,6 +57,7 @@ from __future__ import annotations
 import libcst as cst
 
 from kvlint import Example, Rule, Severity
+from kvlint.analysis.consumers import unconsumed_divergence
 from kvlint.analysis.layer_selection import built_containers, selection_at
 from kvlint.analysis.provenance import Kind, dotted
 from kvlint.analysis.scaling import class_names, match_scaling
@@ -314,6 +315,8 @@ class ContainerIsinstance(Rule):
             return
         if sees_only_scheduler_config(self.context.module_path, self.flow.enclosing_class_names(node), self.patterns):
             return
+        if unconsumed_divergence(node, self.flow, self.context.project.scheduler_consumed):
+            return  # only the worker side meets the container, and its answer changes no outcome
         compositions = self.context.project.container_compositions()
         if compositions is not None:
             # The tree's models and grouping paths were read: a container some model builds, or nothing.

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kvlint.analysis.census import Census, could_shape_census, read_census
 from kvlint.analysis.compositions import ContainerComposition, compose, uniform_bases
+from kvlint.analysis.consumers import CONSUMER_WORD, scheduler_consumed_members
 from kvlint.analysis.containers import ContainerReachability, container_reachability
 from kvlint.analysis.grouping_paths import read_grouping_paths
 from kvlint.analysis.hierarchy import SpecHierarchy, hierarchy_of_source
@@ -47,6 +48,8 @@ class TreeIndex:
     census: Census | None = None
     # The containers its models build, path by path (kvlint.analysis.compositions); None: not read.
     compositions: tuple[ContainerComposition, ...] | None = None
+    # Connector members only scheduler-side code reads (kvlint.analysis.consumers).
+    scheduler_consumed: frozenset[str] = frozenset()
 
     def container_compositions(self) -> tuple[ContainerComposition, ...] | None:
         """Every container composition a model of the tree builds: (layer classes, spec classes, setting
@@ -100,6 +103,7 @@ def build_tree_index(
         files=files,
     )
     census, compositions = _read_compositions(files, hierarchy)
+    consumed = _read_consumers(files, scheduler_only_paths)
     resolver_path = find_resolver(root, files)
     if resolver_path is None:
         kinds = table_from_sizing(sizing, hierarchy) if sizing is not None else None
@@ -112,6 +116,7 @@ def build_tree_index(
             kinds=kinds,
             census=census,
             compositions=compositions,
+            scheduler_consumed=consumed,
         )
     relative = resolver_path.relative_to(root)
     rule = read_resolver_rule(resolver_path, files.overlay.get(relative.as_posix()))
@@ -130,7 +135,17 @@ def build_tree_index(
         kinds=kinds,
         census=census,
         compositions=compositions,
+        scheduler_consumed=consumed,
     )
+
+
+def _read_consumers(files: TreeFiles, scheduler_only_paths: tuple[str, ...]) -> frozenset[str]:
+    texts = {}
+    for relative in files.relatives():
+        data = files.read(relative)
+        if data is not None and CONSUMER_WORD in data:
+            texts[relative] = data
+    return scheduler_consumed_members(texts, scheduler_only_paths)
 
 
 def _read_compositions(files: TreeFiles, hierarchy: SpecHierarchy):

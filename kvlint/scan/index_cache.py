@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvlint.analysis.census import could_shape_census
+from kvlint.analysis.consumers import CONSUMER_WORD
 from kvlint.analysis.containers import NAMING_WORD
 from kvlint.analysis.hierarchy import builtin_hierarchy
 from kvlint.analysis.tree_files import is_hidden
@@ -54,7 +55,7 @@ from kvlint.scan.storage import (
 if TYPE_CHECKING:
     from kvlint.analysis.tree_index import TreeIndex
 
-INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD)
+INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD, CONSUMER_WORD)
 _INDEX_FORMAT = 8
 
 
