@@ -3,7 +3,7 @@
 
 A path that takes every layer of a model builds a container when they share one uniform type (the spec
 registry's `uniform_type_base_spec`) and are not all one kind: DeepSeek-V3.2's MLA plus indexer, by
-default. A bucketing path gated on a block-outermost layout builds one container per uniform-type bucket of
+default (the census over-approximates a model's layers, so each type's layers of a model count as one). A bucketing path gated on a block-outermost layout builds one container per uniform-type bucket of
 a model whose layers have more than one bucket (mixed page sizes): by default when one of the model's layers
 has a backend that declares only block-outermost layouts (the resolved layout is then one of them), else
 only when the user picks such a layout (opt-in). Plain data: part of the tree index.
@@ -72,7 +72,9 @@ def compose(
             if path.buckets:
                 built = list(buckets.values()) if len(buckets) > 1 else []
             else:
-                built = [pool] if len(buckets) == 1 and len(pool) > 1 else []
+                # Every layer of one uniform type, not all one kind. Which of its module's layers one checkpoint
+                # builds the census cannot tell, so each type's layers, when several kinds, stand for a model.
+                built = [bucket for bucket in buckets.values() if len(bucket) > 1]
             if not built:
                 continue
             setting = _setting(census, [layers[name] for name in model.layers]) if path.layout_gated else DEFAULT
