@@ -11,23 +11,21 @@ and the packed layout builds containers of Mamba layers, so the check answers "n
 the code silently takes the wrong branch — typically dropping the decode-context-parallel factor that the
 scheduler, going through `resolve_dcp_kv_block_size`, applies.
 
-What the name holds is read where the check is (flow-sensitive): a group's spec from
-`kv_cache_config.kv_cache_groups`, a name assigned from one, or a parameter that callers in the same module
-pass one. A name rebound to a layer (`spec = _unwrap_spec(spec)`, `spec = next(iter(spec.kv_cache_specs
-.values()))`) or known not to be a container (the else of `isinstance(spec, UniformTypeKVCacheSpecs)`, after
-`if isinstance(spec, UniformTypeKVCacheSpecs): return …`) is a layer spec from there on; a one-off
-`iter_layer_specs(spec)` elsewhere in the function changes nothing about `spec`. Code that only receives the
-scheduler's config (the scheduler, KV cache managers and their coordinator, scheduler-side connector halves)
-never meets a container either: the engine flattens it first.
+What the name holds is read where the check is (flow-sensitive): a group's spec, a name assigned from
+one, or a parameter that callers in the same module pass one; a name rebound to a layer (`spec =
+_unwrap_spec(spec)`) or known not to be a container (past an `isinstance(spec, UniformTypeKVCacheSpecs)`
+test) is a layer spec from there on. Code that only receives the scheduler's config (the scheduler, KV
+cache managers, scheduler-side connector halves) never meets a container: the engine flattens it first.
 
-Which containers exist is read from the tree (kvlint.analysis.compositions): its models' layers (the
-model registry, the layer classes each model builds, their `get_kv_cache_spec`) × its grouping paths (the
-single container of a uniform model, the packed path's buckets under a block-outermost layout). An error
-when a model builds a container whose every layer answers True by default (the message names the model,
-the path and its line); a warning when only an opt-in setting builds one (named); nothing when none does.
-A spec-field test in the same `and` (`s.mamba_type in (…)`) or a layer flag the function selects its
-layers by (`isinstance(layer, MambaBase) and layer.use_flashinfer_replayssm`) narrows the layers counted.
-Without a model registry, the classes the tree builds layers of stand in (a warning when unsettled).
+Which containers exist is read from the tree (kvlint.analysis.compositions): its models' layers (model
+registry → layer classes → their `get_kv_cache_spec`) × its grouping paths (the single container, the
+packed path's buckets under a block-outermost layout). An error when a model builds, by default, a
+container whose every layer answers True (the message names model, path and line); a warning when only an
+opt-in setting does (named); nothing when none does. A spec-field test in the same `and` (`s.mamba_type in
+(…)`) or a layer flag the function picks layers by (`layer.use_flashinfer_replayssm`) narrows the layers
+counted. A worker-side answer no one consumes is not reported (kvlint.analysis.consumers): a value read
+only through a member the scheduler reads; a validation the scheduler half repeats and raises on. Without a
+model registry, the classes the tree builds layers of stand in (a warning when unsettled).
 
 ## Example
 ```python
@@ -48,8 +46,7 @@ or test the layers with `iter_layer_specs(group.kv_cache_spec)`, or, for a token
 ## Fix safety
 When the check is the gate of a hand-written DCP scaling (`spec.block_size * (dcp if isinstance(spec,
 AttentionSpec) else 1)`), the fix is KV102's rewrite to `resolve_dcp_kv_block_size(spec, dcp)`, safe when
-the gate's classes match the resolver's. Other checks have no automatic fix: how to treat a container
-there is a decision for the author.
+the gate's classes match the resolver's. Other checks have no automatic fix: the author decides.
 """
 
 from __future__ import annotations
@@ -60,17 +57,9 @@ from kvlint import Example, Rule, Severity
 from kvlint.analysis.consumers import unconsumed_divergence
 from kvlint.analysis.layer_selection import built_containers, selection_at
 from kvlint.analysis.provenance import Kind, dotted
-from kvlint.analysis.scaling import class_names, match_scaling
-from kvlint.analysis.vocabulary import (
-    CONTAINER_CLASS,
-    DEFAULT_SCHEDULER_ONLY_PATHS,
-    dcp_aliases,
-    sees_only_scheduler_config,
-)
-from kvlint.rules._resolver_call import resolver_call_fix
-
-# Words in a nearby comment that show the author considered containers (e.g. "fail closed on wrappers").
-ACKNOWLEDGING_WORDS = ("wrapper", "container", "uniformtypekvcachespecs")
+from kvlint.analysis.scaling import class_names
+from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, sees_only_scheduler_config
+from kvlint.rules._container_remedy import built_by, class_level_message, gated_scaling_fix, remedy
 
 
 class ContainerIsinstance(Rule):
@@ -178,6 +167,42 @@ class ContainerIsinstance(Rule):
         ),
         Example(
             """
+            def hidden_state_groups(kv_cache_config):
+                # hidden-state layers always get a plain group of their own
+                return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, HiddenStateCacheSpec)]
+            """
+        ),
+        Example(
+            """
+            class FooConnector:
+                def __init__(self, vllm_config, role, kv_cache_config):
+                    self._pulls_state = any(
+                        isinstance(g.kv_cache_spec, MambaSpec) for g in kv_cache_config.transfer_groups
+                    )
+
+                @property
+                def supports_divergent_local_hybrid_hits(self):
+                    return self._pulls_state  # only the scheduler reads it, on its flattened config
+            """
+        ),
+        Example(
+            """
+            class FooConnector:
+                @staticmethod
+                def _validate(kv_cache_config):
+                    unsupported = []
+                    for group in kv_cache_config.kv_cache_groups:
+                        if isinstance(group.kv_cache_spec, MambaSpec) and group.kv_cache_spec.mode != "align":
+                            unsupported.append("mamba")
+                    if unsupported:
+                        raise ValueError(unsupported)
+
+                def __init__(self, vllm_config, role, kv_cache_config):
+                    self._validate(kv_cache_config)  # the scheduler half raises on its flattened config too
+            """
+        ),
+        Example(
+            """
             def same_kind(kv_cache_config, reference: KVCacheSpec):
                 # a class computed at run time: nothing to compare with the spec family
                 return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, type(reference))]
@@ -262,6 +287,33 @@ class ContainerIsinstance(Rule):
         ),
         Example(
             """
+            def init_ssu_backend(kv_cache_config):
+                # Mamba1/Mamba2 layers only: grouped together only under an opt-in layout
+                if not any(
+                    isinstance(g.kv_cache_spec, MambaSpec) and g.kv_cache_spec.mamba_type in (E.MAMBA1, E.MAMBA2)
+                    for g in kv_cache_config.kv_cache_groups
+                ):
+                    return
+            """,
+            severity=Severity.WARNING,
+        ),
+        Example(
+            """
+            def warm_replayssm(runner, forward_context):
+                for group in runner.kv_cache_config.kv_cache_groups:
+                    spec = group.kv_cache_spec
+                    if not isinstance(spec, MambaSpec):
+                        continue
+                    yield [
+                        layer
+                        for name in group.layer_names
+                        if isinstance(layer := forward_context[name], MambaBase) and layer.use_flashinfer_replayssm
+                    ]
+            """,
+            severity=Severity.WARNING,
+        ),
+        Example(
+            """
             def single_group(kv_cache_config):
                 spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec
                 return isinstance(spec, FullAttentionSpec)
@@ -334,67 +386,15 @@ class ContainerIsinstance(Rule):
         else:
             layer = self.containers.built_layer_class(checked, self.hierarchy, exact) if self.containers else None
             key = (id(self.flow.enclosing_function(node)), subject_code, layer or ",".join(sorted(checked)))
-            message = self._message(node, subject_code, provenance, checked, layer)
+            message = class_level_message(self, node, subject_code, provenance, checked, layer)
             severity = Severity.ERROR if layer is not None else Severity.WARNING
         if key in self.reported:
             return
-        # Last: reading nearby comments needs positions, a full code generation of the module.
-        if self._acknowledged(node):
-            return
         self.reported.add(key)
-        fix = lambda: self._gated_scaling_fix(node)  # noqa: E731 - built once positions are known
+        fix = lambda: gated_scaling_fix(self, node)  # noqa: E731 - built once positions are known
         self.report(node, message, fix=fix, severity=severity)
 
     def _built_message(self, node, subject: str, provenance, checked: frozenset[str], built) -> str:
-        setting = " by default" if built.is_default else f" under {built.setting.removeprefix('opt-in: ')} (opt-in)"
-        layers, path = ", ".join(sorted(built.layer_classes)), built.path.split(":")[-1]
-        check, where, reason = " ".join(self.code_of(node).split()), built.where(), provenance.reason
-        message = self.BUILT.format(check=check, layers=layers, model=built.model, setting=setting, path=path, where=where, subject=subject, reason=reason)  # fmt: skip
-        return f"{message}; {self._remedy(subject, checked)}"
-
-    def _message(self, node, subject: str, provenance, checked: frozenset[str], layer: str | None) -> str:
         check = " ".join(self.code_of(node).split())
-        if layer is not None:
-            where = self.containers.member_evidence.get(layer, "").split(": ")[0]
-            message = self.MESSAGE.format(
-                check=check,
-                layer=layer,
-                where=f" (the tree builds such layers: `{where}`)" if where else "",
-                subject=subject,
-                reason=provenance.reason,
-            )
-        else:
-            message = self.UNSETTLED.format(
-                check=check, classes=", ".join(sorted(checked)), subject=subject, reason=provenance.reason
-            )
-        return f"{message}; {self._remedy(subject, checked)}"
-
-    def _remedy(self, subject: str, checked: frozenset[str]) -> str:
-        functions = self.hierarchy.functions
-        if checked == {"FullAttentionSpec"} and "is_full_attention_spec" in functions:
-            return f"test `is_full_attention_spec({subject})`, which looks at every layer"
-        classes = next(iter(checked)) if len(checked) == 1 else f"({', '.join(sorted(checked))})"
-        if "iter_layer_specs" in functions:
-            return f"test its layers, `iter_layer_specs({subject})`, with `isinstance(layer, {classes})`"
-        return f"test the layers of `{subject}.kv_cache_specs` when it is a {CONTAINER_CLASS}"
-
-    def _acknowledged(self, node: cst.CSTNode) -> bool:
-        """A comment next to the check that talks about containers: the author chose this on purpose."""
-        position = self.context.position(node)
-        offsets, source = self.context.line_offsets, self.context.source
-        first = offsets[max(position.start.line - 3, 0)]  # two lines above the check
-        end = offsets[position.end.line] if position.end.line < len(offsets) else len(source)
-        nearby = source[first:end]
-        comments = " ".join(line.split("#", 1)[1] for line in nearby.splitlines() if "#" in line).lower()
-        return any(word in comments for word in ACKNOWLEDGING_WORDS)
-
-    def _gated_scaling_fix(self, node: cst.CSTNode):
-        """If this check gates a hand-written DCP scaling, KV102's rewrite fixes both."""
-        gate = self.flow.parent(node)
-        if not isinstance(gate, cst.IfExp) or gate.test is not node:
-            return None
-        product = self.flow.parent(gate)
-        if not isinstance(product, cst.BinaryOperation):
-            return None
-        scaling = match_scaling(product, self.flow, dcp_aliases(self.context.source))
-        return resolver_call_fix(self, scaling) if scaling is not None else None
+        message = self.BUILT.format(check=check, subject=subject, reason=provenance.reason, **built_by(built))
+        return f"{message}; {remedy(self.hierarchy.functions, subject, checked)}"

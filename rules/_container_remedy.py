@@ -1,0 +1,59 @@
+"""What KV101 tells an author to write instead of a group-spec isinstance check, with the helpers the scanned
+tree has; and how it words the setting that builds its counterexample. Apart from the rule module, which
+reads top-down as a rule should."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from kvlint.analysis.scaling import match_scaling
+from kvlint.analysis.vocabulary import CONTAINER_CLASS, dcp_aliases
+from kvlint.rules._resolver_call import resolver_call_fix
+
+
+def remedy(functions, subject: str, checked: frozenset[str]) -> str:
+    if checked == {"FullAttentionSpec"} and "is_full_attention_spec" in functions:
+        return f"test `is_full_attention_spec({subject})`, which looks at every layer"
+    classes = next(iter(checked)) if len(checked) == 1 else f"({', '.join(sorted(checked))})"
+    if "iter_layer_specs" in functions:
+        return f"test its layers, `iter_layer_specs({subject})`, with `isinstance(layer, {classes})`"
+    return f"test the layers of `{subject}.kv_cache_specs` when it is a {CONTAINER_CLASS}"
+
+
+def built_by(composition) -> dict[str, str]:
+    """The fields of KV101's BUILT message that name the model, setting and path of a composition."""
+    setting = (
+        " by default" if composition.is_default else f" under {composition.setting.removeprefix('opt-in: ')} (opt-in)"
+    )
+    return {
+        "layers": ", ".join(sorted(composition.layer_classes)),
+        "model": composition.model,
+        "setting": setting,
+        "path": composition.path.split(":")[-1],
+        "where": composition.where(),
+    }
+
+
+def gated_scaling_fix(rule, node: cst.CSTNode):
+    """If the check gates a hand-written DCP scaling, KV102's rewrite fixes both."""
+    gate = rule.flow.parent(node)
+    if not isinstance(gate, cst.IfExp) or gate.test is not node:
+        return None
+    product = rule.flow.parent(gate)
+    if not isinstance(product, cst.BinaryOperation):
+        return None
+    scaling = match_scaling(product, rule.flow, dcp_aliases(rule.context.source))
+    return resolver_call_fix(rule, scaling) if scaling is not None else None
+
+
+def class_level_message(rule, node, subject: str, provenance, checked: frozenset[str], layer: str | None) -> str:
+    """Without a census (no model registry read): the class the tree builds layers of, or unsettled."""
+    check = " ".join(rule.code_of(node).split())
+    if layer is not None:
+        where = rule.containers.member_evidence.get(layer, "").split(": ")[0]
+        where = f" (the tree builds such layers: `{where}`)" if where else ""
+        message = rule.MESSAGE.format(check=check, layer=layer, where=where, subject=subject, reason=provenance.reason)
+    else:
+        classes = ", ".join(sorted(checked))
+        message = rule.UNSETTLED.format(check=check, classes=classes, subject=subject, reason=provenance.reason)
+    return f"{message}; {remedy(rule.hierarchy.functions, subject, checked)}"
