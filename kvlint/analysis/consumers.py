@@ -26,8 +26,6 @@ from kvlint.analysis.cst_walk import preorder
 from kvlint.analysis.provenance import call_name, dotted
 from kvlint.analysis.vocabulary import sees_only_scheduler_config
 
-# What a module must mention to read a connector member (the project cache rebuilds the index on it).
-CONSUMER_WORD = b"connector"
 _ACCESSOR = re.compile(r"^\s*(?:async\s+)?def\s+\w+\(self\)")
 _RETURNS = re.compile(r"^\s*return\s+(.+?)\s*$", re.MULTILINE)
 _CLASS_LINE = re.compile(rb"^([ \t]*)class[ \t]+(\w+)", re.MULTILINE)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kvlint.analysis.census import Census, could_shape_census, read_census
 from kvlint.analysis.compositions import ContainerComposition, compose, uniform_bases
-from kvlint.analysis.consumers import CONSUMER_WORD, scheduler_consumed_members
+from kvlint.analysis.consumers import scheduler_consumed_members
 from kvlint.analysis.containers import ContainerReachability, container_reachability
 from kvlint.analysis.grouping_paths import read_grouping_paths
 from kvlint.analysis.hierarchy import SpecHierarchy, hierarchy_of_source
@@ -21,7 +21,7 @@ from kvlint.analysis.resolver import find_resolver, read_resolver_rule
 from kvlint.analysis.sizing.matrix import build_sizing_analysis
 from kvlint.analysis.sizing.results import SizingAnalysis
 from kvlint.analysis.tree_files import TreeFiles
-from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE
+from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE, could_consume
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ def _read_consumers(files: TreeFiles, scheduler_only_paths: tuple[str, ...]) -> 
     texts = {}
     for relative in files.relatives():
         data = files.read(relative)
-        if data is not None and CONSUMER_WORD in data:
+        if data is not None and could_consume(relative, data):
             texts[relative] = data
     return scheduler_consumed_members(texts, scheduler_only_paths)
 

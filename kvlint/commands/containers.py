@@ -5,7 +5,6 @@ A tree whose model registry cannot be found has no census: the command says so a
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvlint.analysis.census import could_shape_census
-from kvlint.analysis.consumers import CONSUMER_WORD
 from kvlint.analysis.containers import NAMING_WORD
 from kvlint.analysis.hierarchy import builtin_hierarchy
 from kvlint.analysis.tree_files import is_hidden
@@ -39,6 +38,7 @@ from kvlint.analysis.vocabulary import (
     INTERFACE_MODULE,
     RESOLVER_HOME,
     RESOLVER_NAME,
+    could_consume,
 )
 from kvlint.filesystem import read_regular_file, walk_python
 from kvlint.scan.cache_codec import CodecError, index_from_data, index_to_data
@@ -55,7 +55,7 @@ from kvlint.scan.storage import (
 if TYPE_CHECKING:
     from kvlint.analysis.tree_index import TreeIndex
 
-INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD, CONSUMER_WORD)
+INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD)
 _INDEX_FORMAT = 8
 
 
@@ -163,7 +163,7 @@ def could_matter(relative: str, data: bytes) -> bool:
     """Whether a change to this file of the tree could change its TreeIndex."""
     if relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in INDEX_WORDS):
         return True
-    if could_shape_census(relative, data):  # the models, their layers and the grouping paths
+    if could_shape_census(relative, data) or could_consume(relative, data):  # the census; connector readers
         return True
     return b"Indexer" in data and b"get_kv_cache_spec" in data
 
