@@ -4,8 +4,11 @@ reads top-down as a rule should."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
+from kvlint.analysis.dominance import dominated, related_to
 from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, dcp_aliases
 from kvlint.rules._resolver_call import resolver_call_fix
@@ -57,3 +60,35 @@ def class_level_message(rule, node, subject: str, provenance, checked: frozenset
         classes = ", ".join(sorted(checked))
         message = rule.UNSETTLED.format(check=check, classes=classes, subject=subject, reason=provenance.reason)
     return f"{message}; {remedy(rule.hierarchy.functions, subject, checked)}"
+
+
+class DominatedChecks:
+    """Mixed into KV101 (before Rule): a check no container reaches, because an earlier reported check of the
+    same spec in the same function sent containers the other way, becomes that finding's related location."""
+
+    DOMINATED = "`{check}` is reached by no container: `{first}` already sent containers the other way"
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._checks: dict[tuple[int, str], list[cst.CSTNode]] = {}  # (function, spec) → its reported checks
+        self._dominated: dict[int, list[tuple[cst.CSTNode, str]]] = {}  # a reported check → the checks it hides
+
+    def _key(self, node, subject: str) -> tuple[int, str]:
+        return id(self.flow.enclosing_function(node)), subject
+
+    def fold_if_dominated(self, node, subject: str) -> bool:
+        checks = self._checks.get(self._key(node, subject), ())
+        earlier = next((n for n in checks if dominated(n, node, self.flow.parent)), None)
+        if earlier is None:
+            return False
+        check, first = " ".join(self.code_of(node).split()), " ".join(self.code_of(earlier).split())
+        self._dominated.setdefault(id(earlier), []).append((node, self.DOMINATED.format(check=check, first=first)))
+        return True
+
+    def remember_check(self, node, subject: str) -> None:
+        self._checks.setdefault(self._key(node, subject), []).append(node)
+
+    def finding_for(self, pending):
+        finding = super().finding_for(pending)
+        extra = [related_to(self.context, n, self.CODE, m) for n, m in self._dominated.get(id(pending.node), ())]
+        return replace(finding, related=(*finding.related, *extra)) if extra else finding

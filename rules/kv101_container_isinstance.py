@@ -1,8 +1,7 @@
 """## What it does
-Finds an `isinstance(spec, AttentionSpec)`-style check (or `type(spec) is …`) against a layer spec class —
-one a `UniformTypeKVCacheSpecs` container is not itself an instance of, such as `FullAttentionSpec` or
-`MambaSpec` — applied to a KV cache *group* spec that may be such a container, in code that sees a
-worker's KV cache config.
+Finds an `isinstance(spec, AttentionSpec)`-style check (or `type(spec) is …`) against a layer spec class a
+`UniformTypeKVCacheSpecs` container is not an instance of (`FullAttentionSpec`, `MambaSpec`) applied to a KV
+cache *group* spec that may be such a container, in code that sees a worker's KV cache config.
 
 ## Why is this bad?
 `UniformTypeKVCacheSpecs` is a `KVCacheSpec` holding one spec per layer; it is not an `AttentionSpec` nor a
@@ -17,15 +16,13 @@ _unwrap_spec(spec)`) or known not to be a container (past an `isinstance(spec, U
 test) is a layer spec from there on. Code that only receives the scheduler's config (the scheduler, KV
 cache managers, scheduler-side connector halves) never meets a container: the engine flattens it first.
 
-Which containers exist is read from the tree (kvlint.analysis.compositions): its models' layers (model
-registry → layer classes → their `get_kv_cache_spec`) × its grouping paths (the single container, the
-packed path's buckets under a block-outermost layout). An error when a model builds, by default, a
-container whose every layer answers True (the message names model, path and line); a warning when only an
-opt-in setting does (named); nothing when none does. A spec-field test in the same `and` (`s.mamba_type in
-(…)`) or a layer flag the function picks layers by (`layer.use_flashinfer_replayssm`) narrows the layers
-counted. A worker-side answer no one consumes is not reported (kvlint.analysis.consumers): a value read
-only through a member the scheduler reads; a validation the scheduler half repeats and raises on. Without a
-model registry, the classes the tree builds layers of stand in (a warning when unsettled).
+Which containers exist is read from the tree (kvlint.analysis.compositions): its models' layers × its
+grouping paths. An error when a model builds by default a container whose every layer answers True (the
+message names model, path and line); a warning when only an opt-in setting does (named); else nothing. A
+spec-field test in the same `and` (`s.mamba_type in (…)`) or a layer flag the function picks layers by
+narrows the layers counted. Not reported: a worker-side answer no one consumes (analysis.consumers), a check
+no container reaches after an earlier one (its related location). Without a model registry, the classes the
+tree builds layers of stand in.
 
 ## Example
 ```python
@@ -59,10 +56,10 @@ from kvlint.analysis.layer_selection import built_containers, selection_at
 from kvlint.analysis.provenance import Kind, dotted
 from kvlint.analysis.scaling import class_names
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, sees_only_scheduler_config
-from kvlint.rules._container_remedy import built_by, class_level_message, gated_scaling_fix, remedy
+from kvlint.rules._container_remedy import DominatedChecks, built_by, class_level_message, gated_scaling_fix, remedy
 
 
-class ContainerIsinstance(Rule):
+class ContainerIsinstance(DominatedChecks, Rule):
     __doc__ = __doc__
     CODE = "KV101"
     NAME = "container-isinstance"
@@ -388,9 +385,12 @@ class ContainerIsinstance(Rule):
             key = (id(self.flow.enclosing_function(node)), subject_code, layer or ",".join(sorted(checked)))
             message = class_level_message(self, node, subject_code, provenance, checked, layer)
             severity = Severity.ERROR if layer is not None else Severity.WARNING
+        if self.fold_if_dominated(node, subject_code):
+            return  # no container gets here: the earlier check's wrong answer, not one of its own
         if key in self.reported:
             return
         self.reported.add(key)
+        self.remember_check(node, subject_code)
         fix = lambda: gated_scaling_fix(self, node)  # noqa: E731 - built once positions are known
         self.report(node, message, fix=fix, severity=severity)
 

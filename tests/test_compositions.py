@@ -284,3 +284,51 @@ def test_a_value_only_the_scheduler_reads_is_not_reported(tmp_path, worker_reads
     assert ("pulls_state" in build_tree_index(root).scheduler_consumed) is not worker_reads
     completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV101", CONNECTOR, cwd=root)
     assert bool(json.loads(completed.stdout)) is worker_reads
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.29.0", "0.34.0"])
+def test_real_releases_census_reads_the_same_from_the_files_that_could_matter(vllm_release, version):
+    """A rebuild from the project cache reads only could-matter files: the census, the compositions and the
+    connector members the scheduler consumes come out the same as from every file."""
+    from kvlint.scan.index_cache import could_matter
+
+    root = vllm_release(version)
+    only = frozenset(
+        path.relative_to(root).as_posix()
+        for path in (root / "vllm").rglob("*.py")
+        if could_matter(path.relative_to(root).as_posix(), path.read_bytes())
+    )
+    full, partial = build_tree_index(root), build_tree_index(root, could_matter_files=only)
+    assert full.compositions and full.compositions == partial.compositions
+    assert full.census == partial.census and full.scheduler_consumed == partial.scheduler_consumed
+
+
+DOMINATED = """
+    def certifiable(kv_cache_config):
+        spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec
+        if not isinstance(spec, AttentionSpec):
+            return False
+        return type(spec) is MLAAttentionSpec
+
+    def both(kv_cache_config):
+        spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec
+        return isinstance(spec, AttentionSpec) and type(spec) is MLAAttentionSpec
+
+    def nested(kv_cache_config):
+        spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec
+        if isinstance(spec, FullAttentionSpec):
+            if type(spec) is MLAAttentionSpec:
+                return 1
+        return 0
+    """
+
+
+def test_a_check_no_container_reaches_is_a_related_location_of_the_one_before(tmp_path):
+    root = write_tree(tmp_path / "tree", files(**{CONNECTOR: DOMINATED}))
+    completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV101", CONNECTOR, cwd=root)
+    findings = json.loads(completed.stdout)
+    assert [f["line"] for f in findings] == [3, 9, 13]  # the first check of each function
+    for finding, hidden in zip(findings, (5, 9, 14)):
+        assert [(r["line"], r["code"]) for r in finding["related"]] == [(hidden, "KV101")]
+        assert "is reached by no container" in finding["related"][0]["message"]

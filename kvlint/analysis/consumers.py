@@ -143,7 +143,9 @@ def _is_validation(node: cst.CSTNode, function: cst.FunctionDef, flow) -> bool:
         return False
     lists = set()
     for line in statement.body.body:
-        for small in getattr(line, "body", ()):
+        if not isinstance(line, cst.SimpleStatementLine):
+            return False
+        for small in line.body:
             if isinstance(small, cst.Raise):
                 continue
             call = small.value if isinstance(small, cst.Expr) else None
@@ -158,7 +160,12 @@ def _is_validation(node: cst.CSTNode, function: cst.FunctionDef, flow) -> bool:
         for node in preorder(function)
         if isinstance(node, cst.If)
         and dotted(node.test) in lists
-        and any(isinstance(small, cst.Raise) for line in node.body.body for small in getattr(line, "body", ()))
+        and any(
+            isinstance(small, cst.Raise)
+            for line in node.body.body
+            if isinstance(line, cst.SimpleStatementLine)
+            for small in line.body
+        )
     ]
     return bool(raising)
 
