@@ -78,12 +78,14 @@ def read_census(texts: dict[str, bytes], spec_classes: frozenset[str]) -> Census
     if not registry:
         return None
     classes: dict[str, list[ClassText]] = {}
+    by_module: dict[str, list[ClassText]] = {}
     for relative, data in texts.items():
         if b"class " in data:
-            for cls in classes_of(relative, data):
+            by_module[relative] = classes_of(relative, data)
+            for cls in by_module[relative]:
                 classes.setdefault(cls.name, []).append(cls)
     reader = _Reader(classes, spec_classes)
-    roots = _spec_roots(texts, classes)
+    roots = _spec_roots(texts, by_module)
     layers = reader.layer_classes(_flags(classes, roots), roots)
     names = {layer.name for layer in layers}
     models = []
@@ -175,14 +177,22 @@ def _flags(classes: dict[str, list[ClassText]], roots: set[str]) -> tuple[str, .
     return tuple(sorted({flag for name in roots for cls in classes[name] for flag in _FLAG.findall(cls.body)}))
 
 
-def _spec_roots(texts: dict[str, bytes], classes: dict[str, list[ClassText]]) -> set[str]:
-    """The classes that define `get_kv_cache_spec` themselves."""
-    holders = {relative for relative, data in texts.items() if b"def get_kv_cache_spec" in data}
-    return {
-        name
-        for name, found in classes.items()
-        if any(cls.module in holders and "get_kv_cache_spec" in cls.methods for cls in found)
-    }
+_SPEC_METHOD = re.compile(rb"^([ \t]+)def[ \t]+get_kv_cache_spec\b", re.MULTILINE)
+
+
+def _spec_roots(texts: dict[str, bytes], by_module: dict[str, list[ClassText]]) -> set[str]:
+    """The classes that define `get_kv_cache_spec` themselves: the class around each definition, found by
+    line and indentation (no class body is read for it)."""
+    roots = set()
+    for relative, data in texts.items():
+        if b"def get_kv_cache_spec" not in data:
+            continue
+        for match in _SPEC_METHOD.finditer(data):
+            line, indent = data.count(b"\n", 0, match.start()) + 1, len(match.group(1).expandtabs())
+            around = [c for c in by_module.get(relative, ()) if c.line < line and c.indent < indent]
+            if around:
+                roots.add(max(around, key=lambda c: c.line).name)
+    return roots
 
 
 def _block_outermost(texts: dict[str, bytes]) -> frozenset[str]:
@@ -220,7 +230,7 @@ def _constant(text: str, name: str) -> int | None:
 def _layout_setting(texts: dict[str, bytes]) -> str:
     """The environment variable the layout resolution reads (`envs.VLLM_KV_CACHE_LAYOUT`)."""
     for data in texts.values():
-        if b"LAYOUT" in data and b"is_block_outermost" in data:
+        if b"is_block_outermost" in data and b"LAYOUT" in data:
             found = re.search(rb"envs\.(VLLM_\w*LAYOUT\w*)", data)
             if found:
                 return found.group(1).decode()

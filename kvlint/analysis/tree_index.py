@@ -94,15 +94,20 @@ def build_tree_index(
     files = TreeFiles(root, could_matter_files, overlay)
     hierarchy = hierarchy_of_source(files.read_if_present(INTERFACE_MODULE), str(root / INTERFACE_MODULE))
     sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths, files)
-    containers = container_reachability(
-        root,
-        hierarchy,
-        could_matter_files,
-        interface_module=INTERFACE_MODULE,
-        container_class=CONTAINER_CLASS,
-        files=files,
-    )
     census, compositions = _read_compositions(files, hierarchy)
+    if compositions is not None:
+        # The census replaces the class-level reading: which layers the tree builds is not which containers.
+        default = {spec for c in compositions if c.is_default for spec in c.spec_classes}
+        containers = ContainerReachability(frozenset(hierarchy.bases), built_members=frozenset(default))
+    else:
+        containers = container_reachability(
+            root,
+            hierarchy,
+            could_matter_files,
+            interface_module=INTERFACE_MODULE,
+            container_class=CONTAINER_CLASS,
+            files=files,
+        )
     consumed = _read_consumers(files, scheduler_only_paths)
     resolver_path = find_resolver(root, files)
     if resolver_path is None:
