@@ -332,3 +332,38 @@ def test_a_check_no_container_reaches_is_a_related_location_of_the_one_before(tm
     for finding, hidden in zip(findings, (5, 9, 14)):
         assert [(r["line"], r["code"]) for r in finding["related"]] == [(hidden, "KV101")]
         assert "is reached by no container" in finding["related"][0]["message"]
+
+
+CROSS_FILE = {
+    "vllm/v1/kv_cache_interface.py": MINI_VLLM["vllm/v1/kv_cache_interface.py"].replace(
+        "class MambaSpec(KVCacheSpec):",
+        "class SlidingWindowSpec(AttentionSpec):\n            pass\n\n        class MambaSpec(KVCacheSpec):",
+    ),
+    "vllm/v1/core/dcp_helpers.py": """
+        from vllm.v1.kv_cache_interface import FullAttentionSpec
+
+        def dcp_world_size_for_spec(spec, dcp_world_size):
+            return dcp_world_size if isinstance(spec, FullAttentionSpec) else 1
+        """,
+    "vllm/v1/core/kv_cache_coordinator.py": """
+        from vllm.v1.core.dcp_helpers import dcp_world_size_for_spec
+
+        class KVCacheCoordinator:
+            def __init__(self, kv_cache_config, dcp_world_size):
+                self.block_sizes = [
+                    g.kv_cache_spec.block_size * dcp_world_size_for_spec(g.kv_cache_spec, dcp_world_size)
+                    for g in kv_cache_config.kv_cache_groups
+                ]
+        """,
+}
+
+
+def test_a_path_diverging_through_another_modules_reported_helper_is_its_related_location(tmp_path):
+    root = write_tree(tmp_path / "tree", {**MINI_VLLM, **CROSS_FILE})
+    completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV103,KV105", ".", cwd=root)
+    findings = json.loads(completed.stdout)
+    coordinator = [f for f in findings if f["path"].endswith("kv_cache_coordinator.py")]
+    [helper] = [f for f in findings if f["path"].endswith("dcp_helpers.py")]
+    assert coordinator == [] and helper["code"] == "KV105"
+    [related] = [r for r in helper["related"] if r["code"] == "KV103"]
+    assert related["path"].endswith("kv_cache_coordinator.py") and "SlidingWindowSpec" in related["message"]
