@@ -235,6 +235,21 @@ def test_project_index_is_reused_unless_a_file_that_matters_changed(tree, tmp_pa
     assert len(built) == 4, "a file that mattered vanished: index rebuilt"
 
 
+def test_a_model_module_matters_only_through_what_the_census_reads_of_it(tree, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    built = []
+    real_build = index_cache._build_index
+    monkeypatch.setattr(index_cache, "_build_index", lambda root, *more: built.append(root) or real_build(root, *more))
+    model = tree / "vllm" / "models" / "model.py"
+    run(tree, cache)
+    model.write_text(model.read_text() + "\n# a comment\n")
+    run(tree, cache)
+    assert len(built) == 1, "a comment in a model module: the census reads nothing new, the index is reused"
+    model.write_text(model.read_text() + "\nclass Layer(AttentionLayerBase):\n    pass\n")
+    run(tree, cache)
+    assert len(built) == 2, "a new class in a model module may be a layer the census counts: index rebuilt"
+
+
 @pytest.mark.parametrize(
     "garbage",
     [

@@ -14,6 +14,7 @@ module's layers too); a layer whose spec or backend cannot be read is kept with 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from posixpath import dirname, join, normpath
@@ -37,6 +38,30 @@ _KEYWORD_FROM_SELF = re.compile(r"\b(\w+)\s*=\s*self\.(\w+)\b(?!\s*\()")
 
 def could_shape_census(relative: str, data: bytes) -> bool:
     return any(part in relative for part in _MODEL_DIRS) or any(word in data for word in _WORDS)
+
+
+def census_words(data: bytes) -> bool:
+    """A module the census reads in full (a layer's spec, a backend's layouts, the grouping code)."""
+    return any(word in data for word in _WORDS)
+
+
+_SHAPE_LINES = re.compile(
+    rb"^[ \t]*(?:class[ \t].*|(?:from|import)[ \t].*|def[ \t]+\w+|return[ \t]+[\w.]+[ \t]*)$"
+    rb"|self\.\w+[ \t]*(?::[^=\n]+)?=(?!=)|^[ \t]+\w+[ \t]*(?::[^=\n]+)?=[ \t]*(?:True|False|None)\b",
+    re.MULTILINE,
+)
+
+
+def census_fingerprint(data: bytes) -> str:
+    """What the census reads of a model or layer module it selects by path alone: class statements, imports,
+    defs, constant returns, attribute assignments and the classes it constructs. A change elsewhere (a
+    comment, a function body's arithmetic) leaves it, and the tree index, as they were."""
+    digest = hashlib.sha256()
+    for line in _SHAPE_LINES.findall(data):
+        digest.update(line.strip() + b"\n")
+    for name in sorted(set(_CALLED_BYTES.findall(data))):
+        digest.update(name + b"(")
+    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True)
