@@ -60,6 +60,8 @@ def compose(
     for model in census.models:
         kinds = [(layers[name], spec) for name in sorted(model.layers) for spec in sorted(layers[name].spec_classes)]
         for path in paths:
+            if path.requires and not any(hierarchy.is_subclass(spec, c) for _, spec in kinds for c in path.requires):
+                continue
             pool = [
                 (layer, spec)
                 for layer, spec in kinds

@@ -27,6 +27,8 @@ class GroupingPath:
     buckets: bool  # one container per uniform-type bucket (else one of all the layers handed in)
     only: frozenset[str]  # the spec classes the path is handed (empty: every class)
     excluded: frozenset[str]  # spec classes filtered out before the path
+    # The path returns early unless the model has a layer of one of these classes (`if not any(isinstance(…))`).
+    requires: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
@@ -49,6 +51,9 @@ def read_grouping_paths(texts: dict[str, bytes], container_class: str) -> tuple[
             name, first, last = owner
             body = "\n".join(text.split("\n")[first - 1 : last])
             argument = match.group(1)
+            split = rf"\b{re.escape(argument)}\s*(?::[^=\n]+)?=\s*(?:\{{[^{{}}]*|[^\n]*)\.kv_cache_specs\["
+            if re.search(split, body):
+                continue  # re-splits a container another path built: no composition of its own
             paths.append(
                 GroupingPath(
                     relative,
@@ -56,8 +61,9 @@ def read_grouping_paths(texts: dict[str, bytes], container_class: str) -> tuple[
                     line,
                     "is_block_outermost" in body,
                     "is_uniform_type(" in body,
-                    _filtered(body, argument, keep=True),
-                    _excluded_by_callers(text, functions, name),
+                    _filtered(body, argument, keep=True) | _filled(body, argument),
+                    _excluded_by_callers(text, functions, name) | _filtered(body, argument, keep=False),
+                    frozenset(re.findall(r"if\s+not\s+any\(\s*isinstance\(\s*\w+\s*,\s*(\w+)\s*\)", body)),
                 )
             )
     return tuple(paths)
@@ -85,9 +91,17 @@ def _filtered(body: str, name: str, keep: bool) -> frozenset[str]:
     """The classes of `name = {k: v for … if [not] isinstance(v, C)}` in the body."""
     negation = r"not\s+" if not keep else r"(?<!not )"
     pattern = (
-        rf"\b{re.escape(name)}\s*(?::[^=\n]+)?=\s*\{{[^{{}}]*?\bif\s+{negation}isinstance\(\s*\w+\s*,\s*(\w+)\s*\)"
+        rf"\b{re.escape(name)}\s*(?::[^=\n]+)?=\s*\{{[^{{}}]*?\bif\s+{negation}"
+        r"isinstance\(\s*\w+\s*,\s*\(?([\w\s,]+?)\)?\s*\)"
     )
-    return frozenset(re.findall(pattern, body, re.DOTALL))
+    found = re.findall(pattern, body, re.DOTALL)
+    return frozenset(c.strip() for classes in found for c in classes.split(",") if c.strip())
+
+
+def _filled(body: str, name: str) -> frozenset[str]:
+    """The classes of `if isinstance(spec, C): name[key] = spec` (or `elif`) in a loop that fills `name`."""
+    pattern = rf"isinstance\(\s*\w+\s*,\s*(\w+)\s*\)\s*:\s*\n\s*{re.escape(name)}\["
+    return frozenset(re.findall(pattern, body))
 
 
 def _excluded_by_callers(text: str, functions: list[tuple[str, int, int]], name: str) -> frozenset[str]:
