@@ -27,7 +27,7 @@ class GroupingPath:
     buckets: bool  # one container per uniform-type bucket (else one of all the layers handed in)
     only: frozenset[str]  # the spec classes the path is handed (empty: every class)
     excluded: frozenset[str]  # spec classes filtered out before the path
-    # The path returns early unless the model has a layer of one of these classes (`if not any(isinstance(…))`).
+    # The path returns early unless the model has layers of each of these classes (`if not any(isinstance(…))`).
     requires: frozenset[str] = frozenset()
 
     @property
@@ -63,7 +63,7 @@ def read_grouping_paths(texts: dict[str, bytes], container_class: str) -> tuple[
                     "is_uniform_type(" in body,
                     _filtered(body, argument, keep=True) | _filled(body, argument),
                     _excluded_by_callers(text, functions, name) | _filtered(body, argument, keep=False),
-                    frozenset(re.findall(r"if\s+not\s+any\(\s*isinstance\(\s*\w+\s*,\s*(\w+)\s*\)", body)),
+                    _required(body),
                 )
             )
     return tuple(paths)
@@ -96,6 +96,21 @@ def _filtered(body: str, name: str, keep: bool) -> frozenset[str]:
     )
     found = re.findall(pattern, body, re.DOTALL)
     return frozenset(c.strip() for classes in found for c in classes.split(",") if c.strip())
+
+
+_ANY_OF = r"any\(\s*isinstance\(\s*\w+\s*,\s*(\w+)\s*\)"
+
+
+def _required(body: str) -> frozenset[str]:
+    """Classes the function returns early without: `if not any(isinstance(s, C) …): return None`, and
+    `has_c = any(isinstance(s, C) …)` … `if not (has_a and has_b): return None`."""
+    required = set(re.findall(r"if\s+not\s+" + _ANY_OF, body))
+    flags = dict(re.findall(r"(\w+)\s*=\s*" + _ANY_OF, body))
+    for names in re.findall(r"if\s+not\s+\(([\w\s]+)\)\s*:\s*\n\s*return\s+None", body):
+        parts = [part.strip() for part in names.split(" and ")]
+        if all(part in flags for part in parts):
+            required |= {flags[part] for part in parts}
+    return frozenset(required)
 
 
 def _filled(body: str, name: str) -> frozenset[str]:
