@@ -49,6 +49,11 @@ class SizingReport:
         raise NotImplementedError
 
     @classmethod
+    def describe_related(cls, divergence) -> tuple[str, str]:
+        """(code, message) of a divergence of another rule folded into this rule's finding."""
+        raise NotImplementedError
+
+    @classmethod
     def severity_of(cls, divergence) -> Severity:
         raise NotImplementedError
 
@@ -86,13 +91,10 @@ class SizingReport:
         paths = self._related.get(id(pending.node), ())
         if not paths:
             return finding
-        from kvlint.rules.kv103_divergent_sizing_paths import DivergentSizingPaths
-
         path, module = self.context.path, self.context.module_path
         root = path[: len(path) - len(module)] if path.endswith(module) else ""
         extra = tuple(
-            RelatedLocation(root + p.module_path, p.line, 1, p.line, 1, "KV103", DivergentSizingPaths.describe(p))
-            for p in paths
+            RelatedLocation(root + p.module_path, p.line, 1, p.line, 1, *self.describe_related(p)) for p in paths
         )
         return replace(finding, related=(*finding.related, *extra))
 

@@ -42,6 +42,7 @@ from kvlint import Example, Rule
 from kvlint.analysis.sizing.divergences import PredicateDivergence
 from kvlint.analysis.sizing.program import helper_signature
 from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing
+from kvlint.rules.kv103_divergent_sizing_paths import DivergentSizingPaths
 from kvlint.types import Severity
 
 
@@ -106,6 +107,11 @@ class DivergentDcpPredicate(SizingReport, Rule):
             message += ONLY_REJECTED.format(reasons="; ".join(divergence.rejected_under_dcp))
         name = divergence.resolver.rsplit(":", 1)[-1]
         return f"{message}; call `{name}(spec, dcp)` instead of deciding here"
+
+    @classmethod
+    def describe_related(cls, divergence) -> tuple[str, str]:
+        """A path of another module that diverges through this helper: KV103's words for it."""
+        return DivergentSizingPaths.CODE, DivergentSizingPaths.describe(divergence)
 
     @classmethod
     def severity_of(cls, divergence: PredicateDivergence) -> Severity:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from kvlint.types import RelatedLocation
+
 _EXITS = (cst.Return, cst.Continue, cst.Break, cst.Raise)
 
 
@@ -62,8 +64,6 @@ def dominated(earlier: cst.CSTNode, later: cst.CSTNode, parent) -> bool:
 
 def related_to(context, node: cst.CSTNode, code: str, message: str):
     """A related location of a finding: the dominated check, where it is and what it would have said."""
-    from kvlint.types import RelatedLocation
-
     position = context.position(node)
     return RelatedLocation(
         context.path,
