@@ -253,9 +253,19 @@ def _constant(text: str, name: str) -> int | None:
 
 
 def _layout_setting(texts: dict[str, bytes]) -> str:
-    """The environment variable the layout resolution reads (`envs.VLLM_KV_CACHE_LAYOUT`)."""
+    """The environment variable the KV cache layout resolution reads (`envs.VLLM_KV_CACHE_LAYOUT`): read in a
+    module that uses the layout enum (the class defining `is_block_outermost`)."""
+    enums = {
+        found.group(1)
+        for data in texts.values()
+        if b"def is_block_outermost" in data
+        for found in [
+            re.search(rb"class\s+(\w+)\([^)]*Enum[^)]*\):(?:(?!\nclass ).)*def is_block_outermost", data, re.S)
+        ]
+        if found
+    }
     for data in texts.values():
-        if b"is_block_outermost" in data and b"LAYOUT" in data:
+        if b"envs." in data and any(enum in data for enum in enums):
             found = re.search(rb"envs\.(VLLM_\w*LAYOUT\w*)", data)
             if found:
                 return found.group(1).decode()
