@@ -19,6 +19,7 @@ EXIT_INTERRUPTED = 130
 # lists it): `kvlint check` starts without the others.
 COMMANDS = {
     "check": ("kvlint.commands.check", "check"),
+    "containers": ("kvlint.commands.containers", "containers"),
     "explain": ("kvlint.commands.rules", "explain"),
     "fix": ("kvlint.commands.fix", "fix"),
     "paths": ("kvlint.commands.paths", "paths"),

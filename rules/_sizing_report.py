@@ -9,12 +9,12 @@ on its nodes. Kept out of the rule modules' names (`_…`) so that the registry 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from kvlint.analysis.sizing.results import SizingAnalysis
 from kvlint.analysis.sizing.single_file import analyse_single_file
-from kvlint.types import Severity
+from kvlint.types import Message, RelatedLocation, Severity
 
 # The suffix of a KV103/KV105 message when every differing kind is one the tree rejects under DCP.
 ONLY_REJECTED = " — only for kinds vLLM rejects under DCP ({reasons})"
@@ -56,7 +56,12 @@ class SizingReport:
     COMPARED_WITH: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
-    def describe(cls, divergence) -> str:
+    def describe(cls, divergence, view=None) -> Message:
+        raise NotImplementedError
+
+    @classmethod
+    def describe_related(cls, divergence, view=None) -> tuple[str, str, str, tuple[str, ...]]:
+        """(code, message, headline, kinds) of a divergence of another rule folded into this rule's finding."""
         raise NotImplementedError
 
     @classmethod
@@ -67,8 +72,10 @@ class SizingReport:
         super().__init__(context)
         analysis = analysis_for(self.context)
         found = analysis.divergences_in(self.context.module_path) if analysis is not None else ()
-        self._divergences = [d for d in found if isinstance(d, self.REPORTS)]
+        # A path whose divergence a helper of another module causes is that helper's related location.
+        self._divergences = [d for d in found if isinstance(d, self.REPORTS) and getattr(d, "root_cause", None) is None]
         self._scopes: list[str] = []
+        self._related: dict[int, tuple] = {}
 
     # Scope tracking: a divergence without a column is reported at the def whose qualified name it carries.
     def visit_ClassDef(self, node) -> None:
@@ -86,8 +93,23 @@ class SizingReport:
 
     def _report(self, node, divergence) -> None:
         self._divergences.remove(divergence)
+        self._related[id(node)] = getattr(divergence, "related_paths", ())
         message = self.describe(divergence, self.context.project.resolver_view)
         self.report(node, message, severity=self.severity_of(divergence))
+
+    def finding_for(self, pending):
+        """The paths of other modules that diverge through this finding's helper, as its related locations."""
+        finding = super().finding_for(pending)
+        paths = self._related.get(id(pending.node), ())
+        if not paths:
+            return finding
+        path, module = self.context.path, self.context.module_path
+        root = path[: len(path) - len(module)] if path.endswith(module) else ""
+        view = self.context.project.resolver_view
+        extra = tuple(
+            RelatedLocation(root + p.module_path, p.line, 1, p.line, 1, *self.describe_related(p, view)) for p in paths
+        )
+        return replace(finding, related=(*finding.related, *extra))
 
     def _report_def(self, node) -> None:
         qualname = ".".join(self._scopes)

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 import libcst as cst
 
 from kvlint import Applicability, Fix, ImportChange, Rule, TextEdit
-from kvlint.analysis.compositions import class_test, container_compositions, split_composition
 from kvlint.analysis.cst_bindings import argument_for, dotted, is_static, positional_index
 from kvlint.analysis.cst_walk import preorder
 from kvlint.analysis.layer_helpers import LAYER_ITERATOR, QUANTIFIERS
+from kvlint.analysis.layer_mixes import class_test, spec_class_mixes, split_composition
 from kvlint.analysis.provenance import STATEMENTS, Kind
 from kvlint.analysis.scaling import class_names
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, INTERFACE_MODULE
@@ -84,7 +84,7 @@ def unwrap_plan(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression, clas
     """The fix for one check, or None when the tree offers no idiom (or was not read)."""
     project = rule.context.project
     hierarchy = project.hierarchy
-    compositions = container_compositions(project)
+    compositions = spec_class_mixes(project)
     named = class_names(classes)
     if compositions is None or not named:
         return None

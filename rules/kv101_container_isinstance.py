@@ -1,8 +1,7 @@
 """## What it does
-Finds an `isinstance(spec, AttentionSpec)`-style check (or `type(spec) is …`) against a layer spec class —
-one a `UniformTypeKVCacheSpecs` container is not itself an instance of, such as `FullAttentionSpec` or
-`MambaSpec` — applied to a KV cache *group* spec that may be such a container, in code that sees a
-worker's KV cache config.
+Finds an `isinstance(spec, AttentionSpec)`-style check (or `type(spec) is …`) against a layer spec class a
+`UniformTypeKVCacheSpecs` container is not an instance of (`FullAttentionSpec`, `MambaSpec`) applied to a KV
+cache *group* spec that may be such a container, in code that sees a worker's KV cache config.
 
 ## Why is this bad?
 `UniformTypeKVCacheSpecs` is a `KVCacheSpec` holding one spec per layer; it is not an `AttentionSpec` nor a
@@ -11,21 +10,19 @@ and the packed layout builds containers of Mamba layers, so the check answers "n
 the code silently takes the wrong branch — typically dropping the decode-context-parallel factor that the
 scheduler, going through `resolve_dcp_kv_block_size`, applies.
 
-What the name holds is read where the check is (flow-sensitive): a group's spec from
-`kv_cache_config.kv_cache_groups`, a name assigned from one, or a parameter that callers in the same module
-pass one. A name rebound to a layer (`spec = _unwrap_spec(spec)`, `spec = next(iter(spec.kv_cache_specs
-.values()))`) or known not to be a container (the else of `isinstance(spec, UniformTypeKVCacheSpecs)`, after
-`if isinstance(spec, UniformTypeKVCacheSpecs): return …`) is a layer spec from there on; a one-off
-`iter_layer_specs(spec)` elsewhere in the function changes nothing about `spec`. Code that only receives the
-scheduler's config (the scheduler, KV cache managers and their coordinator, scheduler-side connector halves)
-never meets a container either: the engine flattens it first.
+What the name holds is read where the check is (flow-sensitive): a group's spec, a name assigned from
+one, or a parameter that callers in the same module pass one; a name rebound to a layer (`spec =
+_unwrap_spec(spec)`) or known not to be a container (past an `isinstance(spec, UniformTypeKVCacheSpecs)`
+test) is a layer spec from there on. Code that only receives the scheduler's config (the scheduler, KV
+cache managers, scheduler-side connector halves) never meets a container: the engine flattens it first.
 
-Which layers a container can hold is read from the tree's own code: vLLM builds containers from the specs
-its layers report, while its runners build encoder-only specs themselves and append them as plain groups
-(`KVCacheGroupSpec(layer_names, spec)`). A check of a class no container can hold is correct and not
-reported. An error when the tree builds layers of a checked class that reach a container (the message names
-that class: the counterexample); a warning when that cannot be settled (no tree read, or the class is only
-passed around as an object).
+Which containers exist is read from the tree (kvlint.analysis.compositions): its models' layers × its
+grouping paths. An error when a model builds by default a container whose every layer answers True (the
+message names model, path and line); a warning when only an opt-in setting does (named); else nothing. A
+spec-field test in the same `and` (`s.mamba_type in (…)`) or a layer flag the function picks layers by
+narrows the layers counted. Not reported: a worker-side answer no one consumes (analysis.consumers), a check
+no container reaches after an earlier one (its related location). Without a model registry, the classes the
+tree builds layers of stand in.
 
 ## Example
 ```python
@@ -59,27 +56,30 @@ neither such a helper nor `iter_layer_specs` (before vLLM 0.29.0), or when no tr
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from kvlint import Example, Message, Rule, Severity
+from kvlint.analysis.consumers import unconsumed_divergence
+from kvlint.analysis.layer_selection import built_containers, selection_at
 from kvlint.analysis.provenance import Kind, dotted
-from kvlint.analysis.scaling import class_names, match_scaling
-from kvlint.analysis.vocabulary import (
-    CONTAINER_CLASS,
-    DEFAULT_SCHEDULER_ONLY_PATHS,
-    dcp_aliases,
-    sees_only_scheduler_config,
+from kvlint.analysis.scaling import class_names
+from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, sees_only_scheduler_config
+from kvlint.rules._container_remedy import (
+    DominatedChecks,
+    built_by,
+    class_level_message,
+    gated_scaling,
+    remedy,
 )
 from kvlint.rules._kv101_examples import UNWRAP_EXAMPLES
 from kvlint.rules._resolver_call import resolver_call_fix
 from kvlint.rules._scaling_verdict import one_line
 from kvlint.rules._unwrap_fix import unwrap_fix, unwrap_plan
 
-# Words in a nearby comment that show the author considered containers (e.g. "fail closed on wrappers").
-ACKNOWLEDGING_WORDS = ("wrapper", "container", "uniformtypekvcachespecs")
 
-
-class ContainerIsinstance(Rule):
+class ContainerIsinstance(DominatedChecks, Rule):
     __doc__ = __doc__
     CODE = "KV101"
     NAME = "container-isinstance"
@@ -88,6 +88,12 @@ class ContainerIsinstance(Rule):
     MESSAGE = (
         "`{check}` is False for a UniformTypeKVCacheSpecs of {layer} layers{where} while each layer answers "
         "True, and `{subject}` is {reason}, unflattened here: such a group takes the other branch"
+    )
+    # When the tree's models and grouping paths were read: the model and path that build the counterexample.
+    BUILT = (
+        "`{check}` is False for a UniformTypeKVCacheSpecs of {layers} layers while each layer answers True: "
+        "{model}{setting} has them put in one container by `{path}` ({where}), and `{subject}` is {reason}, "
+        "unflattened here: such a group takes the other branch"
     )
     # When no container of the checked classes is proven built (no tree read, or the tree cannot settle it).
     UNSETTLED = (
@@ -100,6 +106,11 @@ class ContainerIsinstance(Rule):
         "each layer answers True; {where}`{subject}` is {reason}, unflattened here: such a group takes the other branch"
     )
     UNSETTLED_HEADLINE = "`{check}` is False for a container that may reach it"
+    BUILT_HEADLINE = "`{check}` is False for {model}'s container of {spec} layers{setting}"
+    BUILT_DETAIL = (
+        "each layer answers True: {model}{setting} has its {layers} layers put in one container by `{path}` "
+        "({where}); `{subject}` is {reason}, unflattened here: such a group takes the other branch"
+    )
     FIX_TITLE = "Test every layer with the tree's unwrapping idiom (`is_full_attention_spec`, `iter_layer_specs`)"
     # A group spec only arises from a group list or a KVCacheGroupSpec in the same module.
     TRIGGERS = (("kv_cache_groups", "transfer_groups", "KVCacheGroupSpec"), ("isinstance(", "type("), ("Spec",))
@@ -180,6 +191,42 @@ class ContainerIsinstance(Rule):
             def encoder_groups(kv_cache_config):
                 # the runner appends encoder-only specs as plain groups: no container holds one
                 return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, EncoderOnlyAttentionSpec)]
+            """
+        ),
+        Example(
+            """
+            def hidden_state_groups(kv_cache_config):
+                # hidden-state layers always get a plain group of their own
+                return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, HiddenStateCacheSpec)]
+            """
+        ),
+        Example(
+            """
+            class FooConnector:
+                def __init__(self, vllm_config, role, kv_cache_config):
+                    self._pulls_state = any(
+                        isinstance(g.kv_cache_spec, MambaSpec) for g in kv_cache_config.transfer_groups
+                    )
+
+                @property
+                def supports_divergent_local_hybrid_hits(self):
+                    return self._pulls_state  # only the scheduler reads it, on its flattened config
+            """
+        ),
+        Example(
+            """
+            class FooConnector:
+                @staticmethod
+                def _validate(kv_cache_config):
+                    unsupported = []
+                    for group in kv_cache_config.kv_cache_groups:
+                        if isinstance(group.kv_cache_spec, MambaSpec) and group.kv_cache_spec.mode != "align":
+                            unsupported.append("mamba")
+                    if unsupported:
+                        raise ValueError(unsupported)
+
+                def __init__(self, vllm_config, role, kv_cache_config):
+                    self._validate(kv_cache_config)  # the scheduler half raises on its flattened config too
             """
         ),
         Example(
@@ -269,6 +316,33 @@ class ContainerIsinstance(Rule):
         ),
         Example(
             """
+            def init_ssu_backend(kv_cache_config):
+                # Mamba1/Mamba2 layers only: grouped together only under an opt-in layout
+                if not any(
+                    isinstance(g.kv_cache_spec, MambaSpec) and g.kv_cache_spec.mamba_type in (E.MAMBA1, E.MAMBA2)
+                    for g in kv_cache_config.kv_cache_groups
+                ):
+                    return
+            """,
+            severity=Severity.WARNING,
+        ),
+        Example(
+            """
+            def warm_replayssm(runner, forward_context):
+                for group in runner.kv_cache_config.kv_cache_groups:
+                    spec = group.kv_cache_spec
+                    if not isinstance(spec, MambaSpec):
+                        continue
+                    yield [
+                        layer
+                        for name in group.layer_names
+                        if isinstance(layer := forward_context[name], MambaBase) and layer.use_flashinfer_replayssm
+                    ]
+            """,
+            severity=Severity.WARNING,
+        ),
+        Example(
+            """
             def single_group(kv_cache_config):
                 spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec
                 return isinstance(spec, FullAttentionSpec)
@@ -322,76 +396,48 @@ class ContainerIsinstance(Rule):
             return
         if sees_only_scheduler_config(self.context.module_path, self.flow.enclosing_class_names(node), self.patterns):
             return
-        layer = self.containers.built_layer_class(checked, self.hierarchy, exact) if self.containers else None
-        key = (id(self.flow.enclosing_function(node)), subject_code, layer or ",".join(sorted(checked)))
+        if unconsumed_divergence(node, self.flow, self.context.project.scheduler_consumed):
+            return  # only the worker side meets the container, and its answer changes no outcome
+        compositions = self.context.project.container_compositions()
+        if compositions is not None:
+            # The tree's models and grouping paths were read: a container some model builds, or nothing.
+            function = self.flow.enclosing_function(node)
+            selection = selection_at(node, subject_code, self.flow.parent, function)
+            built = built_containers(
+                compositions, self.context.project.census, self.hierarchy, checked, exact, selection
+            )
+            if not built:
+                return
+            counterexample = built[0]  # defaults come first
+            key = (id(function), subject_code, ",".join(sorted(counterexample.layer_classes)))
+            message = self._built_message(node, subject_code, provenance, checked, counterexample)
+            severity = Severity.ERROR if counterexample.is_default else Severity.WARNING
+        else:
+            layer = self.containers.built_layer_class(checked, self.hierarchy, exact) if self.containers else None
+            key = (id(self.flow.enclosing_function(node)), subject_code, layer or ",".join(sorted(checked)))
+            message = class_level_message(self, node, subject_code, provenance, checked, layer)
+            severity = Severity.ERROR if layer is not None else Severity.WARNING
+        if self.fold_if_dominated(node, subject_code):
+            return  # no container gets here: the earlier check's wrong answer, not one of its own
         if key in self.reported:
             return
-        # Last: reading nearby comments needs positions, a full code generation of the module.
-        if self._acknowledged(node):
-            return
         self.reported.add(key)
+        self.remember_check(node, subject_code)
         # A gate of a hand-written scaling takes KV102's rewrite; any other check, the tree's unwrapping idiom.
-        scaling = self._gated_scaling(node)
+        scaling = gated_scaling(self, node)
         plan = None if scaling is not None else unwrap_plan(self, node, subject, classes_node, exact)
         fix = lambda: resolver_call_fix(self, scaling) if scaling else unwrap_fix(self, plan)  # noqa: E731 - needs positions
-        message = self._message(node, subject_code, provenance, checked, layer)
         note = plan.note(" ".join(self.code_of(node).split())) if plan is not None else ""
-        self.report(
-            node,
-            f"{message}; {note}" if note else message,
-            fix=fix,
-            severity=(Severity.ERROR if layer is not None else Severity.WARNING),
-        )
+        if note:
+            message = replace(message, remedy=f"{message.remedy}; {note}")
+        self.report(node, message, fix=fix, severity=severity)
 
-    def _message(self, node, subject: str, provenance, checked: frozenset[str], layer: str | None) -> Message:
+    def _built_message(self, node, subject: str, provenance, checked: frozenset[str], built) -> Message:
         check = " ".join(self.code_of(node).split())
-        if layer is not None:
-            where = self.containers.member_evidence.get(layer, "").split(": ")[0]
-            message = self.MESSAGE.format(
-                check=check,
-                layer=layer,
-                where=f" (the tree builds such layers: `{where}`)" if where else "",
-                subject=subject,
-                reason=provenance.reason,
-            )
-            headline = self.HEADLINE.format(check=one_line(check), layer=layer)
-            detail = self.DETAIL.format(
-                where=f"the tree builds such layers (`{where}`); " if where else "",
-                subject=subject,
-                reason=provenance.reason,
-            )
-            return Message(headline, detail, self._remedy(subject, checked), statement=message)
-        message = self.UNSETTLED.format(
-            check=check, classes=", ".join(sorted(checked)), subject=subject, reason=provenance.reason
+        fields = built_by(built)
+        statement = self.BUILT.format(check=check, subject=subject, reason=provenance.reason, **fields)
+        headline = self.BUILT_HEADLINE.format(
+            check=one_line(check), spec=", ".join(sorted(built.spec_classes)), **fields
         )
-        headline = self.UNSETTLED_HEADLINE.format(check=one_line(check))
-        return Message(headline, message, self._remedy(subject, checked))
-
-    def _remedy(self, subject: str, checked: frozenset[str]) -> str:
-        functions = self.hierarchy.functions
-        if checked == {"FullAttentionSpec"} and "is_full_attention_spec" in functions:
-            return f"test `is_full_attention_spec({subject})`, which looks at every layer"
-        classes = next(iter(checked)) if len(checked) == 1 else f"({', '.join(sorted(checked))})"
-        if "iter_layer_specs" in functions:
-            return f"test its layers, `iter_layer_specs({subject})`, with `isinstance(layer, {classes})`"
-        return f"test the layers of `{subject}.kv_cache_specs` when it is a {CONTAINER_CLASS}"
-
-    def _acknowledged(self, node: cst.CSTNode) -> bool:
-        """A comment next to the check that talks about containers: the author chose this on purpose."""
-        position = self.context.position(node)
-        offsets, source = self.context.line_offsets, self.context.source
-        first = offsets[max(position.start.line - 3, 0)]  # two lines above the check
-        end = offsets[position.end.line] if position.end.line < len(offsets) else len(source)
-        nearby = source[first:end]
-        comments = " ".join(line.split("#", 1)[1] for line in nearby.splitlines() if "#" in line).lower()
-        return any(word in comments for word in ACKNOWLEDGING_WORDS)
-
-    def _gated_scaling(self, node: cst.CSTNode):
-        """The hand-written DCP scaling this check gates (`block_size * (dcp if check else 1)`), if any."""
-        gate = self.flow.parent(node)
-        if not isinstance(gate, cst.IfExp) or gate.test is not node:
-            return None
-        product = self.flow.parent(gate)
-        if not isinstance(product, cst.BinaryOperation):
-            return None
-        return match_scaling(product, self.flow, dcp_aliases(self.context.source))
+        detail = self.BUILT_DETAIL.format(subject=subject, reason=provenance.reason, **fields)
+        return Message(headline, detail, remedy(self.hierarchy.functions, subject, checked), statement=statement)

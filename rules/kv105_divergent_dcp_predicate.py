@@ -42,6 +42,7 @@ from kvlint import Example, Message, Rule
 from kvlint.analysis.sizing.divergences import PredicateDivergence
 from kvlint.analysis.sizing.program import helper_signature
 from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing, outside_vllm, short_name
+from kvlint.rules.kv103_divergent_sizing_paths import DivergentSizingPaths
 from kvlint.types import Severity
 
 
@@ -120,6 +121,12 @@ class DivergentDcpPredicate(SizingReport, Rule):
         )
         kinds = tuple(kind for kind, _, _ in divergence.kinds)
         return Message(headline, message, f"call `{name}(spec, dcp)` instead of deciding here", kinds=kinds)
+
+    @classmethod
+    def describe_related(cls, divergence, view=None) -> tuple[str, str, str, tuple[str, ...]]:
+        """A path of another module that diverges through this helper: KV103's words for it."""
+        message = DivergentSizingPaths.describe(divergence, view)
+        return DivergentSizingPaths.CODE, message.text, message.headline, message.kinds
 
     @classmethod
     def severity_of(cls, divergence: PredicateDivergence) -> Severity:

@@ -24,7 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Where each rule's message names the counterexample: the kind (and view) for which the code goes wrong.
 COUNTEREXAMPLE = {
-    "KV101": re.compile(r"is False for a (UniformTypeKVCacheSpecs of \w+ layers)"),
+    "KV101": re.compile(
+        r"is False for a (UniformTypeKVCacheSpecs of .+? layers) while each layer answers True: (\S+ by default) "
+        r"has them put in one container by (`\w+` \([^)]+\))"
+        r"|is False for a (UniformTypeKVCacheSpecs of \w+ layers)"
+    ),
     "KV102": re.compile(
         r"gives (\d+ tokens per block for a .+? group)(?: \(also .*?\))? at (DCP=\d+) where (`\w+` gives \d+)"
     ),
@@ -49,6 +53,38 @@ def scan(version: str, jobs: int) -> list[dict]:
     return json.loads(completed.stdout)
 
 
+def census(folder: Path) -> dict | None:
+    """`kvlint containers --format json`: the containers the release's models build (None: no registry read)."""
+    command = [sys.executable, "-m", "kvlint", "containers", "--format", "json", "."]
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    completed = subprocess.run(command, cwd=folder, capture_output=True, text=True, env=environment, timeout=1800)
+    return json.loads(completed.stdout) if completed.returncode == 0 else None
+
+
+def census_lines(rows: list[dict] | None) -> list[str]:
+    if rows is None:
+        return ["No model registry read: no census; KV101 falls back to the classes the tree builds layers of.", ""]
+    defaults = [row for row in rows if row["setting"] == "default"]
+    lines = [
+        f"Census: {len(rows)} container compositions its models build, {len(defaults)} by default "
+        f"(`kvlint containers`). Built by default:",
+        "",
+        "| container of | spec classes | built by | models |",
+        "|---|---|---|---|",
+    ]
+    for row in defaults:
+        models = ", ".join(row["models"][:3]) + (
+            f" and {len(row['models']) - 3} more" if len(row["models"]) > 3 else ""
+        )
+        where = f"`{row['path'].split(':')[-1]}` ({row['path'].split(':')[0].rsplit('/', 1)[-1]}:{row['line']})"
+        lines.append(f"| {', '.join(row['layer_classes'])} | {', '.join(row['spec_classes'])} | {where} | {models} |")
+    opt_in = sorted({row["setting"].removeprefix("opt-in: ") for row in rows if row["setting"] != "default"})
+    if opt_in:
+        count = len(rows) - len(defaults)
+        lines += ["", f"{count} more only under an opt-in setting: {'; '.join(opt_in)}."]
+    return [*lines, ""]
+
+
 def counterexample(finding: dict) -> str:
     pattern = COUNTEREXAMPLE.get(finding["code"])
     match = pattern.search(finding["message"]) if pattern else None
@@ -56,14 +92,16 @@ def counterexample(finding: dict) -> str:
         return "—"
     if finding["code"] == "KV102":
         return "{} at {}, where {}".format(*match.groups())
-    return match.group(1)
+    if finding["code"] == "KV101" and match.group(1):
+        return "{} — {}: {}".format(*match.group(1, 2, 3))
+    return next(group for group in match.groups() if group)
 
 
-def section(version: str, findings: list[dict]) -> list[str]:
+def section(version: str, findings: list[dict], rows: list[dict] | None) -> list[str]:
     counts = Counter((f["code"], f["severity"]) for f in findings)
     related = sum(len(f.get("related") or ()) for f in findings)
     codes = sorted({code for code, _ in counts})
-    lines = [f"## vLLM {version}", ""]
+    lines = [f"## vLLM {version}", "", *census_lines(rows)]
     if not findings:
         return [*lines, "No findings.", ""]
     lines += ["| rule | error | warning |", "|---|---:|---:|"]
@@ -83,7 +121,7 @@ def section(version: str, findings: list[dict]) -> list[str]:
     return lines
 
 
-def render(results: dict[str, list[dict]]) -> str:
+def render(results: dict[str, list[dict]], censuses: dict[str, list[dict] | None]) -> str:
     lines = [
         "# kvlint's findings by vLLM release",
         "",
@@ -92,7 +130,9 @@ def render(results: dict[str, list[dict]]) -> str:
         "release's own code can build (the kind of group spec, and for sizing rules the DCP size and both "
         "token spans); a **warning** is a hand copy that agrees with the resolver today (it drifts when the "
         "resolver changes), a difference only for kinds the release rejects under DCP, or a choice kvlint "
-        "cannot settle from the code. The counterexamples are evaluated at DCP=2 and block_size=16.",
+        "cannot settle from the code. The counterexamples are evaluated at DCP=2 and block_size=16. A KV101 "
+        "error names the model and grouping path that build its container by default; each release's census "
+        "lists the containers its models build.",
         "",
         "| release | errors | warnings |",
         "|---|---:|---:|",
@@ -102,7 +142,7 @@ def render(results: dict[str, list[dict]]) -> str:
         lines.append(f"| {version} | {errors} | {len(findings) - errors} |")
     lines.append("")
     for version, findings in results.items():
-        lines += section(version, findings)
+        lines += section(version, findings, censuses[version])
     return "\n".join(lines)
 
 
@@ -113,7 +153,10 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1)
     options = parser.parse_args()
     results = {version: scan(version, options.jobs) for version in options.versions}
-    options.output.write_text(render(results), encoding="utf-8")
+    from kvlint.scan.releases import release_sources
+
+    censuses = {version: census(release_sources(version, quiet=True)) for version in options.versions}
+    options.output.write_text(render(results, censuses), encoding="utf-8")
     print(f"wrote {options.output}")
 
 

@@ -218,9 +218,10 @@ def test_project_index_is_reused_unless_a_file_that_matters_changed(tree, tmp_pa
     run(tree, cache)
     assert len(built) == 1, "unchanged tree: index reused"
 
-    model = tree / "vllm" / "models" / "model.py"
+    # Outside the model and layer folders (the census reads those whatever their text).
+    model = tree / "vllm" / "plain.py"
     model.write_text(CLEAN + "\n\ndef mul(a, b):\n    return a * b\n")
-    (tree / "vllm" / "models" / "new.py").write_text(CLEAN)
+    (tree / "vllm" / "new.py").write_text(CLEAN)
     run(tree, cache)
     assert len(built) == 1, "a file that mentions nothing the index reads: index reused"
 
@@ -232,6 +233,21 @@ def test_project_index_is_reused_unless_a_file_that_matters_changed(tree, tmp_pa
     model.unlink()
     run(tree, cache)
     assert len(built) == 4, "a file that mattered vanished: index rebuilt"
+
+
+def test_a_model_module_matters_only_through_what_the_census_reads_of_it(tree, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    built = []
+    real_build = index_cache._build_index
+    monkeypatch.setattr(index_cache, "_build_index", lambda root, *more: built.append(root) or real_build(root, *more))
+    model = tree / "vllm" / "models" / "model.py"
+    run(tree, cache)
+    model.write_text(model.read_text() + "\n# a comment\n")
+    run(tree, cache)
+    assert len(built) == 1, "a comment in a model module: the census reads nothing new, the index is reused"
+    model.write_text(model.read_text() + "\nclass Layer(AttentionLayerBase):\n    pass\n")
+    run(tree, cache)
+    assert len(built) == 2, "a new class in a model module may be a layer the census counts: index rebuilt"
 
 
 @pytest.mark.parametrize(
@@ -387,8 +403,9 @@ def test_warm_scan_with_an_unrelated_edit_never_loads_the_parser(tree, tmp_path)
     """Only the cache's remembered TRIGGERS are needed to settle a changed file no rule could report in; the
     tree's index, which the cache vouches for, is not read, so the analysis is not even imported."""
     cache = tmp_path / "cache"
+    model = tree / "vllm" / "plain.py"  # outside the model and layer folders, which the census reads
+    model.write_text(CLEAN)
     run(tree, cache)  # cold: imports the rules, remembers their triggers
-    model = tree / "vllm" / "models" / "model.py"
     model.write_text(CLEAN + "\n# a comment\n")
     script = textwrap.dedent(
         f"""

@@ -1,4 +1,4 @@
-"""Golden outputs on real vLLM releases: what `check --format json`, `paths` and `fix --diff` print.
+"""Golden outputs on real vLLM releases: what `check --format json`, `paths`, `containers` and `fix --diff` print.
 
 They pin kvlint's output so that a refactor can prove it changed nothing. A deliberate change of output
 regenerates them (`KVLINT_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py`) and says so in its commit.
@@ -25,6 +25,7 @@ CASES = [
     ("check-json", "0.34.0", ["check", "--no-cache", "--format", "json", "."]),
     ("paths", "0.29.0", ["paths", "."]),
     ("paths", "0.34.0", ["paths", "."]),
+    ("containers", "0.34.0", ["containers", "."]),
     ("fix-diff", "0.29.0", ["fix", "--no-cache", "--diff", "."]),
     ("fix-diff", "0.34.0", ["fix", "--no-cache", "--diff", "."]),
 ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kvlint.analysis.census import Census, LayerClass, Model
+from kvlint.analysis.compositions import ContainerComposition
 from kvlint.analysis.containers import ContainerReachability
 from kvlint.analysis.hierarchy import BUILTIN_BASES, SpecHierarchy
 from kvlint.analysis.tree_index import TreeIndex
@@ -32,6 +34,79 @@ EXAMPLE_CONTAINERS = ContainerReachability(
 )
 
 
+# The census of a vLLM 0.34.0-like tree: a DSA model's MLA + indexer in one container and its delta-net state
+# packed by default (its indexer allows only a block-outermost layout); Mamba2 and cross-attention layers
+# packed only under an opt-in layout (tests/test_compositions.py reads such a census from a miniature tree).
+_SINGLE = "vllm/v1/core/kv_cache_planning.py:get_kv_cache_groups"
+_PACKED = "vllm/v1/core/kv_cache_planning.py:_get_packed_kv_cache_groups"
+_OPT_IN = "opt-in: VLLM_KV_CACHE_LAYOUT=BLHNC (a block-outermost layout) with mixed page sizes"
+
+
+def _layer(name, spec, fields=(), flag="False", layouts=None):
+    return LayerClass(
+        name,
+        f"vllm/model_executor/layers/{name}.py:1",
+        frozenset({spec}),
+        fields,
+        (("use_flashinfer_replayssm", flag),),
+        layouts,
+    )
+
+
+EXAMPLE_CENSUS = Census(
+    layers=(
+        _layer("MLAAttention", "MLAAttentionSpec"),
+        _layer("IndexerCache", "MLAAttentionSpec", layouts=("BLHNC",)),
+        _layer("Attention", "FullAttentionSpec"),
+        _layer("SinkAttention", "FullAttentionSpec"),
+        _layer("DeltaNet", "MambaSpec", (("mamba_type", "GDN_ATTN"),)),
+        _layer("Mamba2Mixer", "MambaSpec", (("mamba_type", "MAMBA2"),), flag="?"),
+        _layer("CrossAttention", "CrossAttentionSpec"),
+    ),
+    models=(
+        Model(
+            "KimiK3ForConditionalGeneration",
+            "vllm/models/kimi_k3/__init__.py",
+            frozenset({"MLAAttention", "IndexerCache", "DeltaNet"}),
+        ),
+    ),
+    block_outermost=frozenset({"BLHNC"}),
+    layout_setting="VLLM_KV_CACHE_LAYOUT",
+)
+EXAMPLE_COMPOSITIONS = (
+    ContainerComposition(
+        frozenset({"MLAAttention", "IndexerCache"}),
+        frozenset({"MLAAttentionSpec"}),
+        "default",
+        "DeepseekV32ForCausalLM",
+        _SINGLE,
+        1187,
+    ),
+    ContainerComposition(
+        frozenset({"Attention", "SinkAttention"}),
+        frozenset({"FullAttentionSpec"}),
+        "default",
+        "PanguForCausalLM",
+        _SINGLE,
+        1187,
+    ),
+    ContainerComposition(
+        frozenset({"DeltaNet"}), frozenset({"MambaSpec"}), "default", "KimiK3ForConditionalGeneration", _PACKED, 990
+    ),
+    ContainerComposition(
+        frozenset({"Mamba2Mixer"}), frozenset({"MambaSpec"}), _OPT_IN, "NemotronHForCausalLM", _PACKED, 990
+    ),
+    ContainerComposition(
+        frozenset({"CrossAttention"}),
+        frozenset({"CrossAttentionSpec"}),
+        _OPT_IN,
+        "WhisperForConditionalGeneration",
+        _PACKED,
+        990,
+    ),
+)
+
+
 def project_for(example) -> TreeIndex:
     """The tree an example is linted in: vLLM 0.29.0's, or one without the resolver that kvlint cannot read."""
     hierarchy = SpecHierarchy(bases=dict(BUILTIN_BASES))
@@ -48,6 +123,9 @@ def project_for(example) -> TreeIndex:
         resolver_path="vllm/v1/core/kv_cache_utils.py",
         resolver_layer_classes=frozenset({"AttentionSpec"}),
         containers=EXAMPLE_CONTAINERS,
+        census=EXAMPLE_CENSUS,
+        compositions=EXAMPLE_COMPOSITIONS,
+        scheduler_consumed=frozenset({"supports_divergent_local_hybrid_hits"}),
     )
 
 

@@ -496,8 +496,11 @@ def test_reading_only_files_that_could_matter_gives_the_same_analysis(real_tree,
     root = real_tree(version)
     hierarchy = read_hierarchy(root / INTERFACE_MODULE)
     files = [p.relative_to(root).as_posix() for p in (root / "vllm").rglob("*.py")]
-    only = frozenset(f for f in files if could_matter(f, (root / f).read_bytes()))
-    assert len(only) < len(files) / 10
+    verdicts = {f: could_matter(f, (root / f).read_bytes()) for f in files}
+    only = frozenset(f for f, verdict in verdicts.items() if verdict)
+    # Any change to these rebuilds the index; the model and layer modules the census reads by folder matter
+    # only through a fingerprint of their class statements, imports and constructions (kvlint.analysis.census).
+    assert sum(verdict is True for verdict in verdicts.values()) < len(files) / 4
     everything = build_sizing_analysis(root, hierarchy)
     assert everything is not None and everything.paths
     assert stable_repr(build_sizing_analysis(root, hierarchy, only)) == stable_repr(everything)

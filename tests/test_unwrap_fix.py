@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvlint.analysis.compositions import class_test, container_compositions, split_composition
 from kvlint.analysis.hierarchy import BUILTIN_BASES, SpecHierarchy, hierarchy_of_source
+from kvlint.analysis.layer_mixes import class_test, spec_class_mixes, split_composition
 from kvlint.engine.lint import LintRequest, lint_text
 from kvlint.engine.registry import rule_by_code
 from kvlint.fixing.apply import apply_fixes
@@ -43,7 +43,8 @@ def programs(draw) -> str:
         "spec": "for group in kv_cache_config.kv_cache_groups:\n{i}{i}spec = group.kv_cache_spec",
         "kv_cache_config.kv_cache_groups[i].kv_cache_spec": "for i in range(3):",
     }[subject]
-    exact = draw(st.booleans()) and not cls.startswith("(")
+    # `type(x) is AttentionSpec` (an abstract class) is no layer's answer: no container the tree builds reaches it.
+    exact = draw(st.booleans()) and not cls.startswith("(") and cls != "AttentionSpec"
     operator = draw(st.sampled_from(["is", "is not", "=="]))
     check = f"type({subject}) {operator} {cls}" if exact else f"isinstance({subject}, {cls})"
     if draw(st.booleans()) and not exact:
@@ -99,9 +100,9 @@ def test_fix_output_parses_is_idempotent_and_keeps_other_bytes(source, unsafe):
 
 
 def test_compositions_split_only_where_a_container_mixes_answers():
-    compositions = container_compositions(PROJECT)
+    compositions = spec_class_mixes(PROJECT)
     hierarchy = PROJECT.hierarchy
-    full = next(c for c in compositions if "MLAAttentionSpec" in c)
+    full = max((c for c in compositions if "MLAAttentionSpec" in c), key=len)  # the family, not the census's
     assert {"FullAttentionSpec", "MLAAttentionSpec"} <= full and "EncoderOnlyAttentionSpec" not in set().union(
         *compositions
     )

@@ -10,7 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from kvlint.analysis.census import Census, could_shape_census, read_census
+from kvlint.analysis.compositions import ContainerComposition, compose, uniform_bases
+from kvlint.analysis.consumers import scheduler_consumed_members
 from kvlint.analysis.containers import ContainerReachability, container_reachability
+from kvlint.analysis.grouping_paths import read_grouping_paths
 from kvlint.analysis.hierarchy import SpecHierarchy, hierarchy_of_source
 from kvlint.analysis.kind_table import KindTable, table_from_hierarchy, table_from_sizing
 from kvlint.analysis.resolver import find_resolver, read_resolver_rule
@@ -18,7 +22,13 @@ from kvlint.analysis.sizing.matrix import build_sizing_analysis
 from kvlint.analysis.sizing.results import SizingAnalysis
 from kvlint.analysis.sizing.single_file import BUILTIN_MODULE
 from kvlint.analysis.tree_files import TreeFiles
-from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE, RESOLVER_NAME
+from kvlint.analysis.vocabulary import (
+    CONTAINER_CLASS,
+    DEFAULT_SCHEDULER_ONLY_PATHS,
+    INTERFACE_MODULE,
+    RESOLVER_NAME,
+    could_consume,
+)
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,18 @@ class TreeIndex:
     failures: tuple[str, ...] = ()
     # The kinds of group spec with the reference sizing rule's factor for each (from the sizing analysis).
     kinds: KindTable | None = None
+    # The tree's models and their layers (kvlint.analysis.census); None: no model registry read.
+    census: Census | None = None
+    # The containers its models build, path by path (kvlint.analysis.compositions); None: not read.
+    compositions: tuple[ContainerComposition, ...] | None = None
+    # Connector members only scheduler-side code reads (kvlint.analysis.consumers).
+    scheduler_consumed: frozenset[str] = frozenset()
+
+    def container_compositions(self) -> tuple[ContainerComposition, ...] | None:
+        """Every container composition a model of the tree builds: (layer classes, spec classes, setting
+        "default" or "opt-in: …", model, path "module:function", line), defaults first. None when the tree's
+        models or grouping code were not read (no tree, no model registry): nothing can be said."""
+        return self.compositions
 
     def kind_table(self) -> KindTable | None:
         """The kinds a hand-written scaling is compared on: the tree's, or the hierarchy's without a tree."""
@@ -108,14 +130,21 @@ def build_tree_index(
     files = TreeFiles(root, could_matter_files, overlay)
     hierarchy = hierarchy_of_source(files.read_if_present(INTERFACE_MODULE), str(root / INTERFACE_MODULE))
     sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths, files)
-    containers = container_reachability(
-        root,
-        hierarchy,
-        could_matter_files,
-        interface_module=INTERFACE_MODULE,
-        container_class=CONTAINER_CLASS,
-        files=files,
-    )
+    census, compositions = _read_compositions(files, hierarchy)
+    if compositions is not None:
+        # The census replaces the class-level reading: which layers the tree builds is not which containers.
+        default = {spec for c in compositions if c.is_default for spec in c.spec_classes}
+        containers = ContainerReachability(frozenset(hierarchy.bases), built_members=frozenset(default))
+    else:
+        containers = container_reachability(
+            root,
+            hierarchy,
+            could_matter_files,
+            interface_module=INTERFACE_MODULE,
+            container_class=CONTAINER_CLASS,
+            files=files,
+        )
+    consumed = _read_consumers(files, scheduler_only_paths)
     resolver_path = find_resolver(root, files)
     if resolver_path is None:
         kinds = table_from_sizing(sizing, hierarchy) if sizing is not None else None
@@ -126,6 +155,9 @@ def build_tree_index(
             containers=containers,
             failures=tuple(dict.fromkeys(files.failures)),
             kinds=kinds,
+            census=census,
+            compositions=compositions,
+            scheduler_consumed=consumed,
         )
     relative = resolver_path.relative_to(root)
     rule = read_resolver_rule(resolver_path, files.overlay.get(relative.as_posix()))
@@ -142,4 +174,32 @@ def build_tree_index(
         containers=containers,
         failures=tuple(dict.fromkeys(files.failures)),  # a file several readers missed is said once
         kinds=kinds,
+        census=census,
+        compositions=compositions,
+        scheduler_consumed=consumed,
     )
+
+
+def _read_consumers(files: TreeFiles, scheduler_only_paths: tuple[str, ...]) -> frozenset[str]:
+    texts = {}
+    for relative in files.relatives():
+        data = files.read(relative)
+        if data is not None and could_consume(relative, data):
+            texts[relative] = data
+    return scheduler_consumed_members(texts, scheduler_only_paths)
+
+
+def _read_compositions(files: TreeFiles, hierarchy: SpecHierarchy):
+    """(census, compositions) of the tree; (None, None) without a model registry or a container class."""
+    if CONTAINER_CLASS not in hierarchy.bases:
+        return None, None
+    texts: dict[str, bytes] = {}
+    for relative in files.relatives():
+        data = files.read(relative)
+        if data is not None and could_shape_census(relative, data):
+            texts[relative] = data
+    census = read_census(texts, frozenset(hierarchy.bases))
+    if census is None:
+        return None, None
+    paths = read_grouping_paths(texts, CONTAINER_CLASS)
+    return census, compose(census, paths, hierarchy, uniform_bases(texts))

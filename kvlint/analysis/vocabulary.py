@@ -73,6 +73,13 @@ def dcp_aliases(source: str) -> frozenset[str]:
 # KV cache managers, their coordinator and scheduler-side connector code see the config. Code there never
 # meets a container, so container checks on group specs are correct there and must not be reported.
 
+
+def could_consume(relative: str, data: bytes) -> bool:
+    """A connector module, or one that mentions a connector: where a connector member may be read
+    (kvlint.analysis.consumers reads these; the project cache rebuilds the index when one changes)."""
+    return "/kv_connector/" in relative or b"connector" in data
+
+
 # Module paths (relative to the tree root) that only ever receive the scheduler's config.
 # Overridable with `scheduler-only-paths` in [tool.kvlint].
 DEFAULT_SCHEDULER_ONLY_PATHS: tuple[str, ...] = (

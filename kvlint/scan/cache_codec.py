@@ -58,6 +58,8 @@ def index_from_data(data: object) -> TreeIndex:
 @cache
 def _with_index_records() -> type:
     """Add the tree index's record classes to RECORDS (once); the TreeIndex class."""
+    from kvlint.analysis.census import Census, LayerClass, Model
+    from kvlint.analysis.compositions import ContainerComposition
     from kvlint.analysis.containers import ContainerReachability
     from kvlint.analysis.hierarchy import SpecHierarchy
     from kvlint.analysis.kind_table import KindRow, KindTable
@@ -69,6 +71,7 @@ def _with_index_records() -> type:
 
     index_records = (TreeIndex, SpecHierarchy, ContainerReachability, KindTable, KindRow, SizingAnalysis, SizingPath)
     index_records += (SpecKind, Layer, Container, PathDivergence, PredicateDivergence, FirstLayerPick)
+    index_records += (Census, LayerClass, Model, ContainerComposition)
     RECORDS.update((cls.__name__, cls) for cls in index_records)
     return TreeIndex
 

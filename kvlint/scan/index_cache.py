@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kvlint.analysis.census import census_fingerprint, census_words, could_shape_census
 from kvlint.analysis.containers import NAMING_WORD
 from kvlint.analysis.hierarchy import builtin_hierarchy
 from kvlint.analysis.tree_files import is_hidden
@@ -37,6 +38,7 @@ from kvlint.analysis.vocabulary import (
     INTERFACE_MODULE,
     RESOLVER_HOME,
     RESOLVER_NAME,
+    could_consume,
 )
 from kvlint.filesystem import read_regular_file, walk_python
 from kvlint.scan.cache_codec import CodecError, index_from_data, index_to_data
@@ -54,7 +56,7 @@ if TYPE_CHECKING:
     from kvlint.analysis.tree_index import TreeIndex
 
 INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD)
-_INDEX_FORMAT = 7
+_INDEX_FORMAT = 9
 
 
 class IndexHandle:
@@ -157,11 +159,17 @@ def _build_index(
     return build_tree_index(root, scheduler_only_paths, could_matter_files)
 
 
-def could_matter(relative: str, data: bytes) -> bool:
-    """Whether a change to this file of the tree could change its TreeIndex."""
+def could_matter(relative: str, data: bytes) -> bool | str:
+    """Whether a change to this file of the tree could change its TreeIndex: True (any change), False (none),
+    or, for a model or layer module the census selects by its folder, the fingerprint of what the census
+    reads in it (kvlint.analysis.census): only a change of that fingerprint matters."""
     if relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in INDEX_WORDS):
         return True
-    return b"Indexer" in data and b"get_kv_cache_spec" in data
+    if census_words(data) or could_consume(relative, data):  # the census's full reads; connector readers
+        return True
+    if b"Indexer" in data and b"get_kv_cache_spec" in data:
+        return True
+    return census_fingerprint(data) if could_shape_census(relative, data) else False
 
 
 def _tree_files(root: Path, known_stats: dict) -> dict[str, list | None]:
@@ -188,7 +196,7 @@ Record = list
 
 
 def _record(value: object) -> Record | None:
-    if type(value) is list and len(value) == 3 and type(value[1]) is str and type(value[2]) is bool:
+    if type(value) is list and len(value) == 3 and type(value[1]) is str and type(value[2]) in (bool, str):
         return value
     return None
 
@@ -218,7 +226,16 @@ def _snapshot(
             continue
         matters = could_matter(relative, data)
         snapshots[relative] = [stat_record, digest, matters]
-        stale = stale or matters or old.get(relative) is not None and (before is None or before[2])
+        # A census fingerprint matters only when it changed (or the file is new); True always does.
+        was = before[2] if before is not None else None
+        changed_shape = matters != was and (isinstance(matters, str) or isinstance(was, str))
+        stale = (
+            stale
+            or matters is True
+            or changed_shape
+            or old.get(relative) is not None
+            and (before is None or was is True)
+        )
     gone = (_record(record) for relative, record in old.items() if relative not in current)
     stale = stale or any(record is None or record[2] for record in gone)
     return snapshots, stale

@@ -16,8 +16,8 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from kvlint.analysis.compositions import container_compositions
 from kvlint.analysis.layer_helpers import QUANTIFIERS
+from kvlint.analysis.layer_mixes import spec_class_mixes
 from kvlint.rules.kv101_container_isinstance import ContainerIsinstance
 from kvlint.scan.config import Config
 from kvlint.scan.runner import scan
@@ -40,7 +40,7 @@ class CheckCase:
 def collect_cases(tree: Path, config: Config) -> tuple[list[CheckCase], list[list[str]], dict]:
     """The container-blind checks `kvlint fix` rewrites in `tree` and the compositions its containers can have (each a list of classes)."""
     result = scan([tree], config, [CODE], [], cache_dir=None)
-    compositions = container_compositions(result.project) or ()
+    compositions = spec_class_mixes(result.project) or ()
     order = {name: index for index, name in enumerate(result.project.hierarchy.bases)}
     helpers = result.project.hierarchy.layer_helpers
     cases = [_case(finding, tree, helpers) for finding in result.findings if finding.fix is not None]

@@ -29,6 +29,9 @@ class PathDivergence:
     rejected_under_dcp: str | None = None
     # The shared resolver's name when the tree defines one: what the path should size with.
     remedy: str | None = None
+    # "module:line" of a helper another module defines, itself a divergent predicate, that this path calls
+    # and that differs for the same kind: the root cause (the path is its related location).
+    root_cause: str | None = None
 
     @property
     def column(self) -> None:
@@ -50,6 +53,8 @@ class PredicateDivergence:
     kinds: tuple[tuple[str, str, str], ...]  # per differing kind: (kind, the predicate's factor, the resolver's)
     # Set when every differing kind is one the tree rejects under DCP: their rejections, sorted.
     rejected_under_dcp: tuple[str, ...] = ()
+    # The divergent paths of other modules that diverge through this helper (its related locations).
+    related_paths: tuple[PathDivergence, ...] = ()
 
 
 @dataclass(frozen=True)

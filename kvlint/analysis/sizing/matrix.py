@@ -29,6 +29,7 @@ from kvlint.analysis.sizing.results import (
     measure_of,
     tokens_for,
 )
+from kvlint.analysis.sizing.root_causes import called_names, fold_cross_file
 from kvlint.analysis.sizing.sites import Candidate
 from kvlint.analysis.sizing.values import DCP, Container, Layer, join, known_number
 from kvlint.analysis.tree_files import TreeFiles
@@ -214,6 +215,8 @@ class _Analyser:
             divergences.extend(d for d in found if d is not None)
         for candidate, as_helper in [*((h, True) for h, _ in self.predicates), *((c, False) for c, _ in path_columns)]:
             divergences.extend(self.first_layer_unwraps(candidate, as_helper))
+        calls = {(c.module.path, c.qualname): called_names(c.function) for c, _ in path_columns}
+        divergences = fold_cross_file(divergences, calls)
         return SizingAnalysis(
             kinds=self.kinds,
             paths=tuple(columns),

@@ -1,0 +1,392 @@
+"""The census of a tree's models: which layer classes each model builds, and what each layer reports.
+
+Read statically from the tree, never from a list in kvlint: the model registry (the module that maps
+architecture names to `(module, class)`), each model module and the modules of its own package it imports,
+the layer classes (every class that defines or inherits `get_kv_cache_spec`) with the spec classes that
+method builds and the attribute values it copies into the spec (`mamba_type=self.mamba_type`), and each
+layer's attention backend with the KV cache layouts it declares (`supported_kv_cache_layouts`). A model's
+layers are the layer classes its modules construct by name, and those the layers' own classes construct.
+
+Text-level (kvlint.analysis.class_texts): it reads hundreds of modules once per tree index. It
+over-approximates where text cannot tell (a model module that imports another model's module gets that
+module's layers too); a layer whose spec or backend cannot be read is kept with what is known.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from posixpath import dirname, join, normpath
+
+from kvlint.analysis.class_texts import ClassText, attribute_values, classes_of
+
+# Text that selects a module for the census (the project cache rebuilds the index when such a file changes).
+_WORDS = (
+    b"get_kv_cache_spec",
+    b"supported_kv_cache_layouts",
+    b"is_block_outermost",
+    b".from_specs(",  # the grouping paths (kvlint.analysis.grouping_paths)
+    b"uniform_type_base_spec",  # the spec registry (kvlint.analysis.compositions)
+)
+_MODEL_DIRS = ("/models/", "/layers/")
+_REGISTRY_ENTRY = re.compile(r'^\s*"(\w+)":\s*\(\s*"([\w.]+)",\s*"(\w+)",?\s*\)', re.MULTILINE)
+_CALLED = re.compile(r"\b([A-Z]\w*)\s*\(")
+_CALLED_BYTES = re.compile(rb"\b([A-Z]\w*)\(")
+_KEYWORD_FROM_SELF = re.compile(r"\b(\w+)\s*=\s*self\.(\w+)\b(?!\s*\()")
+
+
+def could_shape_census(relative: str, data: bytes) -> bool:
+    return any(part in relative for part in _MODEL_DIRS) or any(word in data for word in _WORDS)
+
+
+def census_words(data: bytes) -> bool:
+    """A module the census reads in full (a layer's spec, a backend's layouts, the grouping code)."""
+    return any(word in data for word in _WORDS)
+
+
+_SHAPE_LINES = re.compile(
+    rb"^[ \t]*(?:class[ \t].*|(?:from|import)[ \t].*|def[ \t]+\w+|return[ \t]+[\w.]+[ \t]*)$"
+    rb"|self\.\w+[ \t]*(?::[^=\n]+)?=(?!=)|^[ \t]+\w+[ \t]*(?::[^=\n]+)?=[ \t]*(?:True|False|None)\b",
+    re.MULTILINE,
+)
+
+
+def census_fingerprint(data: bytes) -> str:
+    """What the census reads of a model or layer module it selects by path alone: class statements, imports,
+    defs, constant returns, attribute assignments and the classes it constructs. A change elsewhere (a
+    comment, a function body's arithmetic) leaves it, and the tree index, as they were."""
+    digest = hashlib.sha256()
+    for line in _SHAPE_LINES.findall(data):
+        digest.update(line.strip() + b"\n")
+    for name in sorted(set(_CALLED_BYTES.findall(data))):
+        digest.update(name + b"(")
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class LayerClass:
+    """A class whose instances report a KV cache spec. Plain data: part of the tree index."""
+
+    name: str
+    where: str  # "module:line" of its class statement
+    spec_classes: frozenset[str]  # the spec classes its `get_kv_cache_spec` builds (own or inherited)
+    # Spec fields copied from the layer, with the values the layer's class sets: (("mamba_type", "MAMBA2"),).
+    spec_fields: tuple[tuple[str, str], ...]
+    # Layer attributes the census was asked about → their values ("?" when set at run time).
+    attributes: tuple[tuple[str, str], ...]
+    # The layouts its attention backend declares; None when it declares none (any layout).
+    layouts: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str  # the first architecture name the registry gives it
+    module: str  # relative path of its module
+    layers: frozenset[str]  # layer class names
+
+
+@dataclass(frozen=True)
+class Census:
+    layers: tuple[LayerClass, ...]
+    models: tuple[Model, ...]
+    block_outermost: frozenset[str]  # the layouts whose block dimension is outermost
+    layout_setting: str  # how a user picks a layout ("VLLM_KV_CACHE_LAYOUT"), or ""
+
+    def layer(self, name: str) -> LayerClass | None:
+        return next((layer for layer in self.layers if layer.name == name), None)
+
+
+def read_census(texts: dict[str, bytes], spec_classes: frozenset[str]) -> Census | None:
+    """The census from the selected modules' texts (relative path → bytes); None without a model registry."""
+    registry = _registry(texts)
+    if not registry:
+        return None
+    classes: dict[str, list[ClassText]] = {}
+    by_module: dict[str, list[ClassText]] = {}
+    for relative, data in texts.items():
+        if b"class " in data:
+            by_module[relative] = classes_of(relative, data)
+            for cls in by_module[relative]:
+                classes.setdefault(cls.name, []).append(cls)
+    reader = _Reader(classes, spec_classes)
+    roots = _spec_roots(texts, by_module)
+    layers = reader.layer_classes(_flags(classes, roots), roots)
+    names = {layer.name for layer in layers}
+    models = []
+    called: dict[str, set[str]] = {}
+    closures: dict[str, list[str]] = {}
+    imports: dict[str, list[str]] = {}
+    for name, relative, _class_name in registry:
+        if relative not in closures:
+            closures[relative] = _closure(texts, relative, imports)
+        used: set[str] = set()
+        for module in closures[relative]:
+            if module not in called:
+                called[module] = {found.decode() for found in _CALLED_BYTES.findall(texts[module])}
+            used |= called[module] & names
+        used |= reader.nested_layers(used, names)
+        if used:
+            models.append(Model(name, relative, frozenset(used)))
+    return Census(tuple(layers), tuple(models), _block_outermost(texts), _layout_setting(texts))
+
+
+def _registry(texts: dict[str, bytes]) -> list[tuple[str, str, str]]:
+    """(architecture, module path, class) per model class, from the module holding the most entries."""
+    best: list[tuple[str, str, str]] = []
+    for relative, data in texts.items():
+        if not relative.endswith("registry.py") or b'": (' not in data:
+            continue
+        entries = _REGISTRY_ENTRY.findall(data.decode("utf-8", "replace"))
+        if len(entries) > len(best):
+            package = dirname(relative)
+            seen: set[tuple[str, str]] = set()
+            best = []
+            for architecture, module, class_name in entries:
+                path = _module_path(texts, module, package)
+                if path is not None and (path, class_name) not in seen:
+                    seen.add((path, class_name))
+                    best.append((architecture, path, class_name))
+    return best
+
+
+def _module_path(texts: dict[str, bytes], module: str, package: str) -> str | None:
+    base = module.replace(".", "/") if module.startswith("vllm") else join(package, module.replace(".", "/"))
+    for candidate in (f"{base}.py", f"{base}/__init__.py"):
+        if candidate in texts:
+            return candidate
+    return None
+
+
+_IMPORT_BYTES = re.compile(rb"^[ \t]*from[ \t]+(\.+[\w.]*|vllm[\w.]*)[ \t]+import\b", re.MULTILINE)
+
+
+def _imports(texts: dict[str, bytes], relative: str) -> list[str]:
+    """The modules of the tree's model folders that `relative` imports from."""
+    package = dirname(relative)
+    found = []
+    for target in _IMPORT_BYTES.findall(texts[relative]):
+        target = target.decode()
+        if target.startswith("."):
+            dots = len(target) - len(target.lstrip("."))
+            base = normpath(join(package, *([".."] * (dots - 1)), target.lstrip(".").replace(".", "/")))
+        else:
+            base = target.replace(".", "/")
+        for candidate in (f"{base}.py", f"{base}/__init__.py"):
+            if candidate in texts and "/models/" in candidate:
+                found.append(candidate)
+    return found
+
+
+def _closure(texts: dict[str, bytes], start: str, imports: dict[str, list[str]]) -> list[str]:
+    """The module and the modules of the tree's model folders it imports, transitively."""
+    seen = {start}
+    order = [start]
+    while order:
+        relative = order.pop()
+        if relative not in imports:
+            imports[relative] = _imports(texts, relative)
+        for candidate in imports[relative]:
+            if candidate not in seen:
+                seen.add(candidate)
+                order.append(candidate)
+    return sorted(seen)
+
+
+_FLAG = re.compile(r"^[ \t]+(\w+)[ \t]*:[ \t]*bool[ \t]*=[ \t]*(?:True|False)[ \t]*$", re.MULTILINE)
+
+
+def _flags(classes: dict[str, list[ClassText]], roots: set[str]) -> tuple[str, ...]:
+    """The boolean class attributes the spec-reporting classes declare (`use_flashinfer_replayssm: bool = False`):
+    the layer attributes a check's code may select layers by."""
+    return tuple(sorted({flag for name in roots for cls in classes[name] for flag in _FLAG.findall(cls.body)}))
+
+
+_SPEC_METHOD = re.compile(rb"^([ \t]+)def[ \t]+get_kv_cache_spec\b", re.MULTILINE)
+
+
+def _spec_roots(texts: dict[str, bytes], by_module: dict[str, list[ClassText]]) -> set[str]:
+    """The classes that define `get_kv_cache_spec` themselves: the class around each definition, found by
+    line and indentation (no class body is read for it)."""
+    roots = set()
+    for relative, data in texts.items():
+        if b"def get_kv_cache_spec" not in data:
+            continue
+        for match in _SPEC_METHOD.finditer(data):
+            line, indent = data.count(b"\n", 0, match.start()) + 1, len(match.group(1).expandtabs())
+            around = [c for c in by_module.get(relative, ()) if c.line < line and c.indent < indent]
+            if around:
+                roots.add(max(around, key=lambda c: c.line).name)
+    return roots
+
+
+def _block_outermost(texts: dict[str, bytes]) -> frozenset[str]:
+    """The layout enum's members whose `is_block_outermost` holds: `self.value[K] == NAME` read from it."""
+    for data in texts.values():
+        text = data.decode("utf-8", "replace") if b"def is_block_outermost" in data else ""
+        test = re.search(
+            r"def is_block_outermost\b[^\n]*\n(?:[^\n]*\n){0,4}?\s*return self\.value\[(\d)\] == (\w+)", text
+        )
+        if test is None:
+            continue
+        position, name = int(test.group(1)), test.group(2)
+        constant = _constant(text, name)
+        if constant is None:
+            continue
+        members = re.findall(r"^\s+([A-Z]\w*)\s*=\s*\(([\d,\s]+)\)", text, re.MULTILINE)
+        return frozenset(
+            member for member, value in members if int(value.split(",")[position].strip() or -1) == constant
+        )
+    return frozenset()
+
+
+def _constant(text: str, name: str) -> int | None:
+    single = re.search(rf"^{name}\s*=\s*(\d+)\s*$", text, re.MULTILINE)
+    if single:
+        return int(single.group(1))
+    for names, values in re.findall(r"^([\w, ]+)=\s*([\d, ]+)$", text, re.MULTILINE):
+        names_list = [n.strip() for n in names.split(",")]
+        values_list = [v.strip() for v in values.split(",")]
+        if name in names_list and len(names_list) == len(values_list):
+            return int(values_list[names_list.index(name)])
+    return None
+
+
+def _layout_setting(texts: dict[str, bytes]) -> str:
+    """The environment variable the KV cache layout resolution reads (`envs.VLLM_KV_CACHE_LAYOUT`): read in a
+    module that uses the layout enum (the class defining `is_block_outermost`)."""
+    enums = {
+        found.group(1)
+        for data in texts.values()
+        if b"def is_block_outermost" in data
+        for found in [
+            re.search(rb"class\s+(\w+)\([^)]*Enum[^)]*\):(?:(?!\nclass ).)*def is_block_outermost", data, re.S)
+        ]
+        if found
+    }
+    for data in texts.values():
+        if b"envs." in data and any(enum in data for enum in enums):
+            found = re.search(rb"envs\.(VLLM_\w*LAYOUT\w*)", data)
+            if found:
+                return found.group(1).decode()
+    return ""
+
+
+class _Reader:
+    def __init__(self, classes: dict[str, list[ClassText]], spec_classes: frozenset[str]):
+        self.classes = classes
+        self.spec_classes = spec_classes
+        self._built_by: dict[str, set[str]] = {}
+        self._values: dict[tuple[str, str], str | None] = {}
+
+    def _mro(self, name: str) -> list[ClassText]:
+        """The class (every definition of the name) and its bases, depth first, each once."""
+        order: list[ClassText] = []
+        seen: set[str] = set()
+        stack = [name]
+        while stack:
+            current = stack.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            for cls in self.classes.get(current, ()):
+                order.append(cls)
+                stack.extend(cls.bases)
+        return order
+
+    def _spec_method(self, name: str) -> tuple[set[str], list[str]]:
+        """(spec classes built, method texts read) following `super().get_kv_cache_spec` down the bases."""
+        built: set[str] = set()
+        texts = []
+        for cls in self._mro(name):
+            method = cls.methods.get("get_kv_cache_spec")
+            if method is None:
+                continue
+            texts.append(method)
+            built |= set(_CALLED.findall(method)) & self.spec_classes
+            if "super()" not in method and built:
+                break
+        return built, texts
+
+    def _value(self, name: str, attribute: str) -> str | None:
+        if (name, attribute) not in self._values:
+            self._values[name, attribute] = self._value_uncached(name, attribute)
+        return self._values[name, attribute]
+
+    def _value_uncached(self, name: str, attribute: str) -> str | None:
+        values: set[str] = set()
+        for cls in self._mro(name):
+            found = attribute_values(cls, attribute)
+            if found is not None:
+                values |= found
+                if "?" not in found:
+                    break
+        return "|".join(sorted(values)) if values else None
+
+    def _layouts(self, name: str) -> tuple[str, ...] | None:
+        for cls in self._mro(name):
+            method = cls.methods.get("get_attn_backend")
+            if method is None:
+                continue
+            backend = re.findall(r"^\s*return\s+(\w+)\s*$", method, re.MULTILINE)
+            if len(backend) != 1:
+                return None
+            for backend_cls in self._mro(backend[0]):
+                declared = backend_cls.methods.get("supported_kv_cache_layouts")
+                if declared is not None:
+                    members = re.findall(r"\bKVCacheLayout\.(\w+)", declared)
+                    return tuple(dict.fromkeys(members)) or None
+            return None
+        return None
+
+    def _descendants(self, roots: set[str]) -> set[str]:
+        """The roots and every class deriving from one, by base names (no body read)."""
+        children: dict[str, set[str]] = {}
+        for name, found in self.classes.items():
+            for cls in found:
+                for base in cls.bases:
+                    children.setdefault(base, set()).add(name)
+        result, todo = set(roots), list(roots)
+        while todo:
+            for child in children.get(todo.pop(), ()):
+                if child not in result:
+                    result.add(child)
+                    todo.append(child)
+        return result
+
+    def layer_classes(self, asked: tuple[str, ...], roots: set[str]) -> list[LayerClass]:
+        layers = []
+        for name in sorted(self._descendants(roots)):
+            built, methods = self._spec_method(name)
+            if not built:
+                continue
+            fields = []
+            for method in methods:
+                for keyword, attribute in _KEYWORD_FROM_SELF.findall(method):
+                    value = self._value(name, attribute)
+                    if value is not None and (keyword, value) not in fields:
+                        fields.append((keyword, value))
+            attributes = tuple((a, v) for a in asked if (v := self._value(name, a)) is not None)
+            first = self.classes[name][0]
+            layers.append(
+                LayerClass(name, first.where, frozenset(built), tuple(fields), attributes, self._layouts(name))
+            )
+        return layers
+
+    def nested_layers(self, used: set[str], layer_names: set[str]) -> set[str]:
+        """Layer classes the used layers' own classes construct (a fused layer that holds a cache layer)."""
+        found: set[str] = set()
+        todo = list(used)
+        while todo:
+            for name in self._constructs(todo.pop(), layer_names):
+                if name not in used and name not in found:
+                    found.add(name)
+                    todo.append(name)
+        return found
+
+    def _constructs(self, name: str, layer_names: set[str]) -> set[str]:
+        if name not in self._built_by:
+            self._built_by[name] = {
+                called for cls in self.classes.get(name, ()) for called in _CALLED.findall(cls.body)
+            } & layer_names
+        return self._built_by[name]

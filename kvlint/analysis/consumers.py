@@ -1,0 +1,191 @@
+"""Who consumes a value a group-spec check computes, when the code runs for both roles.
+
+A connector is built for the scheduler (its config flattened: no container) and for each worker (its config
+as planned: containers). A check in code both run answers a container differently only on the worker side.
+That difference changes an outcome only if the worker side uses it:
+- a value stored on the connector (`self._pulls_mamba_state = any(isinstance(g.kv_cache_spec, MambaSpec)
+  …)`) and read only through a member that only scheduler-side code reads (`supports_divergent_local_hybrid_
+  hits`, read by the scheduler): the worker's answer is never consumed;
+- a validation (`if isinstance(spec, MambaSpec) and …: unsupported.append(…)` then `raise`) that the
+  scheduler half runs too, on the flattened config, where each layer answers: a configuration the worker
+  would let through fails on the scheduler side anyway, so the outcome (the engine refuses it) is the same.
+
+`scheduler_consumed_members` runs once per tree index over the modules that mention a connector: the
+members whose every read is in scheduler-only code (or in a member of the same name, which delegates).
+`unconsumed_divergence` answers for one check, in one module, with libcst.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from kvlint.analysis.class_texts import classes_of
+from kvlint.analysis.cst_walk import preorder
+from kvlint.analysis.provenance import call_name, dotted
+from kvlint.analysis.vocabulary import sees_only_scheduler_config
+
+_ACCESSOR = re.compile(r"^\s*(?:async\s+)?def\s+\w+\(self\)")
+_RETURNS = re.compile(r"^\s*return\s+(.+?)\s*$", re.MULTILINE)
+_CLASS_LINE = re.compile(rb"^([ \t]*)class[ \t]+(\w+)", re.MULTILINE)
+_DEF_LINE = re.compile(rb"^[ \t]*def[ \t]+(\w+)", re.MULTILINE)
+
+
+def scheduler_consumed_members(texts: dict[str, bytes], patterns: tuple[str, ...]) -> frozenset[str]:
+    """Accessors of connector modules (`def m(self): return self._x`) that only scheduler-side code reads."""
+    accessors: set[str] = set()
+    for relative, data in texts.items():
+        if "/kv_connector/" in relative:
+            for cls in classes_of(relative, data):
+                for name, method in cls.methods.items():
+                    returns = _RETURNS.findall(method)
+                    if _ACCESSOR.match(method) and len(returns) == 1 and re.fullmatch(r"self\.\w+", returns[0]):
+                        accessors.add(name)
+    if not accessors:
+        return frozenset()
+    reads = re.compile(rb"\.(" + b"|".join(re.escape(name.encode()) for name in sorted(accessors)) + rb")\b")
+    worker_read: set[str] = set()
+    for relative, data in texts.items():
+        for match in reads.finditer(data):
+            name = match.group(1).decode()
+            if name in worker_read:
+                continue
+            scope = _enclosing(data, match.start())
+            if scope["def"] == name:
+                continue  # a member of the same name delegating to it: the same consumer
+            if not sees_only_scheduler_config(relative, scope["classes"], patterns):
+                worker_read.add(name)
+    return frozenset(accessors - worker_read)
+
+
+def _enclosing(data: bytes, offset: int) -> dict:
+    """The innermost def and the classes around `offset`, by indentation of the lines above it."""
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    indent = len(data[line_start:offset]) - len(data[line_start:offset].lstrip())
+    classes: list[str] = []
+    function = None
+    for match in reversed(list(_CLASS_LINE.finditer(data, 0, line_start))):
+        if len(match.group(1)) < indent:
+            classes.append(match.group(2).decode())
+            indent = len(match.group(1))
+    head = data[:line_start]
+    for match in reversed(list(_DEF_LINE.finditer(head))):
+        function = match.group(1).decode()
+        break
+    return {"classes": classes, "def": function}
+
+
+# ------------------------------------------------------------------------------------------ one check
+
+
+def unconsumed_divergence(node: cst.CSTNode, flow, scheduler_consumed: frozenset[str]) -> str | None:
+    """Why the worker side's answer for a container changes no outcome here; None when it may."""
+    function = flow.enclosing_function(node)
+    if function is None:
+        return None
+    stored = _stored_attribute(node, flow)
+    if stored is not None and _both_roles(function, flow):
+        readers = _readers(flow, stored)
+        if readers and all(reader in scheduler_consumed for reader in readers):
+            return (
+                f"`self.{stored}` is read only through `{', '.join(sorted(readers))}`, which only the scheduler reads"
+            )
+    if _is_validation(node, function, flow) and _called_for_both_roles(function, flow):
+        return f"`{function.name.value}` validates for both roles: the scheduler half raises on the flattened config"
+    return None
+
+
+def _stored_attribute(node: cst.CSTNode, flow) -> str | None:
+    current = flow.parent(node)
+    while current is not None and not isinstance(current, (cst.Assign, cst.BaseSmallStatement, cst.FunctionDef)):
+        current = flow.parent(current)
+    if isinstance(current, cst.Assign) and len(current.targets) == 1:
+        target = current.targets[0].target
+        if isinstance(target, cst.Attribute) and dotted(target.value) == "self":
+            return target.attr.value
+    return None
+
+
+def _both_roles(function: cst.FunctionDef, flow) -> bool:
+    """An `__init__` taking the connector's role, in a class that is not one half."""
+    names = [param.name.value for param in function.params.params]
+    classes = flow.enclosing_class_names(function)
+    return (
+        function.name.value == "__init__"
+        and "role" in names
+        and not any(name.endswith(("Scheduler", "Worker")) for name in classes[:1])
+    )
+
+
+def _readers(flow, attribute: str) -> set[str]:
+    """The methods (other than `__init__`) that read `self.<attribute>`; {"?"} for a read outside any."""
+    readers: set[str] = set()
+    for node in preorder(flow.module):
+        if isinstance(node, cst.Attribute) and node.attr.value == attribute and dotted(node.value) == "self":
+            parent = flow.parent(node)
+            if isinstance(parent, cst.AssignTarget):
+                continue
+            function = flow.enclosing_function(node)
+            readers.add(function.name.value if function is not None else "?")
+    readers.discard("__init__")
+    return readers
+
+
+def _is_validation(node: cst.CSTNode, function: cst.FunctionDef, flow) -> bool:
+    """The check (or an `and` holding it) is an `if` test whose body only reports a problem: a `raise`, or an
+    append to a list the function raises on when it is not empty."""
+    test = node
+    while isinstance(flow.parent(test), cst.BooleanOperation):
+        test = flow.parent(test)
+    statement = flow.parent(test)
+    if not isinstance(statement, cst.If) or statement.test is not test or statement.orelse is not None:
+        return False
+    lists = set()
+    for line in statement.body.body:
+        if not isinstance(line, cst.SimpleStatementLine):
+            return False
+        for small in line.body:
+            if isinstance(small, cst.Raise):
+                continue
+            call = small.value if isinstance(small, cst.Expr) else None
+            if isinstance(call, cst.Call) and call_name(call) == "append" and isinstance(call.func, cst.Attribute):
+                lists.add(dotted(call.func.value))
+                continue
+            return False
+    if not lists:
+        return True
+    raising = [
+        node
+        for node in preorder(function)
+        if isinstance(node, cst.If)
+        and dotted(node.test) in lists
+        and any(
+            isinstance(small, cst.Raise)
+            for line in node.body.body
+            if isinstance(line, cst.SimpleStatementLine)
+            for small in line.body
+        )
+    ]
+    return bool(raising)
+
+
+def _called_for_both_roles(function: cst.FunctionDef, flow) -> bool:
+    """Every call of the function in this module is in a both-roles `__init__`, outside a branch on the role."""
+    calls = [
+        node
+        for node in preorder(flow.module)
+        if isinstance(node, cst.Call) and call_name(node) == function.name.value and node is not function
+    ]
+    if not calls:
+        return False
+    for call in calls:
+        caller = flow.enclosing_function(call)
+        if caller is None or not _both_roles(caller, flow):
+            return False
+        branch = flow.enclosing(call, (cst.If,))
+        while branch is not None:
+            if "role" in flow.module.code_for_node(branch.test):
+                return False
+            branch = flow.enclosing(branch, (cst.If,))
+    return True

@@ -1,0 +1,131 @@
+"""Which layers a group-spec check is about, read from the code around it, and which containers the tree
+builds of such layers (kvlint.analysis.compositions).
+
+Two shapes narrow a check to some layers:
+- a test of a spec field in the same `and` (`isinstance(s, MambaSpec) and s.mamba_type in (E.MAMBA1,
+  E.MAMBA2)`): only layers whose spec carries one of those values (the census reads what each layer class
+  copies into its spec);
+- a test of a layer's flag in the same function (`isinstance(layer, MambaBase) and
+  layer.use_flashinfer_replayssm`): the function acts only on layers whose class may set the flag, so a
+  container of other layers takes the same way whichever branch the check sends it down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from kvlint.analysis.census import Census
+from kvlint.analysis.compositions import ContainerComposition
+from kvlint.analysis.cst_walk import preorder
+from kvlint.analysis.hierarchy import SpecHierarchy
+from kvlint.analysis.provenance import dotted
+
+_FALSY = frozenset({"False", "None", "0"})
+
+
+@dataclass(frozen=True)
+class LayerSelection:
+    fields: tuple[tuple[str, frozenset[str]], ...] = ()  # spec field → the values the check admits
+    flags: tuple[str, ...] = ()  # layer flags the function selects its layers by
+
+    def describe(self) -> str:
+        parts = [f"{field} in {{{', '.join(sorted(values))}}}" for field, values in self.fields]
+        parts += [f"`{flag}` set" for flag in self.flags]
+        return " and ".join(parts)
+
+
+def selection_at(node: cst.CSTNode, subject: str, parent, function: cst.CSTNode | None) -> LayerSelection:
+    """The narrowing around the check `node` on `subject` (`parent`: the module's parent lookup)."""
+    fields = []
+    holder = parent(node)
+    while isinstance(holder, cst.BooleanOperation) and isinstance(holder.operator, cst.And):
+        for operand in (holder.left, holder.right):
+            found = _field_test(operand, subject)
+            if found is not None:
+                fields.append(found)
+        holder = parent(holder)
+    flags = _flag_tests(function) if function is not None else ()
+    return LayerSelection(tuple(fields), flags)
+
+
+def _field_test(node: cst.CSTNode, subject: str) -> tuple[str, frozenset[str]] | None:
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return None
+    left, target = node.left, node.comparisons[0]
+    if not isinstance(left, cst.Attribute) or dotted(left.value) != subject:
+        return None
+    comparator = target.comparator
+    if isinstance(target.operator, cst.In) and isinstance(comparator, (cst.Tuple, cst.List, cst.Set)):
+        items = [element.value for element in comparator.elements]
+    elif isinstance(target.operator, (cst.Equal, cst.Is)):
+        items = [comparator]
+    else:
+        return None
+    values = [item.attr.value if isinstance(item, cst.Attribute) else None for item in items]
+    if None in values:
+        return None
+    return left.attr.value, frozenset(values)  # type: ignore[arg-type]
+
+
+def _flag_tests(function: cst.CSTNode) -> tuple[str, ...]:
+    """`isinstance(x, C) and x.flag` anywhere in the function: the flags its layers are picked by."""
+    flags = []
+    for node in preorder(function):
+        if not isinstance(node, cst.BooleanOperation) or not isinstance(node.operator, cst.And):
+            continue
+        left, right = node.left, node.right
+        if (
+            isinstance(left, cst.Call)
+            and isinstance(left.func, cst.Name)
+            and left.func.value == "isinstance"
+            and left.args
+            and isinstance(right, cst.Attribute)
+            and dotted(right.value) == dotted(_target(left.args[0].value))
+        ):
+            flags.append(right.attr.value)
+    return tuple(dict.fromkeys(flags))
+
+
+def _target(node: cst.CSTNode) -> cst.CSTNode:
+    """`layer := …` names `layer`."""
+    return node.target if isinstance(node, cst.NamedExpr) else node
+
+
+def built_containers(
+    compositions: tuple[ContainerComposition, ...],
+    census: Census | None,
+    hierarchy: SpecHierarchy,
+    checked: frozenset[str],
+    exact: bool,
+    selection: LayerSelection,
+) -> tuple[ContainerComposition, ...]:
+    """The compositions whose every layer answers the check True and is one the check is about."""
+    found = []
+    for composition in compositions:
+        answers = (
+            composition.spec_classes <= checked
+            if exact
+            else all(any(hierarchy.is_subclass(spec, c) for c in checked) for spec in composition.spec_classes)
+        )
+        if answers and all(_selected(census, name, selection) for name in composition.layer_classes):
+            found.append(composition)
+    return tuple(found)
+
+
+def _selected(census: Census | None, layer_name: str, selection: LayerSelection) -> bool:
+    layer = census.layer(layer_name) if census is not None else None
+    if layer is None:
+        return True
+    fields = dict(layer.spec_fields)
+    for field, values in selection.fields:
+        value = fields.get(field, "?")
+        if "?" not in value.split("|") and not set(value.split("|")) & values:
+            return False
+    attributes = dict(layer.attributes)
+    for flag in selection.flags:
+        value = attributes.get(flag)
+        if value is not None and set(value.split("|")) <= _FALSY:
+            return False
+    return True

@@ -1,0 +1,107 @@
+"""What KV101 tells an author to write instead of a group-spec isinstance check, with the helpers the scanned
+tree has; and how it words the setting that builds its counterexample. Apart from the rule module, which
+reads top-down as a rule should."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import libcst as cst
+
+from kvlint import Message
+from kvlint.analysis.dominance import dominated, related_to
+from kvlint.analysis.scaling import match_scaling
+from kvlint.analysis.vocabulary import CONTAINER_CLASS, dcp_aliases
+from kvlint.rules._scaling_verdict import one_line
+
+
+def remedy(functions, subject: str, checked: frozenset[str]) -> str:
+    if checked == {"FullAttentionSpec"} and "is_full_attention_spec" in functions:
+        return f"test `is_full_attention_spec({subject})`, which looks at every layer"
+    classes = next(iter(checked)) if len(checked) == 1 else f"({', '.join(sorted(checked))})"
+    if "iter_layer_specs" in functions:
+        return f"test its layers, `iter_layer_specs({subject})`, with `isinstance(layer, {classes})`"
+    return f"test the layers of `{subject}.kv_cache_specs` when it is a {CONTAINER_CLASS}"
+
+
+def built_by(composition) -> dict[str, str]:
+    """The fields of KV101's BUILT message that name the model, setting and path of a composition."""
+    setting = (
+        " by default" if composition.is_default else f" under {composition.setting.removeprefix('opt-in: ')} (opt-in)"
+    )
+    return {
+        "layers": ", ".join(sorted(composition.layer_classes)),
+        "model": composition.model,
+        "setting": setting,
+        "path": composition.path.split(":")[-1],
+        "where": composition.where(),
+    }
+
+
+def gated_scaling(rule, node: cst.CSTNode):
+    """The hand-written DCP scaling this check gates (`block_size * (dcp if check else 1)`), if any: KV102's
+    rewrite of it fixes both."""
+    gate = rule.flow.parent(node)
+    if not isinstance(gate, cst.IfExp) or gate.test is not node:
+        return None
+    product = rule.flow.parent(gate)
+    if not isinstance(product, cst.BinaryOperation):
+        return None
+    return match_scaling(product, rule.flow, dcp_aliases(rule.context.source))
+
+
+def class_level_message(rule, node, subject: str, provenance, checked: frozenset[str], layer: str | None) -> Message:
+    """Without a census (no model registry read): the class the tree builds layers of, or unsettled."""
+    check = " ".join(rule.code_of(node).split())
+    fix = remedy(rule.hierarchy.functions, subject, checked)
+    if layer is not None:
+        where = rule.containers.member_evidence.get(layer, "").split(": ")[0]
+        statement = rule.MESSAGE.format(
+            check=check,
+            layer=layer,
+            where=f" (the tree builds such layers: `{where}`)" if where else "",
+            subject=subject,
+            reason=provenance.reason,
+        )
+        headline = rule.HEADLINE.format(check=one_line(check), layer=layer)
+        detail = rule.DETAIL.format(
+            where=f"the tree builds such layers (`{where}`); " if where else "",
+            subject=subject,
+            reason=provenance.reason,
+        )
+        return Message(headline, detail, fix, statement=statement)
+    classes = ", ".join(sorted(checked))
+    detail = rule.UNSETTLED.format(check=check, classes=classes, subject=subject, reason=provenance.reason)
+    return Message(rule.UNSETTLED_HEADLINE.format(check=one_line(check)), detail, fix)
+
+
+class DominatedChecks:
+    """Mixed into KV101 (before Rule): a check no container reaches, because an earlier reported check of the
+    same spec in the same function sent containers the other way, becomes that finding's related location."""
+
+    DOMINATED = "`{check}` is reached by no container: `{first}` already sent containers the other way"
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._checks: dict[tuple[int, str], list[cst.CSTNode]] = {}  # (function, spec) → its reported checks
+        self._dominated: dict[int, list[tuple[cst.CSTNode, str]]] = {}  # a reported check → the checks it hides
+
+    def _key(self, node, subject: str) -> tuple[int, str]:
+        return id(self.flow.enclosing_function(node)), subject
+
+    def fold_if_dominated(self, node, subject: str) -> bool:
+        checks = self._checks.get(self._key(node, subject), ())
+        earlier = next((n for n in checks if dominated(n, node, self.flow.parent)), None)
+        if earlier is None:
+            return False
+        check, first = " ".join(self.code_of(node).split()), " ".join(self.code_of(earlier).split())
+        self._dominated.setdefault(id(earlier), []).append((node, self.DOMINATED.format(check=check, first=first)))
+        return True
+
+    def remember_check(self, node, subject: str) -> None:
+        self._checks.setdefault(self._key(node, subject), []).append(node)
+
+    def finding_for(self, pending):
+        finding = super().finding_for(pending)
+        extra = [related_to(self.context, n, self.CODE, m) for n, m in self._dominated.get(id(pending.node), ())]
+        return replace(finding, related=(*finding.related, *extra)) if extra else finding

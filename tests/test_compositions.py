@@ -1,0 +1,369 @@
+"""The census × grouping paths on a miniature vLLM: which containers its models build, by default or opt-in,
+and what KV101 says about a group-spec check because of it (error, warning, nothing)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvlint.analysis.tree_index import build_tree_index
+from tests.kvlint_runner import run_kvlint
+from tests.mini_vllm import MINI_VLLM, write_tree
+
+INTERFACE = """
+    class KVCacheSpec:
+        pass
+
+    class AttentionSpec(KVCacheSpec):
+        pass
+
+    class FullAttentionSpec(AttentionSpec):
+        pass
+
+    class MLAAttentionSpec(FullAttentionSpec):
+        pass
+
+    class HiddenStateCacheSpec(FullAttentionSpec):
+        pass
+
+    class MambaSpec(KVCacheSpec):
+        pass
+
+    class UniformTypeKVCacheSpecs(KVCacheSpec):
+        pass
+
+    def iter_layer_specs(kv_cache_spec):
+        return (kv_cache_spec,)
+    """
+
+LAYOUT = """
+    import enum
+    _DIM_L, _DIM_B = 0, 1
+
+    class KVCacheLayout(enum.Enum):
+        LBHNC = (0, 1, 2, 3, 4)
+        BLHNC = (1, 0, 2, 3, 4)
+
+        @property
+        def is_block_outermost(self) -> bool:
+            return self.value[0] == _DIM_B
+
+    def resolve_kv_cache_layout(vllm_config):
+        if (requested := envs.VLLM_KV_CACHE_LAYOUT) is not None:
+            return requested
+    """
+
+PLANNING = """
+    from vllm.v1.kv_cache_interface import HiddenStateCacheSpec, UniformTypeKVCacheSpecs
+
+    def _get_packed_kv_cache_groups(vllm_config, kv_cache_spec):
+        layout = vllm_config.cache_config.get_resolved_kv_cache_layout()
+        if not layout.is_block_outermost:
+            return None
+        buckets = []
+        for name, spec in kv_cache_spec.items():
+            for bucket in buckets:
+                if UniformTypeKVCacheSpecs.is_uniform_type({**bucket, name: spec}):
+                    bucket[name] = spec
+                    break
+            else:
+                buckets.append({name: spec})
+        return [UniformTypeKVCacheSpecs.from_specs(bucket) for bucket in buckets]
+
+    def get_kv_cache_groups(vllm_config, kv_cache_spec):
+        if uniform_spec := UniformTypeKVCacheSpecs.from_specs(kv_cache_spec):
+            return [uniform_spec]
+        filtered_spec = {k: v for k, v in kv_cache_spec.items() if not isinstance(v, HiddenStateCacheSpec)}
+        return _get_packed_kv_cache_groups(vllm_config, filtered_spec)
+    """
+
+SPEC_REGISTRY = """
+    def register_all(registry):
+        registry.register(FullAttentionSpec, FullManager, uniform_type_base_spec=FullAttentionSpec)
+        registry.register(MLAAttentionSpec, FullManager, uniform_type_base_spec=FullAttentionSpec)
+        registry.register(MambaSpec, MambaManager, uniform_type_base_spec=MambaSpec)
+    """
+
+LAYERS = {
+    "vllm/model_executor/layers/attention.py": """
+        class Attention(AttentionLayerBase):
+            def get_kv_cache_spec(self, vllm_config):
+                return FullAttentionSpec(block_size=16)
+
+        class MLAAttention(AttentionLayerBase):
+            def get_kv_cache_spec(self, vllm_config):
+                return MLAAttentionSpec(block_size=16)
+        """,
+    "vllm/model_executor/layers/indexer.py": """
+        class IndexerBackend(AttentionBackend):
+            @classmethod
+            def supported_kv_cache_layouts(cls):
+                return (KVCacheLayout.BLHNC,)
+
+        class IndexerCache(AttentionLayerBase):
+            def get_kv_cache_spec(self, vllm_config):
+                return MLAAttentionSpec(block_size=16)
+
+            def get_attn_backend(self):
+                return IndexerBackend
+        """,
+    "vllm/model_executor/layers/mamba/abstract.py": """
+        class MambaBase(AttentionLayerBase):
+            use_flashinfer_replayssm: bool = False
+
+            def get_kv_cache_spec(self, vllm_config):
+                return MambaSpec(block_size=16, mamba_type=self.mamba_type)
+        """,
+    "vllm/model_executor/layers/mamba/mixers.py": """
+        class Mamba2Mixer(MambaBase):
+            def __init__(self, vllm_config):
+                self.use_flashinfer_replayssm = vllm_config.use_flashinfer_replayssm
+
+            @property
+            def mamba_type(self):
+                return MambaType.MAMBA2
+
+        class DeltaNet(MambaBase):
+            @property
+            def mamba_type(self):
+                return MambaType.GDN_ATTN
+        """,
+}
+
+MODELS = {
+    "vllm/model_executor/models/registry.py": """
+        _MODELS = {
+            "DsaHybridForCausalLM": ("dsa_hybrid", "DsaHybridForCausalLM"),
+            "Mamba2HybridForCausalLM": ("mamba2_hybrid", "Mamba2HybridForCausalLM"),
+        }
+        """,
+    "vllm/model_executor/models/dsa_hybrid.py": """
+        class DsaHybridForCausalLM:
+            def __init__(self):
+                self.layers = [MLAAttention(), IndexerCache(), DeltaNet()]
+        """,
+    "vllm/model_executor/models/mamba2_hybrid.py": """
+        class Mamba2HybridForCausalLM:
+            def __init__(self):
+                self.layers = [Attention(), Mamba2Mixer()]
+        """,
+}
+
+CONNECTOR = "vllm/distributed/kv_transfer/kv_connector/v1/foo_connector.py"
+CHECKS = """
+    class FooConnectorWorker:
+        def mamba_groups(self, kv_cache_config):
+            return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, MambaSpec)]
+
+        def mamba2_groups(self, kv_cache_config):
+            return [
+                g
+                for g in kv_cache_config.kv_cache_groups
+                if isinstance(g.kv_cache_spec, MambaSpec) and g.kv_cache_spec.mamba_type in (MambaType.MAMBA2,)
+            ]
+
+        def hidden_groups(self, kv_cache_config):
+            return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, HiddenStateCacheSpec)]
+    """
+
+
+def files(**replaced: str) -> dict[str, str]:
+    tree = {
+        **MINI_VLLM,
+        "vllm/v1/kv_cache_interface.py": INTERFACE,
+        "vllm/v1/kv_cache_layout.py": LAYOUT,
+        "vllm/v1/core/kv_cache_planning.py": PLANNING,
+        "vllm/v1/core/single_type_kv_cache_manager.py": SPEC_REGISTRY,
+        **LAYERS,
+        **MODELS,
+        CONNECTOR: CHECKS,
+    }
+    tree.update({path.replace("__", "/"): text for path, text in replaced.items()})
+    return tree
+
+
+@pytest.fixture
+def tree(tmp_path):
+    return write_tree(tmp_path / "tree", files())
+
+
+def compositions_of(root):
+    return {(frozenset(c.layer_classes), c.setting, c.model) for c in build_tree_index(root).container_compositions()}
+
+
+def test_census_reads_models_layers_and_what_each_layer_reports(tree):
+    index = build_tree_index(tree)
+    census = index.census
+    models = {model.name: model.layers for model in census.models}
+    assert models == {
+        "DsaHybridForCausalLM": {"MLAAttention", "IndexerCache", "DeltaNet"},
+        "Mamba2HybridForCausalLM": {"Attention", "Mamba2Mixer"},
+    }
+    mixer = census.layer("Mamba2Mixer")
+    assert mixer.spec_classes == {"MambaSpec"} and dict(mixer.spec_fields)["mamba_type"] == "MAMBA2"
+    assert dict(mixer.attributes)["use_flashinfer_replayssm"] == "use_flashinfer_replayssm"  # set at run time
+    assert dict(census.layer("DeltaNet").attributes)["use_flashinfer_replayssm"] == "False"  # the base's default
+    assert census.layer("IndexerCache").layouts == ("BLHNC",)
+    assert census.block_outermost == {"BLHNC"} and census.layout_setting == "VLLM_KV_CACHE_LAYOUT"
+
+
+def test_containers_by_path_and_setting(tree):
+    found = compositions_of(tree)
+    opt_in = "opt-in: VLLM_KV_CACHE_LAYOUT=BLHNC (a block-outermost layout) with mixed page sizes"
+    # The single container: MLA plus indexer share one uniform type; by default.
+    assert (frozenset({"MLAAttention", "IndexerCache"}), "default", "DsaHybridForCausalLM") in found
+    # The packed path: the indexer's backend allows only a block-outermost layout, so the delta-net state of the
+    # DSA model is packed by default; a plain Mamba2 hybrid is packed only when a user picks such a layout.
+    assert (frozenset({"DeltaNet"}), "default", "DsaHybridForCausalLM") in found
+    assert (frozenset({"Mamba2Mixer"}), opt_in, "Mamba2HybridForCausalLM") in found
+    assert not any("Mamba2Mixer" in layers and setting == "default" for layers, setting, _ in found)
+
+
+def test_without_a_block_outermost_only_backend_the_packed_path_is_opt_in(tmp_path):
+    indexer = LAYERS["vllm/model_executor/layers/indexer.py"].replace("(KVCacheLayout.BLHNC,)", "None")
+    root = write_tree(tmp_path / "tree", files(**{"vllm/model_executor/layers/indexer.py": indexer}))
+    assert not any(layers == {"DeltaNet"} and setting == "default" for layers, setting, _ in compositions_of(root))
+
+
+def test_hidden_state_layers_never_reach_the_packed_path(tmp_path):
+    models = dict(MODELS)
+    models["vllm/model_executor/models/mamba2_hybrid.py"] = MODELS["vllm/model_executor/models/mamba2_hybrid.py"]
+    layers = LAYERS["vllm/model_executor/layers/attention.py"] + (
+        "\n\n        class HiddenStates(AttentionLayerBase):\n"
+        "            def get_kv_cache_spec(self, vllm_config):\n"
+        "                return HiddenStateCacheSpec(block_size=16)\n"
+    )
+    model = MODELS["vllm/model_executor/models/mamba2_hybrid.py"].replace(
+        "Mamba2Mixer()", "Mamba2Mixer(), HiddenStates()"
+    )
+    root = write_tree(
+        tmp_path / "tree",
+        files(
+            **{"vllm/model_executor/layers/attention.py": layers, "vllm/model_executor/models/mamba2_hybrid.py": model}
+        ),
+    )
+    found = compositions_of(root)
+    assert not any("HiddenStates" in layers and "Attention" not in layers for layers, _, _ in found)
+
+
+def test_no_registry_no_census(tmp_path):
+    root = write_tree(tmp_path / "tree", {**files(), "vllm/model_executor/models/registry.py": "_MODELS = {}\n"})
+    assert build_tree_index(root).container_compositions() is None
+
+
+def test_kv101_severity_follows_the_model_and_setting_that_build_the_counterexample(tree):
+    completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV101", CONNECTOR, cwd=tree)
+    findings = {f["line"]: f for f in json.loads(completed.stdout)}
+    plain, mamba2 = findings[3], findings[9]
+    assert plain["severity"] == "error" and "DsaHybridForCausalLM by default" in plain["message"]
+    assert "_get_packed_kv_cache_groups" in plain["message"]
+    assert mamba2["severity"] == "warning" and "VLLM_KV_CACHE_LAYOUT=BLHNC" in mamba2["message"]
+    assert "Mamba2HybridForCausalLM" in mamba2["message"]
+    assert set(findings) == {3, 9}, "no container of hidden-state layers alone is built: line 15 is not reported"
+
+
+ACCESSOR = """
+    class FooConnector:
+        def __init__(self, vllm_config, role, kv_cache_config):
+            self._pulls_state = any(isinstance(g.kv_cache_spec, MambaSpec) for g in kv_cache_config.transfer_groups)
+
+        @property
+        def pulls_state(self):
+            return self._pulls_state
+    """
+
+
+@pytest.mark.parametrize("worker_reads", [False, True])
+def test_a_value_only_the_scheduler_reads_is_not_reported(tmp_path, worker_reads):
+    tree = files(**{CONNECTOR: ACCESSOR})
+    tree["vllm/v1/core/sched/scheduler.py"] = "def schedule(connector):\n    return connector.pulls_state\n"
+    if worker_reads:
+        tree["vllm/v1/worker/runner.py"] = "def run(connector):\n    return connector.pulls_state\n"
+    root = write_tree(tmp_path / "tree", tree)
+    assert ("pulls_state" in build_tree_index(root).scheduler_consumed) is not worker_reads
+    completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV101", CONNECTOR, cwd=root)
+    assert bool(json.loads(completed.stdout)) is worker_reads
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.29.0", "0.34.0"])
+def test_real_releases_census_reads_the_same_from_the_files_that_could_matter(vllm_release, version):
+    """A rebuild from the project cache reads only could-matter files: the census, the compositions and the
+    connector members the scheduler consumes come out the same as from every file."""
+    from kvlint.scan.index_cache import could_matter
+
+    root = vllm_release(version)
+    only = frozenset(
+        path.relative_to(root).as_posix()
+        for path in (root / "vllm").rglob("*.py")
+        if could_matter(path.relative_to(root).as_posix(), path.read_bytes())
+    )
+    full, partial = build_tree_index(root), build_tree_index(root, could_matter_files=only)
+    assert full.compositions and full.compositions == partial.compositions
+    assert full.census == partial.census and full.scheduler_consumed == partial.scheduler_consumed
+
+
+DOMINATED = """
+    def certifiable(kv_cache_config):
+        spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec
+        if not isinstance(spec, AttentionSpec):
+            return False
+        return type(spec) is MLAAttentionSpec
+
+    def both(kv_cache_config):
+        spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec
+        return isinstance(spec, AttentionSpec) and type(spec) is MLAAttentionSpec
+
+    def nested(kv_cache_config):
+        spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec
+        if isinstance(spec, FullAttentionSpec):
+            if type(spec) is MLAAttentionSpec:
+                return 1
+        return 0
+    """
+
+
+def test_a_check_no_container_reaches_is_a_related_location_of_the_one_before(tmp_path):
+    root = write_tree(tmp_path / "tree", files(**{CONNECTOR: DOMINATED}))
+    completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV101", CONNECTOR, cwd=root)
+    findings = json.loads(completed.stdout)
+    assert [f["line"] for f in findings] == [3, 9, 13]  # the first check of each function
+    for finding, hidden in zip(findings, (5, 9, 14)):
+        assert [(r["line"], r["code"]) for r in finding["related"]] == [(hidden, "KV101")]
+        assert "is reached by no container" in finding["related"][0]["message"]
+
+
+CROSS_FILE = {
+    "vllm/v1/kv_cache_interface.py": MINI_VLLM["vllm/v1/kv_cache_interface.py"].replace(
+        "class MambaSpec(KVCacheSpec):",
+        "class SlidingWindowSpec(AttentionSpec):\n            pass\n\n        class MambaSpec(KVCacheSpec):",
+    ),
+    "vllm/v1/core/dcp_helpers.py": """
+        from vllm.v1.kv_cache_interface import FullAttentionSpec
+
+        def dcp_world_size_for_spec(spec, dcp_world_size):
+            return dcp_world_size if isinstance(spec, FullAttentionSpec) else 1
+        """,
+    "vllm/v1/core/kv_cache_coordinator.py": """
+        from vllm.v1.core.dcp_helpers import dcp_world_size_for_spec
+
+        class KVCacheCoordinator:
+            def __init__(self, kv_cache_config, dcp_world_size):
+                self.block_sizes = [
+                    g.kv_cache_spec.block_size * dcp_world_size_for_spec(g.kv_cache_spec, dcp_world_size)
+                    for g in kv_cache_config.kv_cache_groups
+                ]
+        """,
+}
+
+
+def test_a_path_diverging_through_another_modules_reported_helper_is_its_related_location(tmp_path):
+    root = write_tree(tmp_path / "tree", {**MINI_VLLM, **CROSS_FILE})
+    completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV103,KV105", ".", cwd=root)
+    findings = json.loads(completed.stdout)
+    coordinator = [f for f in findings if f["path"].endswith("kv_cache_coordinator.py")]
+    [helper] = [f for f in findings if f["path"].endswith("dcp_helpers.py")]
+    assert coordinator == [] and helper["code"] == "KV105"
+    [related] = [r for r in helper["related"] if r["code"] == "KV103"]
+    assert related["path"].endswith("kv_cache_coordinator.py") and "SlidingWindowSpec" in related["message"]
