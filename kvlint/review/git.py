@@ -11,6 +11,7 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from kvlint.errors import ReviewError
@@ -47,6 +48,41 @@ def git(
         first = next((line for line in message if line.strip()), f"exit status {completed.returncode}")
         raise ReviewError(f"git {arguments[0]} failed: {first.removeprefix('fatal: ')}")
     return completed.stdout
+
+
+def git_lines(repo: Path, *arguments: str, environment: dict[str, str] | None = None) -> Iterator[bytes]:
+    """git's stdout one line at a time (without its newline), never all of it in memory: a diff of large
+    files costs one line. A failure (or git outliving its deadline) is a ReviewError, as with `git`."""
+    deadline = time.monotonic() + _GIT_TIMEOUT_S
+    command = ["git", "-C", str(repo), *_GIT_CONFIG, *arguments]
+    with tempfile.TemporaryFile() as errors:
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                env=_git_environment(environment),
+            )
+        except FileNotFoundError:
+            raise ReviewError("git is not installed (kvlint review reads the pull request with git)") from None
+        try:
+            for line in process.stdout:
+                if time.monotonic() > deadline:
+                    raise ReviewError(f"git {arguments[0]} did not finish within {_GIT_TIMEOUT_S}s")
+                yield line[:-1] if line.endswith(b"\n") else line
+            returncode = process.wait(timeout=max(deadline - time.monotonic(), 1))
+        except subprocess.TimeoutExpired:
+            raise ReviewError(f"git {arguments[0]} did not finish within {_GIT_TIMEOUT_S}s") from None
+        finally:
+            process.kill()
+            process.wait()
+            process.stdout.close()
+        if returncode != 0:
+            errors.seek(0)
+            message = errors.read(64 * 1024).decode("utf-8", "replace").strip().splitlines()
+            first = next((line for line in message if line.strip()), f"exit status {returncode}")
+            raise ReviewError(f"git {arguments[0]} failed: {first.removeprefix('fatal: ')}")
 
 
 def _git_environment(environment: dict[str, str] | None) -> dict[str, str]:

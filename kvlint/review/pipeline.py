@@ -19,8 +19,7 @@ import tempfile
 from pathlib import Path
 
 from kvlint.analysis.vocabulary import INTERFACE_MODULE, RESOLVER_HOME
-from kvlint.engine.source import decode_source
-from kvlint.errors import ConfigError, UnreadableSource
+from kvlint.errors import ConfigError
 from kvlint.filesystem import describe, read_file_inside
 from kvlint.review.crossfile import findings_through_touched_targets, issue_key
 from kvlint.review.diff import (
@@ -35,6 +34,7 @@ from kvlint.review.diff import (
 )
 from kvlint.review.placement import new_findings, place
 from kvlint.review.review import Review, build_review, in_diff
+from kvlint.review.tree_texts import TreeTexts
 from kvlint.scan.config import Config, load_config
 from kvlint.scan.files import is_excluded
 from kvlint.scan.index_cache import build_project_index
@@ -98,9 +98,9 @@ def make_review(
             incomplete += index_failures(tree, left_out)
         else:
             tree = repo
-        contents = _read_changed(tree, change.files, config.exclude, refused)
-        python = sorted(contents)
-        findings, texts, files_checked, placed = [], {}, 0, {}
+        python = _readable_changed(tree, change.files, config.exclude, refused)
+        texts = TreeTexts(tree, python)  # read when asked, a few kept: memory does not grow with the files
+        findings, files_checked, placed = [], 0, {}
         if python:
             meter.phase(f"reviewing {len(python):,} changed Python file{'s' if len(python) != 1 else ''}")
             # Paths relative to the tree: findings, excludes and per-file-ignores see repository paths.
@@ -114,7 +114,6 @@ def make_review(
                 progress=progress,
                 display_root=tree,
             )
-            texts = _texts(contents)
             findings = [f for f in result.findings if f.path in change.files]
             files_checked = len(result.files)
             base_tree = _BaseTree(repo, trees.base, scratch / "base")
@@ -145,11 +144,12 @@ def make_review(
             # Asked last, when every use of the tree index has happened (it is built on first use).
             incomplete += result.degradations
             incomplete += [f"{line} (base revision)" for line in base_tree.failures]
-    review = build_review(findings, change.files, texts, refused, files_checked, placed)
+        review = build_review(findings, change.files, texts, refused, files_checked, placed)
+        kept = texts.keep(f.path for f in [*review.in_diff, *review.outside_diff])  # the tree goes with `scratch`
     review.commit = head_commit or _head_commit(repo)
     review.incomplete = list(dict.fromkeys(incomplete))
     review.fail_on = config.fail_on
-    return review, texts
+    return review, kept
 
 
 def index_failures(tree: Path, left_out: list[tuple[str, str]]) -> list[str]:
@@ -172,10 +172,11 @@ def _hidden(path: str) -> bool:
     return any(part.startswith(".") for part in path.split("/")[:-1])
 
 
-def _read_changed(tree: Path, files, exclude, refused: list[str]) -> dict[str, bytes]:
-    """The changed Python files to review and their bytes, read with kvlint's one reader; one it refuses (not
-    a regular file, a link, too large) is added to `refused` with its reason unless already said there."""
-    contents: dict[str, bytes] = {}
+def _readable_changed(tree: Path, files, exclude, refused: list[str]) -> list[str]:
+    """The changed Python files to review that kvlint's one reader reads (each read, then let go: their
+    texts are read again when needed); one it refuses (not a regular file, a link, too large) is added to
+    `refused` with its reason unless already said there."""
+    readable: list[str] = []
     # Every "PATH: " a line of `refused` may start with (a path may itself hold ": "): one set lookup a file,
     # not a pass over `refused`, whatever number of unreadable files a pull request brings.
     said = {line[:at] for line in refused for at in range(len(line)) if line.startswith(": ", at)}
@@ -183,13 +184,15 @@ def _read_changed(tree: Path, files, exclude, refused: list[str]) -> dict[str, b
         if not path.endswith(".py") or is_excluded(path, exclude):
             continue
         try:
-            contents[path] = read_file_inside(tree, path)
+            read_file_inside(tree, path)
         except OSError as error:
             if path not in said:
                 why = "not in the reviewed tree" if isinstance(error, FileNotFoundError) else describe(error)
                 refused.append(f"{path}: {why}")
                 said.add(path)
-    return contents
+            continue
+        readable.append(path)
+    return readable
 
 
 class _BaseTree:
@@ -207,30 +210,21 @@ class _BaseTree:
 
     def scan(
         self, python: list[str], config: Config, select: list[str] | None, ignore: list[str], jobs: int | None
-    ) -> tuple[list[Finding], dict[str, str]]:
+    ) -> tuple[list[Finding], TreeTexts]:
         """The base revision's findings in the files `python` names (those it has), and their texts."""
         root = self.ready()
-        contents: dict[str, bytes] = {}
+        present: list[str] = []
         for path in python:
             try:
-                contents[path] = read_file_inside(root, path)
+                read_file_inside(root, path)
             except OSError:
                 continue  # not in the base revision (or left out when written: in `failures` under vllm/)
-        if not contents:
-            return [], {}
-        result = scan([Path(p) for p in contents], config, select, ignore, jobs, cache_dir=None, display_root=root)
+            present.append(path)
+        if not present:
+            return [], TreeTexts(root, ())
+        result = scan([Path(p) for p in present], config, select, ignore, jobs, cache_dir=None, display_root=root)
         self.failures += result.degradations
-        return result.findings, _texts(contents)
-
-
-def _texts(contents: dict[str, bytes]) -> dict[str, str]:
-    texts = {}
-    for path, data in contents.items():
-        try:
-            texts[path] = decode_source(data).text
-        except UnreadableSource:
-            continue
-    return texts
+        return result.findings, TreeTexts(root, present)
 
 
 def _head_commit(repo: Path) -> str | None:
