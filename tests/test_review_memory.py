@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kvlint_runner import _cap_memory
 from review_repos import git, make_repo
@@ -73,3 +75,20 @@ def test_five_large_modules_cost_a_review_little_memory(tmp_path, mode):
     assert "not read" not in run.stderr, run.stderr
     assert "in 6 file(s)" in run.stderr.splitlines()[-1], run.stderr
     assert peak_mb < PEAK_BOUND_MB, f"peak resident memory of the review: {peak_mb:.0f} MB"
+
+
+@given(st.sets(st.integers(1, 80), max_size=40), st.integers(0, 82), st.integers(0, 82), st.integers(0, 82))
+def test_line_runs_answer_as_the_set_of_lines_would(lines, first, last, target):
+    from kvlint.review.line_runs import LineRuns
+
+    runs, added_in_order = LineRuns(lines), LineRuns()
+    for line in sorted(lines):
+        added_in_order.add(line)
+    inside = sorted(line for line in lines if first <= line <= last)
+    assert runs == added_in_order == lines and len(runs) == len(lines) and list(runs) == sorted(lines)
+    assert all((line in runs) == (line in lines) for line in range(0, 83))
+    assert runs.first_within(first, last) == (inside[0] if inside else None)
+    assert runs.last_within(first, last) == (inside[-1] if inside else None)
+    assert list(runs.within(first, last)) == inside
+    closest = min(inside, key=lambda line: (abs(line - target), line)) if inside else None
+    assert runs.nearest(target, first, last) == closest
