@@ -21,6 +21,7 @@ from kvlint.review.git import (  # noqa: F401  (ReviewError, git, … are this m
     MAX_FILE_BYTES,
     SYMLINK_MODE,
     SYMLINK_REFUSAL,
+    WRITE_FAILURE,
     ReviewError,
     decoded_path,
     git,
@@ -69,7 +70,7 @@ class ChangedFile:
 @dataclass
 class Change:
     files: dict[str, ChangedFile]
-    refused: list[str]  # "path: why" for each changed path kvlint will not read
+    refused: list[tuple[str, str]]  # (path, why) for each changed path kvlint will not read
 
 
 @dataclass
@@ -115,7 +116,7 @@ def changed_files(repo: Path, trees: Trees) -> Change:
     )
     hunks = _lines_by_path(patch)  # read as git writes it, one line at a time
     files: dict[str, ChangedFile] = {}
-    refused = [f"{path}: {why}" for path, why in trees.left_out.items()]
+    refused = list(trees.left_out.items())
     for _status, mode, _sha, raw_path in entries:
         path = decoded_path(raw_path)
         if path in trees.left_out:
@@ -128,7 +129,7 @@ def changed_files(repo: Path, trees: Trees) -> Change:
                 continue  # never reviewed: nothing to say
             why = too_large(path, oversized[path])
         if why is not None:
-            refused.append(f"{path}: {why}")
+            refused.append((path, why))
             continue
         if mode == GITLINK_MODE:
             continue  # a submodule: its files are another repository's

@@ -20,6 +20,8 @@ from kvlint.filesystem import MAX_FILE_BYTES, FileTooLarge, describe
 SYMLINK_MODE = "120000"
 SYMLINK_REFUSAL = "a symbolic link"  # why a link in a pull request is not read
 GITLINK_MODE = "160000"
+# Why a blob was not written to the scratch tree when the system refused it: kvlint's failure, not the file's.
+WRITE_FAILURE = "cannot be written to a temporary folder"
 _MAX_NAME_BYTES = 255  # one path component on Linux and macOS
 _GIT_TIMEOUT_S = 300
 # A (trusted) user configuration that reformats the diff must not break its parsing; attributes come from
@@ -270,5 +272,5 @@ def _write_one(root: Path, path: str, data: bytes) -> str | None:
             return "a path that leaves the repository"
         target.write_bytes(data)
     except OSError as error:
-        return f"cannot be written to a temporary folder ({error.strerror or type(error).__name__})"
+        return f"{WRITE_FAILURE} ({error.strerror or type(error).__name__})"
     return None
