@@ -120,8 +120,9 @@ def review(
     """Lint only what a pull request changes; emit (or --post) a GitHub review with suggestions.
 
     Exit 0 when the lines the pull request changes have no finding at or above --fail-on (default: the base
-    revision's `fail-on`, else error), 1 when they have, 2 on errors (a cross-file analysis that could not
-    read or do everything included, even with --exit-zero).
+    revision's `fail-on`, else error), 1 when they have or when the cross-file analysis could not read a file
+    of the pull request it needs (listed in the review), 2 on errors (an analysis that failed for another
+    reason included, even with --exit-zero).
     """
     output = _Output()
     try:
