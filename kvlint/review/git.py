@@ -253,9 +253,8 @@ def _write_blobs(repo: Path, wanted: list[tuple[str, str]], root: Path) -> list[
                     raise ReviewError(f"git cat-file could not read {sha}")
                 if int(header[2]) > MAX_FILE_BYTES:  # the listing said it was smaller: stop, read nothing
                     raise ReviewError(f"git cat-file: {sha} is not the blob the tree listed")
-                data = stream.read(int(header[2]))
+                why = _write_one(root, path, _chunks(stream, int(header[2])))
                 stream.read(1)  # the newline after each blob
-                why = _write_one(root, path, data)
                 if why is not None:
                     refused.append((path, why))
         finally:
@@ -264,13 +263,38 @@ def _write_blobs(repo: Path, wanted: list[tuple[str, str]], root: Path) -> list[
     return refused
 
 
-def _write_one(root: Path, path: str, data: bytes) -> str | None:
+def _chunks(stream, size: int, chunk: int = 1024 * 1024) -> Iterator[bytes]:
+    """The next `size` bytes of `stream`, a chunk at a time: a blob is never held whole."""
+    left = size
+    while left > 0:
+        data = stream.read(min(chunk, left))
+        if not data:
+            raise ReviewError("git cat-file ended in the middle of a blob")
+        left -= len(data)
+        yield data
+
+
+def _write_one(root: Path, path: str, chunks: Iterator[bytes]) -> str | None:
+    """Write the blob's chunks to root/path; why not, or None. The chunks are read to their end either way
+    (the next blob follows them in git's stream)."""
     target = root / path
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.resolve().is_relative_to(root):
-            return "a path that leaves the repository"
-        target.write_bytes(data)
+            raise _Refused("a path that leaves the repository")
+        with open(target, "wb") as file:
+            for data in chunks:
+                file.write(data)
+    except _Refused as refusal:
+        for _ in chunks:
+            pass
+        return str(refusal)
     except OSError as error:
+        for _ in chunks:
+            pass
         return f"{WRITE_FAILURE} ({error.strerror or type(error).__name__})"
     return None
+
+
+class _Refused(Exception):
+    """A blob's path that must not be written."""
