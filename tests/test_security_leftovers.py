@@ -1,6 +1,6 @@
 """The last items of issue 12: `review` reads a pull request's files only through kvlint's one reader (and a
-blob from git only after its size), `paths` and `review` say a cross-file analysis that failed (exit 2, as
-`check` does), and `fix` keeps a file's extended attributes and ACLs.
+blob from git only after its size), `paths` says a cross-file analysis that failed (exit 2, as `check`
+does) and `review` lists the files it could not read, and `fix` keeps a file's extended attributes and ACLs.
 
 Real git repositories (tests/review_repos.py), real symbolic links, FIFOs and extended attributes; every
 command that could hang or read without end (a link to /dev/zero, a FIFO) runs in a child process with a
@@ -140,31 +140,34 @@ def test_paths_says_a_failed_cross_file_analysis_and_exits_2(tmp_path):
         assert "Traceback" not in run.stderr
 
 
-def test_review_says_a_failed_cross_file_analysis_in_its_body_and_exits_2(tmp_path):
+def test_review_lists_a_file_the_cross_file_analysis_could_not_read_and_goes_on(tmp_path):
+    """The resolver's home as a link to /dev/zero, or a FIFO in the checkout: the pull request's doing, so
+    the review lists it with why and says its cross-file findings may be missing; it exits 1 (0 with
+    --exit-zero), never 2, so that the fork-safe workflow posts it (issue 21, item 10; exit 2 before)."""
     repo = vllm_repo(tmp_path)
     _replace_resolver_home(repo, "link")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "pr: the resolver's home is a link to /dev/zero")
     runs = {
         # the checkout: the index reads the tree on disk and cannot read the link
-        "working tree": (review(repo, head=None), "a symbolic link out of the tree"),
+        "working tree": (review(repo, head=None), "a symbolic link", 1),
         # the head commit: the link is not written to the scratch tree, so the index lacks the file
-        "head": (review(repo, "--exit-zero"), "a symbolic link"),
+        "head": (review(repo, "--exit-zero"), "a symbolic link", 0),
     }
-    for mode, (run, cause) in runs.items():
-        line = f"kvlint: error: cross-file analysis incomplete: {RESOLVER_HOME} not read: {cause}"
-        assert line in run.stderr.splitlines(), (mode, run.stderr)
-        assert run.returncode == 2, (mode, run.stderr)  # --exit-zero does not hide it either
-        assert "**The cross-file analysis is incomplete**: 1 file(s) or step(s)" in body(run)
+    for mode, (run, cause, code) in runs.items():
+        assert f"kvlint: not read: {RESOLVER_HOME}: {cause}" in run.stderr.splitlines(), (mode, run.stderr)
+        assert "error" not in run.stderr, (mode, run.stderr)
+        assert run.returncode == code, (mode, run.stderr)
+        assert f"- `{RESOLVER_HOME}`: {cause}" in body(run)
+        assert "**The cross-file analysis did not read 1 of these file(s)**" in body(run)
     # A FIFO in the checkout where the resolver's home was: said, never waited on.
     _replace_resolver_home(repo, "fifo")
     run = review(repo, "--format", "review-data", head=None)
-    assert run.returncode == 2
-    assert (
-        f"kvlint: error: cross-file analysis incomplete: {RESOLVER_HOME} not read: not a regular file (FIFO)"
-        in run.stderr.splitlines()
-    )
-    assert json.loads(run.stdout)["summary"]["incomplete"] == 1, "the second stage's body says it too"
+    assert run.returncode == 1
+    assert "error" not in run.stderr
+    summary = json.loads(run.stdout)["summary"]
+    assert summary["analysis_unread"] == 1, "the second stage's body says it too"
+    assert {"path": RESOLVER_HOME, "why": "not a regular file (FIFO)"} in summary["not_read"]
 
 
 def test_the_second_stage_renders_the_incomplete_analysis_from_its_count():

@@ -12,7 +12,24 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kvlint.filesystem import describe, is_inside, read_regular_file, walk_python
+from kvlint.filesystem import FileTooLarge, NotRegularFile, describe, is_inside, read_regular_file, walk_python
+
+# Why a file is refused by kvlint's own reading rules: what the file is, not a failure of the run.
+_REFUSALS = (FileTooLarge, NotRegularFile, IsADirectoryError)
+
+
+class UnreadFile(str):
+    """A failure line for a file the analysis needed and that kvlint's reading rules refuse (not a regular
+    file, a link out of the tree, too large): the line `check` says (and exits 2 on), with its path and
+    reason kept apart, so that `review` can list it as a file of the pull request it could not read."""
+
+    def __new__(cls, path: str, why: str):
+        line = super().__new__(cls, f"cross-file analysis incomplete: {path} not read: {why}")
+        line.path, line.why = path, why
+        return line
+
+    def __reduce__(self):  # pickled whole (a worker's index), not as the plain line
+        return (UnreadFile, (self.path, self.why))
 
 
 def is_hidden(path: str) -> bool:
@@ -53,6 +70,9 @@ class TreeFiles:
             return self.overlay[relative]
         try:
             return read_regular_file(self.root / relative)
+        except _REFUSALS as error:
+            self.failures.append(UnreadFile(relative, describe(error)))
+            return None
         except OSError as error:
             self.failures.append(f"cross-file analysis incomplete: {relative} not read: {describe(error)}")
             return None
@@ -64,9 +84,7 @@ class TreeFiles:
         if not os.path.lexists(path):
             return None
         if not is_inside(os.path.realpath(path), os.path.realpath(self.root)):
-            self.failures.append(
-                f"cross-file analysis incomplete: {relative} not read: a symbolic link out of the tree"
-            )
+            self.failures.append(UnreadFile(relative, "a symbolic link out of the tree"))
             return None
         return self.read(relative)
 

@@ -120,8 +120,9 @@ def review(
     """Lint only what a pull request changes; emit (or --post) a GitHub review with suggestions.
 
     Exit 0 when the lines the pull request changes have no finding at or above --fail-on (default: the base
-    revision's `fail-on`, else error), 1 when they have, 2 on errors (a cross-file analysis that could not
-    read or do everything included, even with --exit-zero).
+    revision's `fail-on`, else error), 1 when they have or when the cross-file analysis could not read a file
+    of the pull request it needs (listed in the review), 2 on errors (an analysis that failed for another
+    reason included, even with --exit-zero).
     """
     output = _Output()
     try:
@@ -154,8 +155,7 @@ def review(
             output.out(
                 json.dumps(saved.review_data(result, summarise(result, max_comments)), indent=2, ensure_ascii=False)
             )
-        for line in result.refused:
-            output.say(f"kvlint: not read: {line}")
+        _say_not_read(output, result)
         if result.suppressions_added:
             output.say(
                 f"kvlint: the pull request adds {len(result.suppressions_added)} `# kvlint: ignore` comment(s) (said in the review)."
@@ -185,6 +185,17 @@ def review(
     sys.exit(_exit_code(result, exit_zero))
 
 
+def _say_not_read(output: _Output, result) -> None:
+    """Each file the review could not read, with why; then whether the cross-file analysis needed some."""
+    for path, why in result.refused:
+        output.say(f"kvlint: not read: {path}: {why}")
+    if result.analysis_unread:
+        output.say(
+            f"kvlint: the cross-file analysis did not read {result.analysis_unread} of these file(s), which it "
+            "reads: findings that compare sizing paths across files may be missing (the review says so)."
+        )
+
+
 def _summary_line(result) -> str:
     outside = f"; {len(result.outside_diff)} more in the changed files, outside the diff" if result.outside_diff else ""
     passing = (
@@ -199,9 +210,11 @@ def _summary_line(result) -> str:
 
 
 def _exit_code(result, exit_zero: bool) -> int:
-    """As `check`: 2 when the cross-file analysis was incomplete, else 1 for findings on changed lines at or
-    above --fail-on unless --exit-zero, else 0."""
-    return exit_code(failing(result.in_diff, result.fail_on), exit_zero=exit_zero, error=bool(result.incomplete))
+    """The one table (kvlint.engine.summary.exit_code): 2 when the cross-file analysis could not do what it
+    does, else 1 for findings on changed lines at or above --fail-on, or for files it needed and could not
+    read (the pull request's: listed in the review, which is posted), unless --exit-zero, else 0."""
+    failed = bool(failing(result.in_diff, result.fail_on)) or bool(result.analysis_unread)
+    return exit_code(failed, exit_zero=exit_zero, error=bool(result.incomplete))
 
 
 def _post_saved(output: _Output, payload_path: str, pull: int | None, max_comments: int) -> int:

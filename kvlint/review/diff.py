@@ -12,6 +12,7 @@ leave the repository, or that this system cannot hold, are refused with a reason
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,9 +21,11 @@ from kvlint.review.git import (  # noqa: F401  (ReviewError, git, … are this m
     MAX_FILE_BYTES,
     SYMLINK_MODE,
     SYMLINK_REFUSAL,
+    WRITE_FAILURE,
     ReviewError,
     decoded_path,
     git,
+    git_lines,
     materialise_python_tree,
     merge_base,
     read_blob,
@@ -31,6 +34,7 @@ from kvlint.review.git import (  # noqa: F401  (ReviewError, git, … are this m
     safe_relative_path,
     too_large,
 )
+from kvlint.review.line_runs import LineRuns
 from kvlint.review.snapshot import snapshot_working_tree
 
 # GitHub shows three lines of context around each change; a review comment may sit on any of them.
@@ -43,27 +47,30 @@ _HUNK_HEADER = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 @dataclass
 class ChangedFile:
-    """One file the pull request adds or modifies, on the head side ("RIGHT" in GitHub's terms)."""
+    """One file the pull request adds or modifies, on the head side ("RIGHT" in GitHub's terms). Its lines
+    are kept as runs (kvlint.review.line_runs), not one int each: a 10 MiB added module is one run."""
 
     path: str
-    added: set[int] = field(default_factory=set)  # lines the pull request adds or changes
-    visible: set[int] = field(default_factory=set)  # added lines plus the context lines GitHub shows
+    added: LineRuns = field(default_factory=LineRuns)  # lines the pull request adds or changes
+    visible: LineRuns = field(default_factory=LineRuns)  # added lines plus the context lines GitHub shows
+
+    def __post_init__(self):
+        if not isinstance(self.added, LineRuns):
+            self.added = LineRuns(self.added)
+        if not isinstance(self.visible, LineRuns):
+            self.visible = LineRuns(self.visible)
 
     def touches(self, first: int, last: int) -> bool:
-        if last - first < len(self.added):
-            return any(line in self.added for line in range(first, last + 1))
-        return any(first <= line <= last for line in self.added)
+        return self.added.first_within(first, last) is not None
 
     def first_added(self, first: int, last: int) -> int | None:
-        if last - first < len(self.added):
-            return next((line for line in range(first, last + 1) if line in self.added), None)
-        return min((line for line in self.added if first <= line <= last), default=None)
+        return self.added.first_within(first, last)
 
 
 @dataclass
 class Change:
     files: dict[str, ChangedFile]
-    refused: list[str]  # "path: why" for each changed path kvlint will not read
+    refused: list[tuple[str, str]]  # (path, why) for each changed path kvlint will not read
 
 
 @dataclass
@@ -91,7 +98,7 @@ def changed_files(repo: Path, trees: Trees) -> Change:
     excluded = [f":(exclude,literal){path}" for path in skipped]
     if sum(len(p) for p in excluded) > _MAX_PATHSPEC_CHARS:
         excluded = []
-    patch = git(
+    patch = git_lines(
         repo,
         "diff-tree",
         "-p",
@@ -107,9 +114,9 @@ def changed_files(repo: Path, trees: Trees) -> Change:
         *excluded,
         environment=environment,
     )
-    hunks = _lines_by_path(patch)
+    hunks = _lines_by_path(patch)  # read as git writes it, one line at a time
     files: dict[str, ChangedFile] = {}
-    refused = [f"{path}: {why}" for path, why in trees.left_out.items()]
+    refused = list(trees.left_out.items())
     for _status, mode, _sha, raw_path in entries:
         path = decoded_path(raw_path)
         if path in trees.left_out:
@@ -122,7 +129,7 @@ def changed_files(repo: Path, trees: Trees) -> Change:
                 continue  # never reviewed: nothing to say
             why = too_large(path, oversized[path])
         if why is not None:
-            refused.append(f"{path}: {why}")
+            refused.append((path, why))
             continue
         if mode == GITLINK_MODE:
             continue  # a submodule: its files are another repository's
@@ -172,27 +179,25 @@ def _parse_listing(listing: bytes) -> list[tuple[str, str, str, bytes]]:
     return entries
 
 
-def _lines_by_path(patch: bytes) -> dict[bytes, tuple[set[int], set[int]]]:
-    """Head path -> (added lines, lines shown), from a unified diff.
+def _lines_by_path(lines: Iterable[bytes]) -> dict[bytes, tuple[LineRuns, LineRuns]]:
+    """Head path -> (added lines, lines shown), from a unified diff's lines (without their newlines).
 
     The head path is read from the `+++` line, which holds the whole name (git quotes any name with a
     control character); the hunks are consumed by their line counts, so no file content can be taken for
-    a header.
+    a header. Only the current line is held.
     """
-    lines = patch.split(b"\n")
-    result: dict[bytes, tuple[set[int], set[int]]] = {}
-    current: tuple[set[int], set[int]] | None = None
-    position = 0
-    while position < len(lines):
-        line = lines[position]
-        position += 1
+    stream = iter(lines)
+    result: dict[bytes, tuple[LineRuns, LineRuns]] = {}
+    current: tuple[LineRuns, LineRuns] | None = None
+    for line in stream:
         if line.startswith(b"diff --git "):
             current = None
         elif line.startswith(b"+++ ") and current is None:
             name = _unquoted(line[4:])
             # `+++ /dev/null`: the file's old side, deleted (a type change shows it before the new side's own
             # diff): its hunks are consumed and belong to no head-side file.
-            current = result.setdefault(name[2:], (set(), set())) if name.startswith(b"b/") else (set(), set())
+            fresh = (LineRuns(), LineRuns())
+            current = result.setdefault(name[2:], fresh) if name.startswith(b"b/") else fresh
         elif line.startswith(b"@@ "):
             match = _HUNK_HEADER.match(line)
             if match is None or current is None:
@@ -202,10 +207,9 @@ def _lines_by_path(patch: bytes) -> dict[bytes, tuple[set[int], set[int]]]:
             new_left = int(match.group(4)) if match.group(4) is not None else 1
             number = int(match.group(3))
             while old_left > 0 or new_left > 0:
-                if position >= len(lines):
+                body = next(stream, None)
+                if body is None:
                     raise ReviewError("cannot parse git's diff: a hunk ends early")
-                body = lines[position]
-                position += 1
                 kind = body[:1]
                 if kind == b"+":
                     added.add(number)

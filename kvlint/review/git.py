@@ -11,6 +11,7 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from kvlint.errors import ReviewError
@@ -19,6 +20,8 @@ from kvlint.filesystem import MAX_FILE_BYTES, FileTooLarge, describe
 SYMLINK_MODE = "120000"
 SYMLINK_REFUSAL = "a symbolic link"  # why a link in a pull request is not read
 GITLINK_MODE = "160000"
+# Why a blob was not written to the scratch tree when the system refused it: kvlint's failure, not the file's.
+WRITE_FAILURE = "cannot be written to a temporary folder"
 _MAX_NAME_BYTES = 255  # one path component on Linux and macOS
 _GIT_TIMEOUT_S = 300
 # A (trusted) user configuration that reformats the diff must not break its parsing; attributes come from
@@ -47,6 +50,41 @@ def git(
         first = next((line for line in message if line.strip()), f"exit status {completed.returncode}")
         raise ReviewError(f"git {arguments[0]} failed: {first.removeprefix('fatal: ')}")
     return completed.stdout
+
+
+def git_lines(repo: Path, *arguments: str, environment: dict[str, str] | None = None) -> Iterator[bytes]:
+    """git's stdout one line at a time (without its newline), never all of it in memory: a diff of large
+    files costs one line. A failure (or git outliving its deadline) is a ReviewError, as with `git`."""
+    deadline = time.monotonic() + _GIT_TIMEOUT_S
+    command = ["git", "-C", str(repo), *_GIT_CONFIG, *arguments]
+    with tempfile.TemporaryFile() as errors:
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                env=_git_environment(environment),
+            )
+        except FileNotFoundError:
+            raise ReviewError("git is not installed (kvlint review reads the pull request with git)") from None
+        try:
+            for line in process.stdout:
+                if time.monotonic() > deadline:
+                    raise ReviewError(f"git {arguments[0]} did not finish within {_GIT_TIMEOUT_S}s")
+                yield line[:-1] if line.endswith(b"\n") else line
+            returncode = process.wait(timeout=max(deadline - time.monotonic(), 1))
+        except subprocess.TimeoutExpired:
+            raise ReviewError(f"git {arguments[0]} did not finish within {_GIT_TIMEOUT_S}s") from None
+        finally:
+            process.kill()
+            process.wait()
+            process.stdout.close()
+        if returncode != 0:
+            errors.seek(0)
+            message = errors.read(64 * 1024).decode("utf-8", "replace").strip().splitlines()
+            first = next((line for line in message if line.strip()), f"exit status {returncode}")
+            raise ReviewError(f"git {arguments[0]} failed: {first.removeprefix('fatal: ')}")
 
 
 def _git_environment(environment: dict[str, str] | None) -> dict[str, str]:
@@ -215,9 +253,8 @@ def _write_blobs(repo: Path, wanted: list[tuple[str, str]], root: Path) -> list[
                     raise ReviewError(f"git cat-file could not read {sha}")
                 if int(header[2]) > MAX_FILE_BYTES:  # the listing said it was smaller: stop, read nothing
                     raise ReviewError(f"git cat-file: {sha} is not the blob the tree listed")
-                data = stream.read(int(header[2]))
+                why = _write_one(root, path, _chunks(stream, int(header[2])))
                 stream.read(1)  # the newline after each blob
-                why = _write_one(root, path, data)
                 if why is not None:
                     refused.append((path, why))
         finally:
@@ -226,13 +263,38 @@ def _write_blobs(repo: Path, wanted: list[tuple[str, str]], root: Path) -> list[
     return refused
 
 
-def _write_one(root: Path, path: str, data: bytes) -> str | None:
+def _chunks(stream, size: int, chunk: int = 1024 * 1024) -> Iterator[bytes]:
+    """The next `size` bytes of `stream`, a chunk at a time: a blob is never held whole."""
+    left = size
+    while left > 0:
+        data = stream.read(min(chunk, left))
+        if not data:
+            raise ReviewError("git cat-file ended in the middle of a blob")
+        left -= len(data)
+        yield data
+
+
+def _write_one(root: Path, path: str, chunks: Iterator[bytes]) -> str | None:
+    """Write the blob's chunks to root/path; why not, or None. The chunks are read to their end either way
+    (the next blob follows them in git's stream)."""
     target = root / path
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.resolve().is_relative_to(root):
-            return "a path that leaves the repository"
-        target.write_bytes(data)
+            raise _Refused("a path that leaves the repository")
+        with open(target, "wb") as file:
+            for data in chunks:
+                file.write(data)
+    except _Refused as refusal:
+        for _ in chunks:
+            pass
+        return str(refusal)
     except OSError as error:
-        return f"cannot be written to a temporary folder ({error.strerror or type(error).__name__})"
+        for _ in chunks:
+            pass
+        return f"{WRITE_FAILURE} ({error.strerror or type(error).__name__})"
     return None
+
+
+class _Refused(Exception):
+    """A blob's path that must not be written."""

@@ -7,7 +7,10 @@ paths); worker processes must not import from the pull request's tree (`_worker_
 
 Every file of the pull request is read with kvlint's one reader (kvlint.filesystem: a regular file inside the
 tree, never through a link, at most 10 MiB by its size before a byte is read, never waited on); one it refuses
-is said with its reason. What the cross-file analysis could not read or do is kept in `Review.incomplete`:
+is said with its reason, and listed in the review's body. A file the cross-file analysis needed that kvlint's
+reading rules refuse (a name it does not read, a link, too large: what the pull request brings) is listed
+the same way and counted in `Review.analysis_unread`: the review goes on and says its cross-file findings
+may be incomplete. What the analysis could not do for any other reason is kept in `Review.incomplete`:
 the command says it and exits 2, and the review's body says it, as `check` does.
 """
 
@@ -18,13 +21,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from kvlint.analysis.tree_files import UnreadFile
 from kvlint.analysis.vocabulary import INTERFACE_MODULE, RESOLVER_HOME
-from kvlint.engine.source import decode_source
-from kvlint.errors import ConfigError, UnreadableSource
+from kvlint.errors import ConfigError
 from kvlint.filesystem import describe, read_file_inside
 from kvlint.review.crossfile import findings_through_touched_targets, issue_key
 from kvlint.review.diff import (
     SYMLINK_REFUSAL,
+    WRITE_FAILURE,
     ReviewError,
     changed_files,
     git,
@@ -35,6 +39,7 @@ from kvlint.review.diff import (
 )
 from kvlint.review.placement import new_findings, place
 from kvlint.review.review import Review, build_review, in_diff
+from kvlint.review.tree_texts import TreeTexts
 from kvlint.scan.config import Config, load_config
 from kvlint.scan.files import is_excluded
 from kvlint.scan.index_cache import build_project_index
@@ -88,19 +93,19 @@ def make_review(
         trees = review_trees(repo, base_commit, head_commit, scratch)
         change = changed_files(repo, trees)
         refused = list(change.refused)
-        incomplete: list[str] = []
+        incomplete: list[str] = []  # what the cross-file analysis could not read (UnreadFile) or do
         config = load_review_config(repo, base_commit, config_path, scratch)
         if head_commit is not None:
             tree = scratch / "head"
             tree.mkdir()
             left_out = materialise_python_tree(repo, head_commit, tree)
-            refused += [line for line in (f"{path}: {why}" for path, why in left_out) if line not in refused]
+            refused += [entry for entry in left_out if entry not in refused]
             incomplete += index_failures(tree, left_out)
         else:
             tree = repo
-        contents = _read_changed(tree, change.files, config.exclude, refused)
-        python = sorted(contents)
-        findings, texts, files_checked, placed = [], {}, 0, {}
+        python = _readable_changed(tree, change.files, config.exclude, refused)
+        texts = TreeTexts(tree, python)  # read when asked, a few kept: memory does not grow with the files
+        findings, files_checked, placed = [], 0, {}
         if python:
             meter.phase(f"reviewing {len(python):,} changed Python file{'s' if len(python) != 1 else ''}")
             # Paths relative to the tree: findings, excludes and per-file-ignores see repository paths.
@@ -114,7 +119,6 @@ def make_review(
                 progress=progress,
                 display_root=tree,
             )
-            texts = _texts(contents)
             findings = [f for f in result.findings if f.path in change.files]
             files_checked = len(result.files)
             base_tree = _BaseTree(repo, trees.base, scratch / "base")
@@ -144,12 +148,17 @@ def make_review(
             findings += anchored
             # Asked last, when every use of the tree index has happened (it is built on first use).
             incomplete += result.degradations
-            incomplete += [f"{line} (base revision)" for line in base_tree.failures]
-    review = build_review(findings, change.files, texts, refused, files_checked, placed)
+            incomplete += [_in_base(line) for line in base_tree.failures]
+        unread = _not_read_by_analysis(incomplete, refused)
+        review = build_review(findings, change.files, texts, refused, files_checked, placed)
+        kept = texts.keep(f.path for f in [*review.in_diff, *review.outside_diff])  # the tree goes with `scratch`
     review.commit = head_commit or _head_commit(repo)
-    review.incomplete = list(dict.fromkeys(incomplete))
+    # A file the analysis needed that kvlint's reading rules refuse is listed as not read (the review goes on);
+    # only what the analysis could not do for other reasons is an error.
+    review.incomplete = list(dict.fromkeys(line for line in incomplete if not isinstance(line, UnreadFile)))
+    review.analysis_unread = unread
     review.fail_on = config.fail_on
-    return review, texts
+    return review, kept
 
 
 def index_failures(tree: Path, left_out: list[tuple[str, str]]) -> list[str]:
@@ -160,11 +169,35 @@ def index_failures(tree: Path, left_out: list[tuple[str, str]]) -> list[str]:
     if not (tree / INTERFACE_MODULE).is_file() and all(path != INTERFACE_MODULE for path, _ in left_out):
         return []
     return [
+        # A blob the system would not write is kvlint's failure; any other file was refused for what it is.
         f"cross-file analysis incomplete: {path} not read: {why}"
+        if why.startswith(WRITE_FAILURE)
+        else UnreadFile(path, why)
         for path, why in left_out
         if path in (INTERFACE_MODULE, RESOLVER_HOME)
         or (path.startswith("vllm/") and why != SYMLINK_REFUSAL and not _hidden(path))
     ]
+
+
+def _in_base(line: str) -> str:
+    """A failure of the base revision's analysis, said as such."""
+    if isinstance(line, UnreadFile):
+        return UnreadFile(line.path, f"{line.why} (base revision)")
+    return f"{line} (base revision)"
+
+
+def _not_read_by_analysis(failures: list[str], refused: list[tuple[str, str]]) -> int:
+    """How many files the cross-file analysis needed and could not read (UnreadFile); each is added to
+    `refused` (the review's list of what it could not read) unless that path is there already."""
+    said = {path for path, _ in refused}
+    paths: set[str] = set()
+    for line in failures:
+        if isinstance(line, UnreadFile):
+            paths.add(line.path)
+            if line.path not in said:
+                refused.append((line.path, line.why))
+                said.add(line.path)
+    return len(paths)
 
 
 def _hidden(path: str) -> bool:
@@ -172,24 +205,25 @@ def _hidden(path: str) -> bool:
     return any(part.startswith(".") for part in path.split("/")[:-1])
 
 
-def _read_changed(tree: Path, files, exclude, refused: list[str]) -> dict[str, bytes]:
-    """The changed Python files to review and their bytes, read with kvlint's one reader; one it refuses (not
-    a regular file, a link, too large) is added to `refused` with its reason unless already said there."""
-    contents: dict[str, bytes] = {}
-    # Every "PATH: " a line of `refused` may start with (a path may itself hold ": "): one set lookup a file,
-    # not a pass over `refused`, whatever number of unreadable files a pull request brings.
-    said = {line[:at] for line in refused for at in range(len(line)) if line.startswith(": ", at)}
+def _readable_changed(tree: Path, files, exclude, refused: list[tuple[str, str]]) -> list[str]:
+    """The changed Python files to review that kvlint's one reader reads (each read, then let go: their
+    texts are read again when needed); one it refuses (not a regular file, a link, too large) is added to
+    `refused` with its reason unless already said there."""
+    readable: list[str] = []
+    said = {path for path, _ in refused}
     for path in sorted(files):
         if not path.endswith(".py") or is_excluded(path, exclude):
             continue
         try:
-            contents[path] = read_file_inside(tree, path)
+            read_file_inside(tree, path)
         except OSError as error:
             if path not in said:
                 why = "not in the reviewed tree" if isinstance(error, FileNotFoundError) else describe(error)
-                refused.append(f"{path}: {why}")
+                refused.append((path, why))
                 said.add(path)
-    return contents
+            continue
+        readable.append(path)
+    return readable
 
 
 class _BaseTree:
@@ -207,30 +241,21 @@ class _BaseTree:
 
     def scan(
         self, python: list[str], config: Config, select: list[str] | None, ignore: list[str], jobs: int | None
-    ) -> tuple[list[Finding], dict[str, str]]:
+    ) -> tuple[list[Finding], TreeTexts]:
         """The base revision's findings in the files `python` names (those it has), and their texts."""
         root = self.ready()
-        contents: dict[str, bytes] = {}
+        present: list[str] = []
         for path in python:
             try:
-                contents[path] = read_file_inside(root, path)
+                read_file_inside(root, path)
             except OSError:
                 continue  # not in the base revision (or left out when written: in `failures` under vllm/)
-        if not contents:
-            return [], {}
-        result = scan([Path(p) for p in contents], config, select, ignore, jobs, cache_dir=None, display_root=root)
+            present.append(path)
+        if not present:
+            return [], TreeTexts(root, ())
+        result = scan([Path(p) for p in present], config, select, ignore, jobs, cache_dir=None, display_root=root)
         self.failures += result.degradations
-        return result.findings, _texts(contents)
-
-
-def _texts(contents: dict[str, bytes]) -> dict[str, str]:
-    texts = {}
-    for path, data in contents.items():
-        try:
-            texts[path] = decode_source(data).text
-        except UnreadableSource:
-            continue
-    return texts
+        return result.findings, TreeTexts(root, present)
 
 
 def _head_commit(repo: Path) -> str | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -43,20 +43,32 @@ def finding_key(finding: Finding, lines: list[str]) -> tuple[str, str, str, str]
 
 
 def new_findings(
-    head: Iterable[Finding], head_texts: dict[str, str], base: Iterable[Finding], base_texts: dict[str, str]
+    head: Iterable[Finding], head_texts: Mapping[str, str], base: Iterable[Finding], base_texts: Mapping[str, str]
 ) -> list[Finding]:
-    """The head findings the base revision does not have (as many of each as the head has more)."""
-    base_lines = {path: text.splitlines() for path, text in base_texts.items()}
-    head_lines = {path: text.splitlines() for path, text in head_texts.items()}
-    before = Counter(finding_key(f, base_lines.get(f.path, [])) for f in base)
+    """The head findings the base revision does not have (as many of each as the head has more). Only the
+    files that hold a finding are split into lines, one file at a time."""
+    head, base = list(head), list(base)
+    before = Counter(_keys(base, base_texts))
     found = []
-    for finding in head:
-        key = finding_key(finding, head_lines.get(finding.path, []))
+    for finding, key in zip(head, _keys(head, head_texts)):
         if before[key] > 0:
             before[key] -= 1
         else:
             found.append(finding)
     return found
+
+
+def _keys(findings: list[Finding], texts: Mapping[str, str]) -> list[tuple[str, str, str, str]]:
+    """finding_key of each finding, in order; each file's lines are held only while its findings are keyed."""
+    keys: list = [None] * len(findings)
+    by_path: dict[str, list[int]] = {}
+    for index, finding in enumerate(findings):
+        by_path.setdefault(finding.path, []).append(index)
+    for path, indexes in by_path.items():
+        lines = texts[path].splitlines() if path in texts else []
+        for index in indexes:
+            keys[index] = finding_key(findings[index], lines)
+    return keys
 
 
 def place(finding: Finding, changed: ChangedFile, text: str) -> Placement | None:
@@ -73,10 +85,10 @@ def place(finding: Finding, changed: ChangedFile, text: str) -> Placement | None
         ]
         if calls:
             return Placement(_nearest(calls, finding.line), Note(AT_CALL, line=finding.line))
-        inside = [line for line in changed.added if function.lineno <= line <= (function.end_lineno or 0)]
-        if inside:
-            return Placement(_nearest(inside, finding.line), Note(IN_FUNCTION, line=finding.line))
-    return Placement(_nearest(changed.added, finding.line), Note(IN_FILE, line=finding.line))
+        inside = changed.added.nearest(finding.line, function.lineno, function.end_lineno or 0)
+        if inside is not None:
+            return Placement(inside, Note(IN_FUNCTION, line=finding.line))
+    return Placement(changed.added.nearest(finding.line), Note(IN_FILE, line=finding.line))
 
 
 @dataclass(frozen=True)

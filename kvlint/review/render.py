@@ -133,7 +133,15 @@ def summary_body(summary: Summary) -> str:
     if summary.refused:
         lines.append("")
         lines.append(
-            f"Not read: {summary.refused} path(s) that leave the repository, are symbolic links or cannot be read safely."
+            f"Not read: {summary.refused} path(s) that leave the repository, are symbolic links or cannot be read safely"
+            + (":" if summary.not_read else ".")
+        )
+        lines.extend(not_read_list(summary))
+    if summary.analysis_unread:
+        lines.append("")
+        lines.append(
+            f"**The cross-file analysis did not read {summary.analysis_unread} of these file(s)**, which it reads "
+            "(files under `vllm/`), so findings that compare sizing paths across files may be missing from this review."
         )
     if summary.incomplete:
         lines.append("")
@@ -143,6 +151,16 @@ def summary_body(summary: Summary) -> str:
             "missing from this review."
         )
     return "\n".join(lines) + "\n"
+
+
+def not_read_list(summary: Summary) -> list[str]:
+    """The files the review could not read, one item each: the path as code, the reason as text (both
+    escaped: a name is the pull request's), then how many more the run's log names."""
+    items = [f"- {code_span(printable(path))}: {escape_text(why)}" for path, why in summary.not_read]
+    more = summary.refused - len(summary.not_read)
+    if items and more > 0:
+        items.append(f"- and {more} more (the run's log names them)")
+    return items
 
 
 def note_sentence(note: Note, path: str) -> str:

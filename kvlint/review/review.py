@@ -17,6 +17,7 @@ from urllib.parse import quote
 from kvlint.engine.registry import rule_by_code
 from kvlint.engine.summary import DEFAULT_FAIL_ON
 from kvlint.engine.suppress import suppressions
+from kvlint.escaping import printable
 from kvlint.review.diff import ChangedFile
 from kvlint.review.hosts import Comments, has_room
 from kvlint.review.suggestions import FixRegions, Region
@@ -27,6 +28,7 @@ _MARKER = re.compile(r"<!-- kvlint:([A-Z]+\d+):([^:\s]*):([0-9a-f]+(?:-\d+)?(?:\
 FINGERPRINT = re.compile(r"[0-9a-f]{12}(?:-\d{1,6})?(?:\+imports)?")
 # Enough for a pull request a person reviews; the rest is counted in the summary (--max-comments).
 DEFAULT_MAX_COMMENTS = 50
+NOT_READ_SHOWN = 10  # files the review's body names among those it could not read; the log names them all
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ class Review:
     comments: list[ReviewComment]
     in_diff: list[Finding]
     outside_diff: list[Finding]  # in changed files, on lines the pull request does not touch
-    refused: list[str]
+    refused: list[tuple[str, str]]  # (path, why) of each file the review could not read
     files_checked: int
     commit: str | None = None
     # (path, line) of each `# kvlint: ignore` comment on a line the pull request adds or changes.
@@ -95,6 +97,9 @@ class Review:
     # What the cross-file analysis could not read or do, one line each: said on stderr and in the body, exit 2.
     incomplete: list[str] = field(default_factory=list)
     fail_on: Severity = DEFAULT_FAIL_ON  # the configuration's (the base revision's): which findings fail the run
+    # How many of `refused` the cross-file analysis needed: its findings may be missing; fails the run as a
+    # finding does (not an error: the review is posted, and --exit-zero passes it).
+    analysis_unread: int = 0
 
 
 @dataclass
@@ -110,6 +115,8 @@ class Summary:
     suppressions_added: list[tuple[str, int]]
     max_comments: int
     incomplete: int = 0  # lines of Review.incomplete: cross-file findings may be missing
+    not_read: list[tuple[str, str]] = field(default_factory=list)  # the first of `refused`, (path, why), escaped
+    analysis_unread: int = 0  # Review.analysis_unread
 
     @property
     def in_diff_total(self) -> int:
@@ -132,6 +139,8 @@ def summarise(review: Review, max_comments: int) -> Summary:
         suppressions_added=list(review.suppressions_added),
         max_comments=max_comments,
         incomplete=len(review.incomplete),
+        not_read=[(printable(path), printable(why)) for path, why in review.refused[:NOT_READ_SHOWN]],
+        analysis_unread=review.analysis_unread,
     )
 
 
@@ -189,7 +198,7 @@ def build_review(
     findings: list[Finding],
     changes: dict[str, ChangedFile],
     texts: dict[str, str],
-    refused: list[str],
+    refused: list[tuple[str, str]],
     files_checked: int,
     placed: dict[int, tuple[int, Note]] | None = None,
 ) -> Review:

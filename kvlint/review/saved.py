@@ -21,6 +21,7 @@ from kvlint.filesystem import FileTooLarge, describe, read_regular_file
 from kvlint.review.diff import ReviewError, safe_relative_path
 from kvlint.review.review import (
     FINGERPRINT,
+    NOT_READ_SHOWN,
     NOTE_KINDS,
     Note,
     Region,
@@ -66,6 +67,8 @@ def review_data(review: Review, summary: Summary) -> dict:
             "files_checked": summary.files_checked,
             "refused": summary.refused,
             "incomplete": summary.incomplete,
+            "not_read": [{"path": path, "why": why} for path, why in summary.not_read],
+            "analysis_unread": summary.analysis_unread,
             "suppressions_added": [{"path": path, "line": line} for path, line in summary.suppressions_added],
         },
         "comments": [_comment_data(comment) for comment in review.comments],
@@ -216,12 +219,30 @@ def _summary_from(raw: dict, name_of) -> Summary:
         files_checked=_integer(raw.get("files_checked", 0), "summary.files_checked"),
         refused=_integer(raw.get("refused", 0), "summary.refused"),
         incomplete=_integer(raw.get("incomplete", 0), "summary.incomplete"),
+        not_read=_not_read_from(raw.get("not_read", [])),
+        analysis_unread=_integer(raw.get("analysis_unread", 0), "summary.analysis_unread"),
         suppressions_added=[
             (_path(_dict(s, "suppression").get("path")), _integer(s.get("line"), "suppression line", 1, _MAX_LINE))
             for s in suppressions
         ],
         max_comments=0,  # the posting stage's own limit
     )
+
+
+def _not_read_from(raw) -> list[tuple[str, str]]:
+    """The files stage one could not read, as it names them: a path and a reason, each one line of printable
+    text (stage one escapes them; stage two escapes them again when it renders)."""
+    if not isinstance(raw, list) or len(raw) > NOT_READ_SHOWN:
+        _refuse(f"summary.not_read (a list of at most {NOT_READ_SHOWN})")
+    entries = []
+    for entry in raw:
+        entry = _dict(entry, "summary.not_read entry")
+        path = _text(entry.get("path"), "summary.not_read path", 1_000)
+        why = _text(entry.get("why"), "summary.not_read why", 200)
+        if not path or not why or not path.isprintable() or not why.isprintable():
+            _refuse("summary.not_read entry")
+        entries.append((path, why))
+    return entries
 
 
 def _comment_from(raw: dict, name_of) -> ReviewComment:
