@@ -1,6 +1,7 @@
 """KV101's fix examples (rules/_unwrap_fix.py): the tree's helper, every layer tested, the call-site unwrap, an
 unsafe composition, a guarded use, and a tree with no unwrapping idiom. Part of KV101's INVALID examples,
-so they are its tests and its `explain` text."""
+so they are its tests and its `explain` text. Also the census's VALID examples: a hidden-state group (never a
+container), a value only the scheduler consumes, a validation the scheduler half repeats."""
 
 from __future__ import annotations
 
@@ -157,5 +158,45 @@ UNWRAP_EXAMPLES = [
             """,
         tree_functions=(),  # a tree with neither `iter_layer_specs` nor a helper (vLLM 0.28): no fix
         severity=Severity.ERROR,
+    ),
+]
+
+# Checks the census clears (kvlint.analysis.compositions, consumers): part of KV101's VALID examples.
+CENSUS_VALID_EXAMPLES = [
+    Example(
+        """
+            def hidden_state_groups(kv_cache_config):
+                # hidden-state layers always get a plain group of their own
+                return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, HiddenStateCacheSpec)]
+            """
+    ),
+    Example(
+        """
+            class FooConnector:
+                def __init__(self, vllm_config, role, kv_cache_config):
+                    self._pulls_state = any(
+                        isinstance(g.kv_cache_spec, MambaSpec) for g in kv_cache_config.transfer_groups
+                    )
+
+                @property
+                def supports_divergent_local_hybrid_hits(self):
+                    return self._pulls_state  # only the scheduler reads it, on its flattened config
+            """
+    ),
+    Example(
+        """
+            class FooConnector:
+                @staticmethod
+                def _validate(kv_cache_config):
+                    unsupported = []
+                    for group in kv_cache_config.kv_cache_groups:
+                        if isinstance(group.kv_cache_spec, MambaSpec) and group.kv_cache_spec.mode != "align":
+                            unsupported.append("mamba")
+                    if unsupported:
+                        raise ValueError(unsupported)
+
+                def __init__(self, vllm_config, role, kv_cache_config):
+                    self._validate(kv_cache_config)  # the scheduler half raises on its flattened config too
+            """
     ),
 ]

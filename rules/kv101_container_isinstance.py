@@ -73,7 +73,7 @@ from kvlint.rules._container_remedy import (
     gated_scaling,
     remedy,
 )
-from kvlint.rules._kv101_examples import UNWRAP_EXAMPLES
+from kvlint.rules._kv101_examples import CENSUS_VALID_EXAMPLES, UNWRAP_EXAMPLES
 from kvlint.rules._resolver_call import resolver_call_fix
 from kvlint.rules._scaling_verdict import one_line
 from kvlint.rules._unwrap_fix import unwrap_fix, unwrap_plan
@@ -193,42 +193,7 @@ class ContainerIsinstance(DominatedChecks, Rule):
                 return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, EncoderOnlyAttentionSpec)]
             """
         ),
-        Example(
-            """
-            def hidden_state_groups(kv_cache_config):
-                # hidden-state layers always get a plain group of their own
-                return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, HiddenStateCacheSpec)]
-            """
-        ),
-        Example(
-            """
-            class FooConnector:
-                def __init__(self, vllm_config, role, kv_cache_config):
-                    self._pulls_state = any(
-                        isinstance(g.kv_cache_spec, MambaSpec) for g in kv_cache_config.transfer_groups
-                    )
-
-                @property
-                def supports_divergent_local_hybrid_hits(self):
-                    return self._pulls_state  # only the scheduler reads it, on its flattened config
-            """
-        ),
-        Example(
-            """
-            class FooConnector:
-                @staticmethod
-                def _validate(kv_cache_config):
-                    unsupported = []
-                    for group in kv_cache_config.kv_cache_groups:
-                        if isinstance(group.kv_cache_spec, MambaSpec) and group.kv_cache_spec.mode != "align":
-                            unsupported.append("mamba")
-                    if unsupported:
-                        raise ValueError(unsupported)
-
-                def __init__(self, vllm_config, role, kv_cache_config):
-                    self._validate(kv_cache_config)  # the scheduler half raises on its flattened config too
-            """
-        ),
+        *CENSUS_VALID_EXAMPLES,  # the census: no model builds it, or no one consumes its answer
         Example(
             """
             def same_kind(kv_cache_config, reference: KVCacheSpec):
@@ -239,29 +204,6 @@ class ContainerIsinstance(DominatedChecks, Rule):
     ]
     INVALID = [
         *UNWRAP_EXAMPLES,  # with the fixes of rules/_unwrap_fix.py
-        Example(
-            """
-            def zero_blocks(self):
-                for group in self.kv_cache_config.kv_cache_groups:
-                    if not isinstance(group.kv_cache_spec, FullAttentionSpec):
-                        continue
-                    yield group
-            """,
-            path="vllm/v1/worker/cpu_model_runner.py",
-            severity=Severity.ERROR,
-        ),
-        Example(
-            """
-            def build(kv_cache_config):
-                def certifiable(spec):
-                    if not isinstance(spec, AttentionSpec):
-                        return False
-                    return type(spec) is MLAAttentionSpec
-
-                return all(certifiable(group.kv_cache_spec) for group in kv_cache_config.kv_cache_groups)
-            """,
-            severity=Severity.ERROR,
-        ),
         Example(
             """
             from vllm.v1.kv_cache_interface import AttentionSpec
