@@ -10,16 +10,16 @@ is read one line at a time, changed lines are runs, and texts are read when need
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvlint_runner import _cap_memory
+from kvlint_runner import CHILD_MEMORY_CAP
 from review_repos import git, make_repo
 
 MODULES = 5
@@ -41,29 +41,39 @@ def five_big_modules(root: Path) -> Path:
     return repo
 
 
+# A small launcher starts the review and reports its peak: a process started from this test inherits this
+# (large) pytest's resident size as its own peak, through fork and exec alike; one started from the launcher,
+# fresh after its own exec, does not.
+LAUNCHER = """
+import os, resource, subprocess, sys
+resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[2]), int(sys.argv[2])))
+review = subprocess.Popen([sys.executable, "-m", "kvlint", *sys.argv[3:]])
+_, status, usage = os.wait4(review.pid, 0)  # that child's own rusage (and what it waited for: git included)
+with open(sys.argv[1], "w") as peak:
+    peak.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def peak_of_review(repo: Path, *extra: str) -> tuple[subprocess.CompletedProcess, float]:
     """`kvlint review --base main …` in a child process (memory capped, killed past DEADLINE_S) ->
-    (its result, its peak resident memory in MB, from the kernel's rusage of that child)."""
-    out, err = repo.parent / "review.out", repo.parent / "review.err"
-    arguments = [sys.executable, "-m", "kvlint", "review", "--base", "main", "--jobs", "1", *extra]
+    (its result, its peak resident memory in MB, from the kernel's rusage of that process)."""
+    out, err, peak = repo.parent / "review.out", repo.parent / "review.err", repo.parent / "review.peak"
+    review = ["review", "--base", "main", "--jobs", "1", *extra]
+    arguments = [sys.executable, "-c", LAUNCHER, str(peak), str(CHILD_MEMORY_CAP), *review]
     environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     with out.open("wb") as stdout, err.open("wb") as stderr:
         child = subprocess.Popen(
-            arguments, cwd=repo, stdout=stdout, stderr=stderr, env=environment, preexec_fn=_cap_memory
+            arguments, cwd=repo, stdout=stdout, stderr=stderr, env=environment, start_new_session=True
         )
-    deadline = time.monotonic() + DEADLINE_S
-    while True:  # wait4, not Popen.wait: the rusage is that child's own (and what it waited for), no one else's
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            child.kill()
-            os.wait4(child.pid, 0)
-            pytest.fail(f"kvlint review did not finish within {DEADLINE_S} s")
-        time.sleep(0.05)
-    child.returncode = os.waitstatus_to_exitcode(status)
+    try:
+        child.wait(timeout=DEADLINE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        pytest.fail(f"kvlint review did not finish within {DEADLINE_S} s")
     run = subprocess.CompletedProcess(arguments, child.returncode, out.read_text(), err.read_text())
-    return run, usage.ru_maxrss / 1024  # kB on Linux
+    return run, int(peak.read_text()) / 1024  # kB on Linux
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss is in kB on Linux (bytes on macOS)")
