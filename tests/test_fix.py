@@ -42,7 +42,6 @@ def test_fix_029_matches_upstream_and_is_idempotent(vllm_release, fixed_029):
         [
             OFFLOADING_CONFIG,
             "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py",
-            "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/connector.py",
             "vllm/v1/worker/cpu_model_runner.py",
             "vllm/v1/worker/gpu_model_runner.py",
         ]

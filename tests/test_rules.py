@@ -158,6 +158,7 @@ def test_invalid_example_is_flagged_and_fixed_as_documented(rule, example):
     assert own, f"{rule.CODE} did not flag:\n{example.source}"
     for finding in own:
         assert finding.message and "\n" not in finding.message
+        assert not finding.message.startswith("Message("), finding.message  # the text, never the record
         if example.severity is not None:
             assert finding.severity == example.severity, finding.message
     if example.fixed_source is not None:

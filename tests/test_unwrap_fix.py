@@ -190,12 +190,20 @@ def test_rewritten_checks_answer_as_the_layers_in_the_real_vllm(vllm_runtime_env
     results = {r["site"]: r for r in raw["checks"]}
     for case in document["cases"]:
         result = results[case["site"]]
-        assert all(p["ok"] for p in result["plain"]), result["plain"]
-        assert all(c["ok"] for c in result["containers"]), result["containers"]
+        # a class only the newer tree defines is said, not checked, in the older runtime
+        plain = [p for p in result["plain"] if not (p["ok"] is None and "this vLLM has no" in p.get("error", ""))]
+        assert plain and all(p["ok"] for p in plain), result["plain"]
+        # a composition only the newer tree can build is said, not checked, in the older runtime
+        unbuilt = ("not built", "cannot build")
+        checked = [
+            c for c in result["containers"] if not (c["ok"] is None and any(u in c.get("error", "") for u in unbuilt))
+        ]
+        assert checked and all(c["ok"] for c in checked), result["containers"]
         if "MambaSpec" in case["before"]:
             mamba = next(c for c in result["containers"] if c["layers"] == ["MambaSpec"])
             assert (mamba["before"], mamba["after"]) == (False, True)  # the defect, and its fix
-        if any(c["expected"] for c in result["containers"]):  # some container's layers pass: blind misses it
-            assert not all(c["ok"] for c in results[case["site"] + "(blind)"]["containers"])
+        if any(c.get("expected") for c in checked):  # some container's layers pass: blind misses it
+            blind_built = [c for c in results[case["site"] + "(blind)"]["containers"] if c["ok"] is not None]
+            assert any(c["ok"] is False for c in blind_built)
     table, every_ok = render_checks(cases, raw)
     assert every_ok and "mooncake_connector.py:2033:20" in table

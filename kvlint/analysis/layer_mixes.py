@@ -32,6 +32,10 @@ def spec_class_mixes(index: TreeIndex) -> tuple[frozenset[str], ...] | None:
     mixes: dict[frozenset[str], None] = dict.fromkeys(composition.spec_classes for composition in built)
     if containers is None or containers.member_classes is None:
         return tuple(mixes) if mixes else None
+    # The census over-approximates a layer's kinds: keep only what the tree's container can hold at all (vLLM
+    # 0.29.0 cannot build a container of EncoderOnlyAttentionSpec layers, say).
+    held = (frozenset(c for c in mix if containers.may_hold_instance_of(c)) for mix in mixes)
+    mixes = dict.fromkeys(mix for mix in held if mix)
     # The roots are abstract: no layer reports a bare `KVCacheSpec` or `AttentionSpec`.
     members = [c for c in hierarchy.bases if c not in (CONTAINER_CLASS, *_ROOTS) and containers.may_hold_instance_of(c)]
     families: dict[str, set[str]] = {}
