@@ -8,8 +8,7 @@ import sys
 
 import click
 
-from kvlint.analysis.tree_root import find_tree_root
-from kvlint.commands.paths import _target
+from kvlint.commands.options import vllm_tree_target
 from kvlint.engine.summary import EXIT_CLEAN, EXIT_ERROR
 from kvlint.errors import TargetError
 from kvlint.escaping import printable
@@ -23,12 +22,7 @@ from kvlint.scan.index_cache import build_project_index
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def containers(path, release, output_format):
     """Show the container compositions the tree's models build, the path and setting that build each."""
-    target = _target(path, release, quiet=output_format == "json")
-    if not target.exists():
-        raise TargetError(f"{target}: no such file or directory")
-    root = find_tree_root(target)
-    if root is None:
-        raise TargetError(f"{target}: not in a vLLM tree (no vllm/v1/kv_cache_interface.py found)")
+    target, root = vllm_tree_target(path, release, quiet=output_format == "json")
     index = build_project_index([target])
     compositions = index.container_compositions()
     if compositions is None or index.census is None:

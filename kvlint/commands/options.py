@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
+from kvlint.analysis.tree_root import find_tree_root
 from kvlint.commands.quiet import is_quiet, progress_display, quiet_option
-from kvlint.errors import ConfigError
+from kvlint.errors import ConfigError, TargetError
 from kvlint.escaping import printable
 from kvlint.reporters import FORMATS, LEGACY_FORMATS
 from kvlint.scan.config import Config, find_pyproject, load_config
@@ -206,3 +207,27 @@ def say_degradations(result: ScanResult) -> bool:
     for line in result.degradations:
         click.echo(f"kvlint: error: {printable(line)}", err=True)
     return bool(result.degradations)
+
+
+def vllm_tree_target(path: str | None, release: str | None, quiet: bool) -> tuple[Path, Path]:
+    """(what to read, the root of its vLLM tree) for a command that needs one tree (`paths`, `containers`):
+    PATH, a fetched release, or the default target; a one-line error when it is not in a vLLM tree."""
+    if path and release:
+        raise click.UsageError("give either PATH or --vllm-release, not both")
+    if release:
+        from kvlint.scan.releases import release_sources
+
+        target = release_sources(release, quiet=quiet)
+    elif path:
+        target = Path(path)
+    else:
+        from kvlint.scan.targets import default_target
+
+        target, line = default_target(Path.cwd())
+        click.echo(line, err=True)
+    if not target.exists():
+        raise TargetError(f"{target}: no such file or directory")
+    root = find_tree_root(target)
+    if root is None:
+        raise TargetError(f"{target}: not in a vLLM tree (no vllm/v1/kv_cache_interface.py found)")
+    return target, Path(root)

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from kvlint.analysis.sizing.results import SizingAnalysis
-from kvlint.analysis.tree_root import find_tree_root
+from kvlint.commands.options import vllm_tree_target
 from kvlint.engine.summary import EXIT_CLEAN, EXIT_ERROR
 from kvlint.errors import TargetError
 from kvlint.escaping import printable
@@ -37,12 +37,7 @@ from kvlint.scan.storage import cache_root
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def paths(path, release, output_format):
     """Show the sizing-path matrix: spec kinds x every sizing path (`module:function`), each cell the DCP factor."""
-    target = _target(path, release, quiet=output_format == "json")
-    if not target.exists():
-        raise TargetError(f"{target}: no such file or directory")
-    root = find_tree_root(target)
-    if root is None:
-        raise TargetError(f"{target}: not in a vLLM tree (no vllm/v1/kv_cache_interface.py found)")
+    target, root = vllm_tree_target(path, release, quiet=output_format == "json")
     config = load_config(find_pyproject(Path.cwd()))  # as `check` reads it: roles follow scheduler-only-paths
     package = Path(root) / "vllm"
     result = scan([package if package.is_dir() else Path(root)], config, None, [], cache_dir=cache_root() / "results")
@@ -62,22 +57,6 @@ def paths(path, release, output_format):
     for line in index.failures:
         click.echo(f"kvlint: error: {printable(line)}", err=True)
     sys.exit(EXIT_ERROR if index.failures else EXIT_CLEAN)
-
-
-def _target(path: str | None, release: str | None, quiet: bool) -> Path:
-    if path and release:
-        raise click.UsageError("give either PATH or --vllm-release, not both")
-    if release:
-        from kvlint.scan.releases import release_sources
-
-        return release_sources(release, quiet=quiet)
-    if path:
-        return Path(path)
-    from kvlint.scan.targets import default_target
-
-    target, line = default_target(Path.cwd())
-    click.echo(line, err=True)
-    return target
 
 
 def function_spans(analysis: SizingAnalysis, root: str) -> dict[int, tuple[int, int]]:
