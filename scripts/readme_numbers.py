@@ -128,6 +128,26 @@ def releases_block(scans: dict[str, list[dict]]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def newest_block(version: str) -> str:
+    """The newest release's container-blind checks (KV101), one line each as the full layout heads them:
+    every error with the model and path that build its counterexample, every warning with its opt-in setting."""
+    text = kvlint("check", "-q", "--select", "KV101", "--vllm-release", version).stdout
+    lines, heads = text.splitlines(), []
+    for index, line in enumerate(lines):
+        if line.startswith(" ") or ": KV101 " not in line:
+            continue
+        head = line
+        for more in lines[index + 1 :]:  # a headline wrapped onto indented lines, before its detail
+            if not more.startswith("      "):
+                break
+            head += " " + more.strip()
+        where, _, said = head.partition(": KV101 ")
+        path, line_number = where.rsplit(":", 2)[:2]
+        severity, _, headline = said.split("] ", 1)[-1].partition(": ")
+        heads.append(f"- {severity} `{path.rsplit('/', 1)[-1]}:{line_number}`: {headline}")
+    return "\n".join(heads) + "\n"
+
+
 def mebibytes(size: int) -> str:
     return f"{size / 2**20:,.0f} MiB"
 
@@ -171,6 +191,7 @@ def blocks() -> dict[str, str]:
         "first-screen": first_screen(text),
         "summary-029": summary_block(scans[SAMPLE], line, files_checked(line)),
         "releases": releases_block(scans),
+        "newest-kv101": newest_block(RELEASES[-1]),
     }
 
 

@@ -126,7 +126,7 @@ def test_the_precommit_entry_runs_as_written(tmp_path, hook_repo, pre_commit_hom
 def test_every_generated_block_is_there_once():
     script = load_script()
     names = [match.group("name") for match in script.BLOCK.finditer(README)]
-    assert sorted(names) == ["costs", "first-screen", "releases", "summary-029"]
+    assert sorted(names) == ["costs", "first-screen", "newest-kv101", "releases", "summary-029"]
     assert script.rewrite(README, {}) == README
 
 
