@@ -1,5 +1,5 @@
 """KV101's fix examples (rules/_unwrap_fix.py): the tree's helper, every layer tested, the call-site unwrap, an
-unsafe composition, a guarded use, and a tree with no unwrapping idiom. Part of KV101's INVALID examples,
+unsafe composition, a guarded use (no fix), and a tree with no unwrapping idiom. Part of KV101's INVALID examples,
 so they are its tests and its `explain` text. Also the census's VALID examples: a hidden-state group (never a
 container), a value only the scheduler consumes, a validation the scheduler half repeats."""
 
@@ -136,19 +136,8 @@ UNWRAP_EXAMPLES = [
                     if isinstance(g.kv_cache_spec, MambaSpec) and g.kv_cache_spec.mamba_type == "mamba2":
                         yield g
             """,
-        # `g.kv_cache_spec.mamba_type` is read under the check: a container passing it has no such field
-        fixed="""
-            from vllm.v1.kv_cache_interface import iter_layer_specs
-
-            def mamba_sizes(kv_cache_config):
-                for g in kv_cache_config.kv_cache_groups:
-                    if all(
-                        isinstance(spec, MambaSpec)
-                        for spec in iter_layer_specs(g.kv_cache_spec)
-                    ) and g.kv_cache_spec.mamba_type == "mamba2":
-                        yield g
-            """,
-        unsafe=True,
+        # `g.kv_cache_spec.mamba_type` is read under the check: a container passing it has no such field, so
+        # no fix (rewriting the check alone would crash there); the message says to unwrap that use too
         severity=Severity.ERROR,
     ),
     Example(

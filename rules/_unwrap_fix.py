@@ -47,8 +47,8 @@ class UnwrapPlan:
     subject: cst.BaseExpression
     classes: cst.BaseExpression | None
     split: frozenset[str] | None
-    # A use of the checked spec that the check guards (`spec.mamba_type` after it): a container that now
-    # passes reaches it, as a container — not only the check's answer changes.
+    # A use of the checked spec that the check guards (`spec.mamba_type` after it): a container that passed
+    # would reach it, as a container — so no fix (a vLLM test of 0.29.0's offloading config broke on one).
     guarded_use: str | None = None
     # The calls that hand the per-spec function a group spec, with that argument (form "call-site").
     calls: tuple[tuple[cst.Call, cst.BaseExpression], ...] = ()
@@ -61,10 +61,10 @@ class UnwrapPlan:
         """What the finding says of an unsafe fix: the composition that splits `any` and `all`."""
         if self.safe:
             return ""
-        if self.split is None:
+        if self.guarded_use is not None:  # no fix: rewriting the check alone would let a container reach it
             return (
-                f"unsafe fix: `{self.guarded_use}` is used where the check lets it through, and a container "
-                "that now passes reaches it whole: unwrap it there too"
+                f"no automatic fix: `{self.guarded_use}` is used where the check lets it through, and a container "
+                "that passed it would reach that use whole: unwrap it there too"
             )
         other = next(q for q in QUANTIFIERS if q != self.quantifier)
         mixed = ", ".join(sorted(self.split))
@@ -160,7 +160,7 @@ _LOOKS = ("isinstance", "type", LAYER_ITERATOR, "is_full_attention_spec")
 
 
 def unwrap_fix(rule: Rule, plan: UnwrapPlan | None) -> Fix | None:
-    if plan is None:
+    if plan is None or plan.guarded_use is not None:
         return None
     if plan.form == "call-site":
         edits = [edit for call, argument in plan.calls for edit in _call_site_edits(rule, call, argument)]

@@ -207,3 +207,17 @@ def test_rewritten_checks_answer_as_the_layers_in_the_real_vllm(vllm_runtime_env
             assert any(c["ok"] is False for c in blind_built)
     table, every_ok = render_checks(cases, raw)
     assert every_ok and "mooncake_connector.py:2033:20" in table
+
+
+def test_a_check_that_guards_a_use_of_the_spec_gets_no_fix():
+    """Rewriting the check alone would let a container reach `spec.mamba_type` (0.29.0's offloading config
+    broke a vLLM test that way, reading `num_kv_heads`): the finding says to unwrap that use, with no fix."""
+    source = (
+        "def mamba_sizes(kv_cache_config):\n"
+        "    for g in kv_cache_config.kv_cache_groups:\n"
+        '        if isinstance(g.kv_cache_spec, MambaSpec) and g.kv_cache_spec.mamba_type == "mamba2":\n'
+        "            yield g\n"
+    )
+    findings = [f for f in lint(source).findings if f.code == "KV101"]
+    assert findings and all(f.fix is None for f in findings)
+    assert "no automatic fix: `g.kv_cache_spec.mamba_type` is used" in findings[0].message
