@@ -130,7 +130,9 @@ def build_tree_index(
     files = TreeFiles(root, could_matter_files, overlay)
     hierarchy = hierarchy_of_source(files.read_if_present(INTERFACE_MODULE), str(root / INTERFACE_MODULE))
     sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths, files)
-    census, compositions = _read_compositions(files, hierarchy)
+    census_wanted = CONTAINER_CLASS in hierarchy.bases
+    census_texts, consumer_texts = _selected_texts(files, census_wanted)
+    census, compositions = _read_compositions(census_texts if census_wanted else None, hierarchy)
     if compositions is not None:
         # The census replaces the class-level reading: which layers the tree builds is not which containers.
         default = {spec for c in compositions if c.is_default for spec in c.spec_classes}
@@ -144,7 +146,7 @@ def build_tree_index(
             container_class=CONTAINER_CLASS,
             files=files,
         )
-    consumed = _read_consumers(files, scheduler_only_paths)
+    consumed = scheduler_consumed_members(consumer_texts, scheduler_only_paths)
     resolver_path = find_resolver(root, files)
     if resolver_path is None:
         kinds = table_from_sizing(sizing, hierarchy) if sizing is not None else None
@@ -180,24 +182,25 @@ def build_tree_index(
     )
 
 
-def _read_consumers(files: TreeFiles, scheduler_only_paths: tuple[str, ...]) -> frozenset[str]:
-    texts = {}
+def _selected_texts(files: TreeFiles, census_wanted: bool) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """(the texts the census reads, the texts the consumer model reads), in one pass over the tree's files."""
+    census_texts: dict[str, bytes] = {}
+    consumer_texts: dict[str, bytes] = {}
     for relative in files.relatives():
         data = files.read(relative)
-        if data is not None and could_consume(relative, data):
-            texts[relative] = data
-    return scheduler_consumed_members(texts, scheduler_only_paths)
+        if data is None:
+            continue
+        if census_wanted and could_shape_census(relative, data):
+            census_texts[relative] = data
+        if could_consume(relative, data):
+            consumer_texts[relative] = data
+    return census_texts, consumer_texts
 
 
-def _read_compositions(files: TreeFiles, hierarchy: SpecHierarchy):
+def _read_compositions(texts: dict[str, bytes] | None, hierarchy: SpecHierarchy):
     """(census, compositions) of the tree; (None, None) without a model registry or a container class."""
-    if CONTAINER_CLASS not in hierarchy.bases:
+    if texts is None:
         return None, None
-    texts: dict[str, bytes] = {}
-    for relative in files.relatives():
-        data = files.read(relative)
-        if data is not None and could_shape_census(relative, data):
-            texts[relative] = data
     census = read_census(texts, frozenset(hierarchy.bases))
     if census is None:
         return None, None
