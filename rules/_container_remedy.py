@@ -26,9 +26,12 @@ def remedy(functions, subject: str, checked: frozenset[str]) -> str:
 
 def built_by(composition) -> dict[str, str]:
     """The fields of KV101's BUILT message that name the model, setting and path of a composition."""
-    setting = (
-        " by default" if composition.is_default else f" under {composition.setting.removeprefix('opt-in: ')} (opt-in)"
-    )
+    if composition.is_default:
+        setting = " by default"
+    elif composition.setting.startswith("possible: "):
+        setting = f" possibly ({composition.setting.removeprefix('possible: ')})"
+    else:
+        setting = f" under {composition.setting.removeprefix('opt-in: ')} (opt-in)"
     return {
         "layers": ", ".join(sorted(composition.layer_classes)),
         "model": composition.model,

@@ -150,7 +150,7 @@ UNWRAP_EXAMPLES = [
     ),
 ]
 
-# Checks the census clears (kvlint.analysis.compositions, consumers): part of KV101's VALID examples.
+# Checks the census clears (kvlint.analysis.census.compositions, consumers): part of KV101's VALID examples.
 CENSUS_VALID_EXAMPLES = [
     Example(
         """

@@ -7,7 +7,7 @@
   `all(f(spec) for group in groups for spec in iter_layer_specs(group.kv_cache_spec))`.
 
 Safe when `any` and `all` over a container's layers agree for every composition the tree can build
-(kvlint.analysis.compositions); otherwise unsafe, and the finding says which composition splits them. No
+(kvlint.analysis.census.compositions); otherwise unsafe, and the finding says which composition splits them. No
 fix where the tree has neither such a helper nor `iter_layer_specs`, or was not read.
 """
 

@@ -16,7 +16,7 @@ _unwrap_spec(spec)`) or known not to be a container (past an `isinstance(spec, U
 test) is a layer spec from there on. Code that only receives the scheduler's config (the scheduler, KV
 cache managers, scheduler-side connector halves) never meets a container: the engine flattens it first.
 
-Which containers exist is read from the tree (kvlint.analysis.compositions): its models' layers × its
+Which containers exist is read from the tree (kvlint.analysis.census.compositions): its models' layers × its
 grouping paths. An error when a model builds by default a container whose every layer answers True (the
 message names model, path and line); a warning when only an opt-in setting does (named); else nothing. A
 spec-field test in the same `and` (`s.mamba_type in (…)`) or a layer flag the function picks layers by

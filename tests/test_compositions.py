@@ -116,6 +116,8 @@ LAYERS = {
                 return MambaSpec(block_size=16, mamba_type=self.mamba_type)
         """,
     "vllm/model_executor/layers/mamba/mixers.py": """
+        from vllm.model_executor.layers.mamba.abstract import MambaBase
+
         class Mamba2Mixer(MambaBase):
             def __init__(self, vllm_config):
                 self.use_flashinfer_replayssm = vllm_config.use_flashinfer_replayssm
@@ -139,11 +141,18 @@ MODELS = {
         }
         """,
     "vllm/model_executor/models/dsa_hybrid.py": """
+        from vllm.model_executor.layers.attention import MLAAttention
+        from vllm.model_executor.layers.indexer import IndexerCache
+        from vllm.model_executor.layers.mamba.mixers import DeltaNet
+
         class DsaHybridForCausalLM:
             def __init__(self):
                 self.layers = [MLAAttention(), IndexerCache(), DeltaNet()]
         """,
     "vllm/model_executor/models/mamba2_hybrid.py": """
+        from vllm.model_executor.layers.attention import Attention, HiddenStates
+        from vllm.model_executor.layers.mamba.mixers import Mamba2Mixer
+
         class Mamba2HybridForCausalLM:
             def __init__(self):
                 self.layers = [Attention(), Mamba2Mixer()]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvlint.analysis.census import Census, LayerClass, Model
-from kvlint.analysis.compositions import ContainerComposition
+from kvlint.analysis.census.compositions import ContainerComposition
+from kvlint.analysis.census.reading import Census, LayerClass, Model
 from kvlint.analysis.containers import ContainerReachability
 from kvlint.analysis.hierarchy import BUILTIN_BASES, SpecHierarchy
 from kvlint.analysis.tree_index import TreeIndex

@@ -21,7 +21,7 @@ import re
 
 import libcst as cst
 
-from kvlint.analysis.class_texts import classes_of
+from kvlint.analysis.census.class_texts import classes_of
 from kvlint.analysis.cst_walk import preorder
 from kvlint.analysis.provenance import call_name, dotted
 from kvlint.analysis.vocabulary import sees_only_scheduler_config

@@ -3,7 +3,7 @@
 A fix is safe only when it is right for every container the tree can build, so this errs towards mixing:
 the classes a container can hold at all (kvlint.analysis.containers), grouped by family (the topmost class
 below `KVCacheSpec`/`AttentionSpec` they descend from), joined with the spec classes of every container the
-census finds a model building, by default or opt-in (kvlint.analysis.compositions). The family grouping
+census finds a model building, by default or opt-in (kvlint.analysis.census.compositions). The family grouping
 over-groups where a subclass is its own grouping base (e.g. `SlidingWindowMLASpec`), and the census reads
 a model's layers only as far as its text says: together a check may be judged split where vLLM never mixes
 those layers, never the other way round.

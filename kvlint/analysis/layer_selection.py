@@ -1,5 +1,5 @@
 """Which layers a group-spec check is about, read from the code around it, and which containers the tree
-builds of such layers (kvlint.analysis.compositions).
+builds of such layers (kvlint.analysis.census.compositions).
 
 Two shapes narrow a check to some layers:
 - a test of a spec field in the same `and` (`isinstance(s, MambaSpec) and s.mamba_type in (E.MAMBA1,
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from kvlint.analysis.census import Census
-from kvlint.analysis.compositions import ContainerComposition
+from kvlint.analysis.census.compositions import ContainerComposition
+from kvlint.analysis.census.reading import Census
 from kvlint.analysis.cst_walk import preorder
 from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.provenance import dotted

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kvlint.analysis.census import Census, could_shape_census, read_census
-from kvlint.analysis.census_budget import Budget, BudgetExceeded
-from kvlint.analysis.compositions import ContainerComposition, compose, uniform_bases
+from kvlint.analysis.census.budget import Budget, BudgetExceeded
+from kvlint.analysis.census.compositions import ContainerComposition, compose, uniform_bases
+from kvlint.analysis.census.paths import read_grouping_paths
+from kvlint.analysis.census.reading import Census, could_shape_census, read_census
 from kvlint.analysis.consumers import scheduler_consumed_members
 from kvlint.analysis.containers import ContainerReachability, container_reachability
-from kvlint.analysis.grouping_paths import read_grouping_paths
 from kvlint.analysis.hierarchy import SpecHierarchy, hierarchy_of_source
 from kvlint.analysis.kind_table import KindTable, table_from_hierarchy, table_from_sizing
 from kvlint.analysis.resolver import find_resolver, read_resolver_rule
@@ -74,7 +74,7 @@ class TreeIndex:
     kinds: KindTable | None = None
     # The tree's models and their layers (kvlint.analysis.census); None: no model registry read.
     census: Census | None = None
-    # The containers its models build, path by path (kvlint.analysis.compositions); None: not read.
+    # The containers its models build, path by path (kvlint.analysis.census.compositions); None: not read.
     compositions: tuple[ContainerComposition, ...] | None = None
     # Connector members only scheduler-side code reads (kvlint.analysis.consumers).
     scheduler_consumed: frozenset[str] = frozenset()
@@ -209,10 +209,11 @@ def _read_compositions(texts: dict[str, bytes] | None, hierarchy: SpecHierarchy,
         if census is None:
             return None, None
         paths = read_grouping_paths(texts, CONTAINER_CLASS, budget)
-    except BudgetExceeded as exceeded:
+    except (BudgetExceeded, RecursionError) as exceeded:
+        where = exceeded.where if isinstance(exceeded, BudgetExceeded) else "an expression nested too deeply"
         files.note(
             f"cross-file analysis incomplete: the census of the tree's models ran past its budget at "
-            f"{exceeded.where}; which containers the tree builds was not read"
+            f"{where}; which containers the tree builds was not read"
         )
         return None, None
     return census, compose(census, paths, hierarchy, uniform_bases(texts))

@@ -1,5 +1,5 @@
 """`kvlint containers`: which UniformTypeKVCacheSpecs containers the tree's models build, by which grouping
-path, by default or under an opt-in setting (kvlint.analysis.compositions). Read statically, never imported.
+path, by default or under an opt-in setting (kvlint.analysis.census.compositions). Read statically, never imported.
 A tree whose model registry cannot be found has no census: the command says so and exits 2."""
 
 from __future__ import annotations

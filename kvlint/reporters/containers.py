@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from kvlint.analysis.compositions import ContainerComposition
+from kvlint.analysis.census.compositions import ContainerComposition
 from kvlint.escaping import printable
 
 

@@ -58,8 +58,8 @@ def index_from_data(data: object) -> TreeIndex:
 @cache
 def _with_index_records() -> type:
     """Add the tree index's record classes to RECORDS (once); the TreeIndex class."""
-    from kvlint.analysis.census import Census, LayerClass, Model
-    from kvlint.analysis.compositions import ContainerComposition
+    from kvlint.analysis.census.compositions import ContainerComposition
+    from kvlint.analysis.census.reading import Census, LayerClass, Model
     from kvlint.analysis.containers import ContainerReachability
     from kvlint.analysis.hierarchy import SpecHierarchy
     from kvlint.analysis.kind_table import KindRow, KindTable

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvlint.analysis.census import census_fingerprint, census_words, could_shape_census
+from kvlint.analysis.census.reading import census_fingerprint, census_words, could_shape_census
 from kvlint.analysis.containers import NAMING_WORD
 from kvlint.analysis.hierarchy import builtin_hierarchy
 from kvlint.analysis.tree_files import is_hidden

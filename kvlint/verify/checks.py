@@ -5,7 +5,7 @@ Each in-place rewrite (`isinstance(x, C)` → `is_full_attention_spec(x)` / `all
 iter_layer_specs(x))`) becomes two templates over one name, `group_spec`: the check before and after, the
 checked expression replaced by that name (read with `ast`; the code is never run here). The child evaluates
 both on a plain spec of every class and on a container of every composition the tree can build
-(kvlint.analysis.compositions): a plain spec must answer as before, a container as its layers do, taken
+(kvlint.analysis.census.compositions): a plain spec must answer as before, a container as its layers do, taken
 with the rewrite's quantifier. A rewrite at a call site (`… for spec in iter_layer_specs(…)`) calls the
 tree's own function, which the child cannot import alone: it is listed, and `--upstream-tests` runs it.
 """

@@ -7,7 +7,7 @@ method builds and the attribute values it copies into the spec (`mamba_type=self
 layer's attention backend with the KV cache layouts it declares (`supported_kv_cache_layouts`). A model's
 layers are the layer classes its modules construct by name, and those the layers' own classes construct.
 
-Text-level (kvlint.analysis.class_texts): it reads hundreds of modules once per tree index. It
+Text-level (kvlint.analysis.census.class_texts): it reads hundreds of modules once per tree index. It
 over-approximates where text cannot tell (a model module that imports another model's module gets that
 module's layers too); a layer whose spec or backend cannot be read is kept with what is known.
 """
@@ -17,20 +17,20 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from posixpath import dirname, join, normpath
+from posixpath import dirname, join
 
-from kvlint.analysis.census_budget import Budget
-from kvlint.analysis.census_layouts import block_outermost, layout_setting
-from kvlint.analysis.census_reach import Reachable
-from kvlint.analysis.class_texts import ClassText, attribute_values, classes_of, returned_texts
+from kvlint.analysis.census.budget import Budget
+from kvlint.analysis.census.class_texts import ClassText, attribute_values, classes_of, returned_texts
+from kvlint.analysis.census.instantiation import Program, model_layers
+from kvlint.analysis.census.layouts import block_outermost, layout_setting
 
 # Text that selects a module for the census (the project cache rebuilds the index when such a file changes).
 _WORDS = (
     b"get_kv_cache_spec",
     b"supported_kv_cache_layouts",
     b"is_block_outermost",
-    b".from_specs(",  # the grouping paths (kvlint.analysis.grouping_paths)
-    b"uniform_type_base_spec",  # the spec registry (kvlint.analysis.compositions)
+    b".from_specs(",  # the grouping paths (kvlint.analysis.census.paths)
+    b"uniform_type_base_spec",  # the spec registry (kvlint.analysis.census.compositions)
 )
 _MODEL_DIRS = ("/models/", "/layers/")
 # No pattern of the census has two unbounded quantifiers side by side over characters both accept: each
@@ -89,7 +89,12 @@ class LayerClass:
 class Model:
     name: str  # the first architecture name the registry gives it
     module: str  # relative path of its module
-    layers: frozenset[str]  # layer class names
+    layers: frozenset[str]  # layer class names: every class some alternative builds
+    # What one checkpoint builds on the default platform: each alternative a set of layer classes (a config
+    # branch makes two); `merged`: alternatives too many to keep apart were joined (kvlint.analysis.census.
+    # instantiation), so a set may hold layers no one checkpoint builds together.
+    alternatives: tuple[frozenset[str], ...] = ()
+    merged: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,14 +126,13 @@ def read_census(texts: dict[str, bytes], spec_classes: frozenset[str], budget: B
     reader = _Reader(classes, spec_classes)
     roots = _spec_roots(texts, by_module)
     layers = reader.layer_classes(_flags(classes, roots), roots)
-    names = {layer.name for layer in layers}
+    program = Program(texts, {layer.name for layer in layers}, budget)
     models = []
-    reachable = Reachable(texts, names, lambda module: _imports(texts, module), budget)
-    for name, relative, _class_name in registry:
-        used = set(reachable.of(relative))
-        used |= reader.nested_layers(used, names)
-        if used:
-            models.append(Model(name, relative, frozenset(used)))
+    for name, relative, class_name in registry:
+        built = model_layers(program, relative, class_name)
+        alternatives = tuple(a for a in built.alternatives if a) if built is not None else ()
+        if alternatives:
+            models.append(Model(name, relative, frozenset().union(*alternatives), alternatives, built.merged))
     return Census(tuple(layers), tuple(models), block_outermost(texts), layout_setting(texts))
 
 
@@ -157,28 +161,6 @@ def _module_path(texts: dict[str, bytes], module: str, package: str) -> str | No
         if candidate in texts:
             return candidate
     return None
-
-
-_IMPORT_BYTES = re.compile(rb"^[ \t]*from[ \t]+([\w.]+)[ \t]+import\b", re.MULTILINE)
-
-
-def _imports(texts: dict[str, bytes], relative: str) -> list[str]:
-    """The modules of the tree's model folders that `relative` imports from."""
-    package = dirname(relative)
-    found = []
-    for target in _IMPORT_BYTES.findall(texts[relative]):
-        target = target.decode()
-        if not target.startswith((".", "vllm")):
-            continue
-        if target.startswith("."):
-            dots = len(target) - len(target.lstrip("."))
-            base = normpath(join(package, *([".."] * (dots - 1)), target.lstrip(".").replace(".", "/")))
-        else:
-            base = target.replace(".", "/")
-        for candidate in (f"{base}.py", f"{base}/__init__.py"):
-            if candidate in texts and "/models/" in candidate:
-                found.append(candidate)
-    return found
 
 
 _FLAG = re.compile(r"^[ \t]+(\w+)[ \t]*:[ \t]*bool[ \t]*=[ \t]*(?:True|False)[ \t]*$", re.MULTILINE)
@@ -214,7 +196,6 @@ class _Reader:
     def __init__(self, classes: dict[str, list[ClassText]], spec_classes: frozenset[str]):
         self.classes = classes
         self.spec_classes = spec_classes
-        self._built_by: dict[str, set[str]] = {}
         self._values: dict[tuple[str, str], str | None] = {}
 
     def _mro(self, name: str) -> list[ClassText]:
@@ -233,7 +214,9 @@ class _Reader:
         return order
 
     def _spec_method(self, name: str) -> tuple[set[str], list[str]]:
-        """(spec classes built, method texts read) following `super().get_kv_cache_spec` down the bases."""
+        """(spec classes built, method texts read): the nearest `get_kv_cache_spec` in the bases, and the
+        bases' only through `super().get_kv_cache_spec`. One that builds no spec class (`return None`: an
+        encoder-only layer) gives the layer no KV cache, whatever its bases build."""
         built: set[str] = set()
         texts = []
         for cls in self._mro(name):
@@ -242,7 +225,7 @@ class _Reader:
                 continue
             texts.append(method)
             built |= set(_CALLED.findall(method)) & self.spec_classes
-            if "super()" not in method and built:
+            if "super()" not in method:
                 break
         return built, texts
 
@@ -310,21 +293,3 @@ class _Reader:
                 LayerClass(name, first.where, frozenset(built), tuple(fields), attributes, self._layouts(name))
             )
         return layers
-
-    def nested_layers(self, used: set[str], layer_names: set[str]) -> set[str]:
-        """Layer classes the used layers' own classes construct (a fused layer that holds a cache layer)."""
-        found: set[str] = set()
-        todo = list(used)
-        while todo:
-            for name in self._constructs(todo.pop(), layer_names):
-                if name not in used and name not in found:
-                    found.add(name)
-                    todo.append(name)
-        return found
-
-    def _constructs(self, name: str, layer_names: set[str]) -> set[str]:
-        if name not in self._built_by:
-            self._built_by[name] = {
-                called for cls in self.classes.get(name, ()) for called in _CALLED.findall(cls.body)
-            } & layer_names
-        return self._built_by[name]

@@ -16,7 +16,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from kvlint.analysis.census_budget import Budget
+from kvlint.analysis.census.budget import Budget
 
 _FUNCTION = re.compile(r"^([ \t]*)def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
 

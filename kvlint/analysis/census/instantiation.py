@@ -1,0 +1,356 @@
+"""Which layer classes a model's constructor builds, read with `ast` and followed through the tree's own code.
+
+From the model class the registry names: its `__init__` (and its bases' through `super().__init__`), the
+methods it calls on `self`, the classes it constructs (their own constructors in turn: a wrapper such as
+`MultiHeadLatentAttentionWrapper` builds its `MLAAttention`), the tree's functions it calls (factories,
+`make_layers`' layer function), lambdas and nested functions, and module-level values it reads (a dict of
+layer types a hybrid picks from). An import adds nothing: only what the constructor reaches counts.
+
+Branches make *alternatives*, not a union: `if c: A() else: B()` builds {A} or {B}. A platform check is
+decided for the default platform (`current_platform.is_rocm()` is False, `is_cuda()` True; `TYPE_CHECKING`
+is False): the other platform's classes are not built by default. Too many alternatives (a constructor with
+many independent branches) collapse into their union, marked `merged`: the compositions made of it are
+only possible, never default (kvlint.analysis.census.compositions).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from posixpath import dirname, join, normpath
+
+from kvlint.analysis.census.budget import Budget, BudgetExceeded
+
+_MAX_ALTERNATIVES = 16
+# Constructors and functions followed inside one another: vLLM's deepest is about ten (model, decoder layer,
+# attention, wrapper, layer); a crafted chain past this is "incomplete", never a crash of the recursion.
+_MAX_DEPTH = 100
+# `current_platform.is_X()` on the default platform (CUDA): what vLLM's own CI and most users run.
+_DEFAULT_PLATFORM = {"is_cuda": True, "is_cuda_alike": True}
+_OTHER_PLATFORMS = ("is_rocm", "is_cpu", "is_xpu", "is_tpu", "is_hpu", "is_neuron", "is_out_of_tree")
+_NOT_BUILT = ("isinstance", "issubclass", "type", "cast", "super", "getattr", "hasattr")
+
+
+@dataclass(frozen=True)
+class Built:
+    """What a constructor builds: each alternative a set of layer classes; `merged` when alternatives were
+    joined (too many to keep apart): then a set may hold classes no one checkpoint builds together."""
+
+    alternatives: tuple[frozenset[str], ...]
+    merged: bool = False
+
+
+_NOTHING = Built((frozenset(),))
+
+
+def _product(left: Built, right: Built) -> Built:
+    combined = list(dict.fromkeys(a | b for a in left.alternatives for b in right.alternatives))
+    merged = left.merged or right.merged
+    if len(combined) > _MAX_ALTERNATIVES:
+        return Built((frozenset().union(*combined),), True)
+    return Built(tuple(combined), merged)
+
+
+def _either(choices: list[Built]) -> Built:
+    combined = list(dict.fromkeys(a for choice in choices for a in choice.alternatives))
+    merged = any(choice.merged for choice in choices)
+    if len(combined) > _MAX_ALTERNATIVES:
+        return Built((frozenset().union(*combined),), True)
+    return Built(tuple(combined), merged)
+
+
+def platform_test(test: ast.expr) -> bool | None:
+    """The value of a test on the default platform; None when it is not a platform test (a config's)."""
+    if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING":
+        return False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = platform_test(test.operand)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        values = [platform_test(value) for value in test.values]
+        if isinstance(test.op, ast.Or):
+            return True if True in values else (False if all(v is False for v in values) else None)
+        return False if False in values else (True if all(v is True for v in values) else None)
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and not test.args:
+        receiver = test.func.value
+        name = receiver.id if isinstance(receiver, ast.Name) else getattr(receiver, "attr", "")
+        if name == "current_platform":
+            method = test.func.attr
+            if method in _DEFAULT_PLATFORM:
+                return _DEFAULT_PLATFORM[method]
+            if method in _OTHER_PLATFORMS:
+                return False
+    return None
+
+
+class Program:
+    """The tree's selected modules, parsed on demand, with their module-level bindings."""
+
+    def __init__(self, texts: dict[str, bytes], layer_names: set[str], budget: Budget):
+        self.texts = texts
+        self.layer_names = layer_names
+        self.budget = budget
+        self._trees: dict[str, ast.Module | None] = {}
+        self._bindings: dict[str, dict[str, tuple[str, ast.AST]]] = {}
+        self._built: dict[tuple[str, str, str], Built] = {}
+        self._busy: set[tuple[str, str, str]] = set()
+
+    # ------------------------------------------------------------------------------------------- modules
+
+    def tree(self, relative: str) -> ast.Module | None:
+        if relative not in self._trees:
+            data = self.texts.get(relative)
+            self._trees[relative] = None
+            if data is not None:
+                self.budget.spend(len(data), relative)
+                try:
+                    self._trees[relative] = ast.parse(data, filename=relative)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    pass
+        return self._trees[relative]
+
+    def module_path(self, dotted: str, relative: str, level: int = 0) -> str | None:
+        if level:
+            package = dirname(relative)
+            base = normpath(join(package, *([".."] * (level - 1)), *dotted.split("."))) if dotted else package
+            base = normpath(join(package, *([".."] * (level - 1)))) if not dotted else base
+        else:
+            base = dotted.replace(".", "/")
+        for candidate in (f"{base}.py", f"{base}/__init__.py"):
+            if candidate in self.texts:
+                return candidate
+        return None
+
+    def bindings(self, relative: str) -> dict[str, tuple[str, ast.AST]]:
+        """Name → (kind, node): "class"/"function" definitions, "value" assignments, "import" (an ImportFrom
+        alias, the module path joined by a tab), "module"; module-level `if`s decided for the default
+        platform (an undecided one: both branches, the first binding kept)."""
+        if relative in self._bindings:
+            return self._bindings[relative]
+        found: dict[str, tuple[str, ast.AST]] = {}
+        self._bindings[relative] = found
+        tree = self.tree(relative)
+        if tree is not None:
+            self._bind(relative, tree.body, found)
+        return found
+
+    def _bind(self, relative: str, statements: list[ast.stmt], found: dict) -> None:
+        for statement in statements:
+            if isinstance(statement, ast.ClassDef):
+                found.setdefault(statement.name, ("class", statement))
+            elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.setdefault(statement.name, ("function", statement))
+            elif isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    if isinstance(target, ast.Name):
+                        found.setdefault(target.id, ("value", statement.value))
+            elif isinstance(statement, ast.ImportFrom):
+                for alias in statement.names:
+                    found.setdefault(alias.asname or alias.name, ("import", statement))
+            elif isinstance(statement, ast.If):
+                decided = platform_test(statement.test)
+                if decided is not False:
+                    self._bind(relative, statement.body, found)
+                if decided is not True:
+                    self._bind(relative, statement.orelse, found)
+            elif isinstance(statement, ast.Try):
+                self._bind(relative, statement.body, found)
+
+    def resolve(self, relative: str, name: str, depth: int = 0) -> tuple[str, str, ast.AST] | None:
+        """(module, kind, node) that `name` is bound to in `relative`, imports followed."""
+        binding = self.bindings(relative).get(name)
+        if binding is None or depth > 20:
+            return None
+        kind, node = binding
+        if kind != "import":
+            return relative, kind, node
+        assert isinstance(node, ast.ImportFrom)
+        original = next(a.name for a in node.names if (a.asname or a.name) == name)
+        source = self.module_path(node.module or "", relative, node.level)
+        if source is None:
+            submodule = self.module_path(f"{node.module or ''}.{original}".strip("."), relative, node.level)
+            return (submodule, "module", ast.Module(body=[], type_ignores=[])) if submodule else None
+        return self.resolve(source, original, depth + 1)
+
+    def resolve_expr(self, relative: str, node: ast.expr) -> tuple[str, str, ast.AST] | None:
+        if isinstance(node, ast.Name):
+            return self.resolve(relative, node.id)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            owner = self.resolve(relative, node.value.id)
+            if owner is not None and owner[1] == "module":
+                return self.resolve(owner[0], node.attr)
+        return None
+
+    # ------------------------------------------------------------------------------------- instantiation
+
+    def of_class(self, relative: str, cls: ast.ClassDef) -> Built:
+        """The layer classes an instance of `cls` builds: itself when it is a layer, and its constructor's."""
+        own = Built((frozenset({cls.name}),)) if cls.name in self.layer_names else _NOTHING
+        return _product(own, self._constructor(relative, cls))
+
+    def _constructor(self, relative: str, cls: ast.ClassDef) -> Built:
+        key = (relative, cls.name, "__init__")
+        if key in self._built:
+            return self._built[key]
+        if key in self._busy:
+            return _NOTHING
+        self._enter(key, relative)
+        init = self._method(cls, "__init__")
+        built = _NOTHING
+        if init is not None:
+            built = self._body(relative, init.body, cls)
+        if init is None or _calls_super_init(init):
+            for base in cls.bases:
+                found = self.resolve_expr(relative, base)
+                if found is not None and found[1] == "class":
+                    built = _product(built, self._constructor(found[0], found[2]))  # type: ignore[arg-type]
+        self._busy.discard(key)
+        self._built[key] = built
+        return built
+
+    def _enter(self, key: tuple[str, str, str], relative: str) -> None:
+        self._busy.add(key)
+        self.budget.spend(1000, relative)
+        if len(self._busy) > _MAX_DEPTH:
+            raise BudgetExceeded(f"{relative} (constructors and calls nested over {_MAX_DEPTH} deep)")
+
+    @staticmethod
+    def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
+        return next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
+
+    def _function(self, relative: str, function: ast.FunctionDef | ast.AsyncFunctionDef) -> Built:
+        key = (relative, function.name, f"def:{function.lineno}")
+        if key in self._built:
+            return self._built[key]
+        if key in self._busy:
+            return _NOTHING
+        self._enter(key, relative)
+        built = self._body(relative, function.body, None)
+        self._busy.discard(key)
+        self._built[key] = built
+        return built
+
+    def _body(self, relative: str, statements: list[ast.stmt], cls: ast.ClassDef | None) -> Built:
+        built = _NOTHING
+        for statement in statements:
+            built = _product(built, self._statement(relative, statement, cls))
+        return built
+
+    def _statement(self, relative: str, statement: ast.stmt, cls: ast.ClassDef | None) -> Built:
+        if isinstance(statement, ast.If):
+            decided = platform_test(statement.test)
+            test = self._expr(relative, statement.test, cls)
+            if decided is True:
+                return _product(test, self._body(relative, statement.body, cls))
+            if decided is False:
+                return _product(test, self._body(relative, statement.orelse, cls))
+            return _product(
+                test, _either([self._body(relative, statement.body, cls), self._body(relative, statement.orelse, cls)])
+            )
+        if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+            head = self._expr(relative, statement.iter if not isinstance(statement, ast.While) else statement.test, cls)
+            return _product(head, self._body(relative, statement.body + statement.orelse, cls))
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            return self._body(relative, statement.body, cls)
+        if isinstance(statement, ast.Try):
+            return self._body(relative, statement.body + statement.orelse + statement.finalbody, cls)
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return self._body(relative, statement.body, cls)  # a layer function handed to make_layers
+        if isinstance(statement, (ast.ClassDef, ast.Import, ast.ImportFrom, ast.Raise, ast.Assert)):
+            return _NOTHING
+        built = _NOTHING
+        for child in ast.iter_child_nodes(statement):
+            if isinstance(child, ast.expr):
+                built = _product(built, self._expr(relative, child, cls))
+        return built
+
+    def _expr(self, relative: str, node: ast.expr, cls: ast.ClassDef | None) -> Built:
+        if isinstance(node, ast.IfExp):
+            decided = platform_test(node.test)
+            if decided is not None:
+                return self._expr(relative, node.body if decided else node.orelse, cls)
+            return _either([self._expr(relative, node.body, cls), self._expr(relative, node.orelse, cls)])
+        if isinstance(node, ast.Call):
+            return self._call(relative, node, cls)
+        if isinstance(node, ast.Lambda):
+            return self._expr(relative, node.body, cls)
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
+            return self._reference(relative, node)
+        built = _NOTHING
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                built = _product(built, self._expr(relative, child, cls))
+            elif isinstance(child, ast.comprehension):
+                built = _product(built, self._expr(relative, child.iter, cls))
+        return built
+
+    def _reference(self, relative: str, node: ast.expr) -> Built:
+        """A class object or a module-level value read (`layer_type = LAYER_TYPES[t]`): what it builds."""
+        if isinstance(node, ast.Attribute) and not isinstance(node.value, ast.Name):
+            return _NOTHING
+        found = self.resolve_expr(relative, node)
+        if found is None:
+            return _NOTHING
+        module, kind, target = found
+        if kind == "class":
+            return self.of_class(module, target)  # type: ignore[arg-type]
+        if kind == "value" and isinstance(target, (ast.Dict, ast.Tuple, ast.List, ast.Set)):
+            key = (module, getattr(node, "id", getattr(node, "attr", "")), "value")
+            if key in self._built or key in self._busy:
+                return self._built.get(key, _NOTHING)
+            self._busy.add(key)
+            built = self._expr(module, target, None)
+            self._busy.discard(key)
+            self._built[key] = built
+            return built
+        return _NOTHING
+
+    def _call(self, relative: str, call: ast.Call, cls: ast.ClassDef | None) -> Built:
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in _NOT_BUILT:
+            return _NOTHING
+        built = _NOTHING
+        for argument in [*call.args, *(keyword.value for keyword in call.keywords)]:
+            built = _product(built, self._expr(relative, argument, cls))
+        if (
+            cls is not None
+            and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
+            method = self._method(cls, func.attr)
+            if method is not None:
+                return _product(built, self._function(relative, method))
+            return built
+        found = self.resolve_expr(relative, func) if isinstance(func, (ast.Name, ast.Attribute)) else None
+        if found is None:
+            return _product(built, self._expr(relative, func, cls)) if not isinstance(func, ast.Name) else built
+        module, kind, target = found
+        if kind == "class":
+            return _product(built, self.of_class(module, target))  # type: ignore[arg-type]
+        if kind == "function":
+            return _product(built, self._function(module, target))  # type: ignore[arg-type]
+        return _product(built, self._reference(relative, func))
+
+
+def _calls_super_init(init: ast.FunctionDef) -> bool:
+    for node in ast.walk(init):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "__init__"
+            and isinstance(node.func.value, ast.Call)
+            and isinstance(node.func.value.func, ast.Name)
+            and node.func.value.func.id == "super"
+        ):
+            return True
+    return False
+
+
+def model_layers(program: Program, relative: str, class_name: str) -> Built | None:
+    """What the registry's model class builds; None when the class cannot be found in the tree."""
+    found = program.resolve(relative, class_name)
+    if found is None or found[1] != "class":
+        return None
+    module, _, cls = found
+    return program.of_class(module, cls)  # type: ignore[arg-type]

@@ -1,0 +1,105 @@
+"""Which layers a model builds, read from its constructor (kvlint.analysis.census.instantiation): one
+miniature tree per pattern, on the mini vLLM of test_compositions."""
+
+from __future__ import annotations
+
+from kvlint.analysis.tree_index import build_tree_index
+from tests.mini_vllm import write_tree
+from tests.test_compositions import LAYERS, files
+
+MODEL = "vllm/model_executor/models/dsa_hybrid.py"
+IMPORTS = """
+from vllm.model_executor.layers.attention import Attention, MLAAttention
+from vllm.model_executor.layers.indexer import IndexerCache
+from vllm.platforms import current_platform
+"""
+
+
+def census_of(tmp_path, model: str, **extra: str):
+    tree = files(**{MODEL: IMPORTS + model})
+    tree.update(extra)
+    index = build_tree_index(write_tree(tmp_path / "tree", tree))
+    models = {m.name: m for m in index.census.models}
+    return models.get("DsaHybridForCausalLM"), index.container_compositions()
+
+
+def test_a_config_branch_makes_alternatives_not_a_union(tmp_path):
+    model, found = census_of(
+        tmp_path,
+        """
+class DsaHybridForCausalLM:
+    def __init__(self, config):
+        self.mla = MLAAttention()
+        if config.use_indexer:
+            self.extra = IndexerCache()
+        else:
+            self.extra = Attention()
+""",
+    )
+    assert set(model.alternatives) == {
+        frozenset({"MLAAttention", "IndexerCache"}),
+        frozenset({"MLAAttention", "Attention"}),
+    }
+    whole = [c for c in found if c.model == "DsaHybridForCausalLM" and c.path.endswith(":get_kv_cache_groups")]
+    # One whole-model container per alternative (the mini registry groups full and MLA specs), never the union.
+    assert sorted(sorted(c.layer_classes) for c in whole) == [
+        ["Attention", "MLAAttention"],
+        ["IndexerCache", "MLAAttention"],
+    ]
+
+
+def test_another_platforms_branch_is_not_built_by_default(tmp_path):
+    model, _ = census_of(
+        tmp_path,
+        """
+class DsaHybridForCausalLM:
+    def __init__(self):
+        self.mla = MLAAttention()
+        if current_platform.is_rocm():
+            self.indexer = IndexerCache()
+""",
+    )
+    assert model.alternatives == (frozenset({"MLAAttention"}),)
+
+
+def test_an_import_adds_no_layers_and_a_wrapper_is_followed(tmp_path):
+    wrapper = "vllm/model_executor/layers/wrapper.py"
+    model, _ = census_of(
+        tmp_path,
+        """
+from vllm.model_executor.layers.wrapper import Wrapper
+
+class DsaHybridForCausalLM:
+    def __init__(self):
+        self.attn = Wrapper()
+""",
+        **{
+            wrapper: (
+                "from vllm.model_executor.layers.indexer import IndexerCache\n"
+                "from vllm.model_executor.layers.attention import MLAAttention\n\n"
+                "class Wrapper:\n    def __init__(self):\n        self.inner = MLAAttention()\n"
+            )
+        },
+    )
+    # The wrapper's module imports IndexerCache; only the MLA layer its constructor builds counts.
+    assert model.alternatives == (frozenset({"MLAAttention"}),)
+
+
+def test_a_layer_whose_spec_is_none_has_no_kv_cache(tmp_path):
+    attention = LAYERS["vllm/model_executor/layers/attention.py"] + (
+        "\n        class EncoderOnly(Attention):\n"
+        "            def get_kv_cache_spec(self, vllm_config):\n"
+        "                return None\n"
+    )
+    model, _ = census_of(
+        tmp_path,
+        """
+from vllm.model_executor.layers.attention import EncoderOnly
+
+class DsaHybridForCausalLM:
+    def __init__(self):
+        self.layers = [MLAAttention(), EncoderOnly()]
+""",
+        **{"vllm/model_executor/layers/attention.py": attention},
+    )
+    assert model.alternatives == (frozenset({"MLAAttention"}),)
