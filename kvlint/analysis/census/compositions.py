@@ -67,25 +67,49 @@ def compose(
     for model in census.models:
         for alternative in model.alternatives or (model.layers,):
             present = sorted(name for name in alternative if name in layers)
-            kinds = [(layers[name], spec) for name in present for spec in sorted(layers[name].spec_classes)]
-            for path in paths:
-                unproven = _unproven_requirement(path, kinds, hierarchy)
-                for bucket in _containers(path, kinds, hierarchy, bases):
-                    setting = _setting(census, [layers[n] for n in present]) if path.layout_gated else DEFAULT
-                    if unproven:
-                        setting = POSSIBLE + unproven
-                    if model.merged:
-                        setting = POSSIBLE + MERGED
-                    composition = ContainerComposition(
-                        frozenset(layer.name for layer, _ in bucket),
-                        frozenset(spec for _, spec in bucket),
-                        setting,
-                        model.name,
-                        path.name,
-                        path.line,
-                    )
-                    found.setdefault((composition.layer_classes, setting, path.name, model.name), composition)
+            for kinds in _spec_choices([layers[name] for name in present]):
+                _compose_one(census, model, present, kinds, paths, hierarchy, bases, found)
     return tuple(sorted(found.values(), key=lambda c: (not c.is_default, c.path, sorted(c.layer_classes))))
+
+
+_MAX_CHOICES = 16
+
+
+def _spec_choices(model_layers: list[LayerClass]) -> list[list[tuple[LayerClass, str]]]:
+    """The (layer, spec class) kinds one checkpoint can have: a layer class whose `get_kv_cache_spec` builds
+    one of several classes by its config (an MLA layer with or without a sliding window) builds one of them
+    in a checkpoint whose layers share that config; and, as well, all of them at once (layers configured
+    apart). Capped: past it, only the all-at-once reading."""
+    every = [(layer, spec) for layer in model_layers for spec in sorted(layer.spec_classes)]
+    choices: list[list[tuple[LayerClass, str]]] = [[]]
+    for layer in model_layers:
+        specs = sorted(layer.spec_classes)
+        choices = [choice + [(layer, spec)] for choice in choices for spec in specs]
+        if len(choices) > _MAX_CHOICES:
+            return [every]
+    return [every, *(choice for choice in choices if choice != every)]
+
+
+def _compose_one(census, model, present, kinds, paths, hierarchy, bases, found) -> None:
+    """The containers each path builds from one checkpoint's kinds, into `found`."""
+    layers = {layer.name: layer for layer in census.layers}
+    for path in paths:
+        unproven = _unproven_requirement(path, kinds, hierarchy)
+        for bucket in _containers(path, kinds, hierarchy, bases):
+            setting = _setting(census, [layers[n] for n in present]) if path.layout_gated else DEFAULT
+            if unproven:
+                setting = POSSIBLE + unproven
+            if model.merged:
+                setting = POSSIBLE + MERGED
+            composition = ContainerComposition(
+                frozenset(layer.name for layer, _ in bucket),
+                frozenset(spec for _, spec in bucket),
+                setting,
+                model.name,
+                path.name,
+                path.line,
+            )
+            found.setdefault((composition.layer_classes, setting, path.name, model.name), composition)
 
 
 def _unproven_requirement(path: GroupingPath, kinds, hierarchy: SpecHierarchy) -> str:
