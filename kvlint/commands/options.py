@@ -78,7 +78,7 @@ def output_format_options(function):
     function = click.option(
         "--format",
         "legacy_format",
-        type=click.Choice(sorted(LEGACY_FORMATS)),
+        type=click.Choice(sorted(set(LEGACY_FORMATS) | set(FORMATS))),
         default=None,
         help="The older name of --output-format (`text` is `full`).",
     )(function)
@@ -94,7 +94,7 @@ def output_format_options(function):
 
 def resolve_output_format(output_format: str | None, legacy_format: str | None) -> str:
     """The format the two options name (`full` when neither is given)."""
-    legacy = LEGACY_FORMATS[legacy_format] if legacy_format else None
+    legacy = LEGACY_FORMATS.get(legacy_format, legacy_format) if legacy_format else None
     if output_format and legacy and output_format != legacy:
         raise click.UsageError(f"--output-format {output_format} and --format {legacy_format} disagree: give one")
     return output_format or legacy or "full"

@@ -57,6 +57,7 @@ class FileFix:
     applied: tuple[Finding, ...]  # the findings whose fixes were applied; empty when none could be
     diff: bytes  # the change as a patch `git apply` takes, b"" when nothing changed
     fixed: bytes = b""  # the file's new bytes, b"" when nothing changed
+    original: bytes = b""  # the bytes it was fixed from (on disk still, with --diff)
 
 
 def fix_file(
@@ -85,7 +86,7 @@ def fix_file(
     diff = unified_patch(original, fixed, patch_name or display)
     if write:
         write_atomically(path, original, fixed, root)
-    return FileFix(outcome.applied, diff, fixed)
+    return FileFix(outcome.applied, diff, fixed, original)
 
 
 def unified_patch(original: bytes, fixed: bytes, name: str) -> bytes:
