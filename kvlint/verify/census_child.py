@@ -30,8 +30,10 @@ BLOCK_SIZE = 16
 GROUPING_FUNCTION = "get_kv_cache_groups"
 INTERFACE = "vllm.v1.kv_cache_interface"
 LAYOUT_RESOLUTION = "vllm.v1.attention.backends.utils"
-# Every layer's default fields: a GQA attention layer of 8 heads of 128 in bfloat16 (upstream tests' shapes).
-DEFAULTS: dict[str, Any] = {
+# The fields a spec class requires, when the case does not say them: a GQA attention layer of 8 heads of 128 in
+# bfloat16 (upstream tests' shapes). Only required fields: an optional one (FullAttentionSpec's sliding_window)
+# changes what the spec is.
+REQUIRED: dict[str, Any] = {
     "block_size": BLOCK_SIZE,
     "num_kv_heads": 8,
     "head_size": 128,
@@ -42,8 +44,9 @@ DEFAULTS: dict[str, Any] = {
     # Small Mamba states; the platform pads them to the attention page (below).
     "shapes": ((2, 64), (4, 16, 16)),
     "dtypes": ("bfloat16", "float32"),
-    "mamba_cache_mode": "align",  # prefix caching on: hybrid models run Mamba aligned
 }
+# Optional fields set as a served model has them: prefix caching is on, so hybrid models run Mamba aligned.
+SERVING = {"mamba_cache_mode": "align"}
 # An MLA-format cache: one latent vector of kv_lora_rank 512 + rope 64 (DeepSeek's), no separate V.
 MLA = {"num_kv_heads": 1, "head_size": 576}
 
@@ -69,7 +72,8 @@ def is_mla_format(cls: type, interface: Any) -> bool:
 
 def wanted_fields(cls: type, params: dict[str, Any], interface: Any) -> dict[str, Any]:
     """The fields of one layer's spec: the defaults, the MLA format's, the variant's shape, the census's literals."""
-    wanted = dict(DEFAULTS)
+    required = {field.name for field in dataclasses.fields(cls) if field.init and _required(field)}
+    wanted = {name: value for name, value in REQUIRED.items() if name in required} | SERVING
     if is_mla_format(cls, interface):
         wanted.update(MLA)
     variant = int(params.get("variant", 0))
@@ -82,16 +86,16 @@ def wanted_fields(cls: type, params: dict[str, Any], interface: Any) -> dict[str
     return wanted
 
 
+def _required(field: dataclasses.Field) -> bool:
+    return field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING  # type: ignore[misc]
+
+
 def construct(cls: type, wanted: dict[str, Any], torch: Any) -> Any:
     """A spec dataclass from the wanted fields it has (names of dtypes and enum members turned into them)."""
     if not dataclasses.is_dataclass(cls):
         raise NotBuildable(f"{cls.__name__} is not a dataclass")
     fields = {field.name: field for field in dataclasses.fields(cls) if field.init}
-    missing = [
-        name
-        for name, field in fields.items()
-        if name not in wanted and field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING  # type: ignore[misc]
-    ]
+    missing = [name for name, field in fields.items() if name not in wanted and _required(field)]
     if missing:
         raise NotBuildable(f"{cls.__name__} needs {', '.join(missing)} (unknown to kvlint)")
     values = {}
