@@ -67,7 +67,7 @@ RUNNING = {
 
         @dataclasses.dataclass(frozen=True, kw_only=True)
         class FullAttentionSpec(AttentionSpec):
-            pass
+            sliding_window: int | None = None  # set only when vLLM merges windowed layers into one group
 
         @dataclasses.dataclass(frozen=True, kw_only=True)
         class MLAAttentionSpec(FullAttentionSpec):
@@ -100,6 +100,7 @@ RUNNING = {
             kv_cache_spec: object
 
         def get_kv_cache_groups(vllm_config, kv_cache_spec):
+            assert not any(getattr(s, "sliding_window", None) for s in kv_cache_spec.values()), "a windowed layer"
             if len(set(kv_cache_spec.values())) == 1:
                 return [KVCacheGroupSpec(list(kv_cache_spec), next(iter(kv_cache_spec.values())))]
             if uniform_spec := UniformTypeKVCacheSpecs.from_specs(kv_cache_spec):
@@ -307,6 +308,13 @@ def test_a_tree_without_the_grouping_function_is_not_buildable_per_model(running
     assert "0 models compared" in result.stdout
     assert "no module under vllm/v1/core defines get_kv_cache_groups" in result.stdout
     assert "kvlint: no model could be compared" in result.stderr
+
+
+def test_without_a_tree_the_interpreter_s_own_vllm_is_used_and_one_without_it_is_one_line(running):
+    result = run_kvlint("verify", "--census", "--python", sys.executable, cwd=running)
+    assert result.returncode == 2
+    assert result.stderr.strip().endswith("has no vllm installed: give --vllm PATH or --vllm-release VERSION")
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_census_goes_alone(running):

@@ -9,12 +9,14 @@ model differs, 2 none could be compared) and two renderings; nothing here prints
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kvlint.engine.summary import exit_code
+from kvlint.errors import VerifyError
 from kvlint.escaping import printable
 from kvlint.verify.census_cases import CensusCase
 
@@ -169,10 +171,6 @@ def render_json(report: CensusReport) -> str:
 
 def installed_vllm(python: str, timeout_s: float = 60) -> Path:
     """The folder holding the vllm package `python` imports, found without importing it (find_spec)."""
-    import subprocess
-
-    from kvlint.errors import VerifyError
-
     probe = "import importlib.util as u; s = u.find_spec('vllm'); print(s.submodule_search_locations[0] if s else '')"
     try:
         found = subprocess.run(
