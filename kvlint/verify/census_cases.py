@@ -6,6 +6,8 @@ plain records, so a new census is wired in here. Parameters are plain JSON value
 the tree's objects): literal spec fields the census read from the layer's class (`tp_replicated=False`,
 `mamba_type=GDN_ATTN`) and a variant number, which is different for layers of one spec class whose census
 records differ (DeepSeek-V3.2's MLA attention and its indexer cache), so the child gives them different shapes.
+A census that knows a model's alternatives (config branches, platforms) gives a case per alternative, each with
+its own name (`model` is the key the answers come back under).
 """
 
 from __future__ import annotations
