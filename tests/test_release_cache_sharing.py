@@ -256,3 +256,17 @@ def test_a_link_swapped_in_right_before_the_rename_is_not_put_in_place(index, ca
         release_sources(VERSION, quiet=True, cache_dir=cache)
     assert "\n" not in str(refused.value)
     assert not any(path.is_symlink() for path in (cache / "releases").rglob("*"))
+
+
+def test_a_cache_folder_kvlint_made_under_a_group_umask_still_holds_releases(index, cache):  # noqa: F811
+    """The results cache makes the cache folder first (`check` before `check --vllm-release`): under a umask of
+    002 it must not come out group-writable, or the releases beside it would be refused."""
+    from kvlint.scan.storage import save_record
+
+    old = os.umask(0o002)
+    try:
+        assert save_record(cache / "results" / "manifest-x.json", "manifest", "x", {"a": 1})
+    finally:
+        os.umask(old)
+    assert not cache.stat().st_mode & 0o022 and not (cache / "results").stat().st_mode & 0o022
+    assert files_under(release_sources(VERSION, quiet=True, cache_dir=cache)) == KEPT_SOURCES
