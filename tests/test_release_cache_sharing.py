@@ -270,3 +270,22 @@ def test_a_cache_folder_kvlint_made_under_a_group_umask_still_holds_releases(ind
         os.umask(old)
     assert not cache.stat().st_mode & 0o022 and not (cache / "results").stat().st_mode & 0o022
     assert files_under(release_sources(VERSION, quiet=True, cache_dir=cache)) == KEPT_SOURCES
+
+
+def test_a_link_swapped_in_after_the_last_check_is_set_aside_not_used(index, cache, planted, monkeypatch):  # noqa: F811
+    """Between the last lstat and the rename (the narrowest window, only the user's own processes can reach it
+    in a private folder): the rename moves the link, the lstat after it sees it, and it is set aside."""
+    from kvlint.scan import release_store
+
+    real = release_store._check_is
+
+    def check_then_swap(path, identity):
+        real(path, identity)
+        if path.parent.name.startswith("kvlint-fetch-"):  # the staging folder, right before its rename
+            _link_instead(path, planted)
+
+    monkeypatch.setattr(release_store, "_check_is", check_then_swap)
+    with pytest.raises(KvlintError, match="refused, it is not the folder kvlint checked"):
+        release_sources(VERSION, quiet=True, cache_dir=cache)
+    assert not any(path.is_symlink() for path in (cache / "releases").rglob("*"))
+    assert not (cache / "releases" / f"vllm-{VERSION}").exists()

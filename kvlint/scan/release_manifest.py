@@ -22,7 +22,7 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -35,6 +35,7 @@ _LIMIT = 64 * 1024 * 1024  # 0.34.0's sdist sources and tests: 5,790 files, a ma
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+_DEPTH = 64  # vLLM's deepest file is 8 folders down; a deeper cache is not kvlint's
 _FILE_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC
 
 
@@ -57,12 +58,9 @@ def write_manifest(
     signed. Without a `key` the folder is checked all the same, and nothing is written."""
     root = _open_root(folder)
     try:
-        folders: list[str] = []
         listed: dict[str, list] = {}
-        for relative, entry in _walk(root):
-            if entry is None:
-                folders.append(relative)
-                continue
+
+        def sign_file(relative: str, entry: _File) -> None:
             written = extracted.get(relative)
             if written is None:
                 raise Mismatch(f"{relative} was not extracted")
@@ -73,6 +71,8 @@ def write_manifest(
             if info.st_ctime_ns != changed and _digest(entry) != digest:
                 raise Mismatch(f"{relative} changed after extraction")
             listed[relative] = [size, digest, info.st_ino, info.st_ctime_ns]
+
+        folders = _walk(root, sign_file)
         missing = sorted(set(extracted) - set(listed))
         if missing:
             raise Mismatch(f"{missing[0]} is missing")
@@ -89,24 +89,23 @@ def check_manifest(folder: Path, key: bytes) -> None:
     root = _open_root(folder)
     try:
         folders_listed, files_listed = _load(root, key, folder.name)
-        folders: set[str] = set()
         seen: dict[str, list] = {}
         changed: list[str] = []
-        for relative, entry in _walk(root):
-            if entry is None:
-                folders.add(relative)
-                continue
+
+        def check_file(relative: str, entry: _File) -> None:
             info = entry.info
             seen[relative] = listed = [info.st_size, None, info.st_ino, info.st_ctime_ns]
             expected = files_listed.get(relative)
             if expected is None:
-                continue
+                return
             size, digest, inode, ctime = expected
             listed[1] = digest
             if (info.st_size, info.st_ino, info.st_ctime_ns) == (size, inode, ctime):
-                continue  # untouched since it was hashed and signed
+                return  # untouched since it was hashed and signed
             if info.st_size != size or _digest(entry) != digest:
                 changed.append(relative)
+
+        folders = set(_walk(root, check_file))
         extra = sorted((folders - set(folders_listed)) | (set(seen) - set(files_listed)))
         if extra:
             raise Mismatch(f"{extra[0]} was added")
@@ -140,36 +139,44 @@ def _open_root(folder: Path) -> int:
     return descriptor
 
 
-def _walk(folder: int, relative: str = "") -> Iterator[tuple[str, _File | None]]:
-    """Every folder (as None) and regular file below the open `folder` (relative, `/`-separated), the manifest
-    aside; each entry is this user's alone; anything else (a link, a FIFO, another account's file) is a Mismatch.
-    A file comes while its folder is open: it is read through that descriptor, by name, never by path."""
-    with os.scandir(folder) as entries:
-        found = sorted(((entry.name, entry.stat(follow_symlinks=False)) for entry in entries), key=lambda e: e[0])
-    for name, info in found:
-        path = f"{relative}{name}"
-        if path == MANIFEST:
-            continue
-        if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
-            raise Mismatch(f"{path} is not a regular file or folder")
-        problem = others_may_write(info)
-        if problem:
-            raise Mismatch(f"{path} is {problem}")
-        if stat.S_ISREG(info.st_mode):
-            yield path, _File(info, folder, name)
-            continue
-        yield path, None
-        try:
-            child = os.open(name, _FOLDER_FLAGS, dir_fd=folder)
-        except OSError:
-            raise Mismatch(f"{path} changed while it was checked") from None
-        try:
-            opened = os.fstat(child)
-            if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
-                raise Mismatch(f"{path} changed while it was checked")
-            yield from _walk(child, path + "/")
-        finally:
-            os.close(child)
+def _walk(root: int, on_file: Callable[[str, _File], None]) -> list[str]:
+    """Every folder below the open `root` (relative, `/`-separated), and `on_file` called on each regular file
+    while its folder is open (read it through that descriptor, by name, never by path), the manifest aside.
+    Each entry must be this user's alone; anything else (a link, a FIFO, another account's file) is a Mismatch."""
+    folders: list[str] = []
+    uid = os.geteuid()
+
+    def visit(folder: int, relative: str, depth: int) -> None:
+        if depth > _DEPTH:
+            raise Mismatch(f"{relative} is nested over {_DEPTH} folders deep")
+        with os.scandir(folder) as entries:
+            found = [(entry.name, entry.stat(follow_symlinks=False)) for entry in entries]
+        for name, info in found:
+            path = relative + name
+            if path == MANIFEST:
+                continue
+            mode = info.st_mode
+            if info.st_uid != uid or mode & 0o022 or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                problem = others_may_write(info) if stat.S_ISDIR(mode) or stat.S_ISREG(mode) else None
+                raise Mismatch(f"{path} is {problem or 'not a regular file or folder'}")
+            if stat.S_ISREG(mode):
+                on_file(path, _File(info, folder, name))
+                continue
+            folders.append(path)
+            try:
+                child = os.open(name, _FOLDER_FLAGS, dir_fd=folder)
+            except OSError:
+                raise Mismatch(f"{path} changed while it was checked") from None
+            try:
+                opened = os.fstat(child)
+                if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+                    raise Mismatch(f"{path} changed while it was checked")
+                visit(child, path + "/", depth + 1)
+            finally:
+                os.close(child)
+
+    visit(root, "", 0)
+    return folders
 
 
 def _digest(entry: _File) -> str:

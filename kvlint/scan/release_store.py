@@ -85,7 +85,7 @@ def install(staging: Path, target: Path, extracted: Mapping[str, Written], whole
     _check_is(staging, identity)
     try:
         os.replace(staging, target)
-        return target
+        return _placed(target, identity, staging)
     except OSError:
         if secret is not None and whole(target) and untrusted(target) is None:
             return target  # another fetch finished first with the same release
@@ -95,6 +95,17 @@ def install(staging: Path, target: Path, extracted: Mapping[str, Written], whole
         os.replace(staging, target)
     except OSError as error:
         raise ReleaseError(f"cannot store the release in {target}: {error.strerror or error}") from None
+    return _placed(target, identity, staging)
+
+
+def _placed(target: Path, identity: tuple[int, int], staging: Path) -> Path:
+    """`target`, once lstat shows the rename put the checked folder there (and not what was swapped in between
+    the last check and the rename, which goes back to the scratch folder to be removed)."""
+    try:
+        _check_is(target, identity)
+    except ReleaseError:
+        os.replace(target, staging.parent / f"refused-{target.name}")
+        raise
     return target
 
 
@@ -119,4 +130,4 @@ def _check_is(staging: Path, identity: tuple[int, int]) -> None:
     except OSError as error:
         raise ReleaseError(f"{staging}: the staging folder is gone ({error.strerror})") from None
     if not stat.S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) != identity:
-        raise ReleaseError(f"{staging}: refused to put it in place: it is not the folder that was checked")
+        raise ReleaseError(f"{staging}: refused, it is not the folder kvlint checked (swapped for a link or another)")
