@@ -165,6 +165,16 @@ def not_read_list(summary: Summary) -> list[str]:
 
 def note_sentence(note: Note, path: str) -> str:
     """A note under a comment, in kvlint's words; only numbers, the comment's path and import names vary."""
+    if note.kind == "fix-does-not-compile":
+        return (
+            f"No suggestion is offered: with this fix the file does not compile for Python {note.line}.{note.last}, "
+            "the oldest this project supports, so `kvlint fix` does not apply it either."
+        )
+    if note.kind == "fix-not-checked":
+        return (
+            "No suggestion is offered: too many of this file's fixes fail `kvlint fix`'s compile check for kvlint "
+            "to check this one."
+        )
     if note.kind == "fix-beyond-diff":
         return f"A safe fix exists but reaches beyond the lines this pull request changes: {code_span(f'kvlint fix {path}')} applies it."
     if note.kind == "commit-with-imports":
