@@ -38,6 +38,7 @@ from kvlint.review.diff import (
     resolve_commit,
     review_trees,
 )
+from kvlint.review.fitting import fit_comments
 from kvlint.review.placement import new_findings, place
 from kvlint.review.review import Review, build_review, in_diff
 from kvlint.review.tree_texts import TreeTexts
@@ -153,6 +154,8 @@ def make_review(
             incomplete += [_in_base(line) for line in base_tree.failures]
         unread = _not_read_by_analysis(incomplete, refused)
         review = build_review(findings, change.files, texts, refused, files_checked, placed, oldest)
+        # Each comment within GitHub's and stage two's limits: a long line degrades its comment, not the review.
+        review.comments = fit_comments(review.comments)
         kept = texts.keep(f.path for f in [*review.in_diff, *review.outside_diff])  # the tree goes with `scratch`
     review.commit = head_commit or _head_commit(repo)
     # A file the analysis needed that kvlint's reading rules refuse is listed as not read (the review goes on);

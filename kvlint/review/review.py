@@ -31,6 +31,13 @@ FINGERPRINT = re.compile(r"[0-9a-f]{12}(?:-\d{1,6})?(?:\+imports)?")
 # Enough for a pull request a person reviews; the rest is counted in the summary (--max-comments).
 DEFAULT_MAX_COMMENTS = 50
 NOT_READ_SHOWN = 10  # files the review's body names among those it could not read; the log names them all
+SHOWN_PATH = 300  # characters of a path the review's body names (a pull request's names can be long)
+SHORTENED = " [… shortened; kvlint check shows it whole]"
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` if it fits in `limit` characters, else its start and SHORTENED, `limit` characters in all."""
+    return text if len(text) <= limit else text[: max(limit - len(SHORTENED), 0)] + SHORTENED
 
 
 @dataclass(frozen=True)
@@ -47,7 +54,8 @@ class Note:
     / of its file (kvlint.review.placement); "related-line-changed": a finding at `line` whose root cause
     includes this changed line (one of its related locations); "fix-does-not-compile": the safe fix fails
     `kvlint fix`'s gate, the file with it applied does not compile for Python `line`.`last` (the oldest the
-    project supports); "fix-not-checked": that gate's budget for the file ran out before this fix.
+    project supports); "fix-not-checked": that gate's budget for the file ran out before this fix;
+    "fix-too-long": the suggestion was left out, longer than a comment holds (kvlint.review.fitting).
     """
 
     kind: str
@@ -68,6 +76,7 @@ NOTE_KINDS = (
     "related-line-changed",
     "fix-does-not-compile",
     "fix-not-checked",
+    "fix-too-long",
 )
 # A safe fix that fails `kvlint fix`'s gate: no suggestion, and no "kvlint fix applies it" either.
 _REFUSED_FIX = ("fix-does-not-compile", "fix-not-checked")
@@ -144,10 +153,14 @@ def summarise(review: Review, max_comments: int) -> Summary:
         fixable=sum(1 for f in review.in_diff if f.fix and f.fix.applicability is Applicability.SAFE),
         files_checked=review.files_checked,
         refused=len(review.refused),
-        suppressions_added=list(review.suppressions_added),
+        suppressions_added=[(shorten(path, SHOWN_PATH), line) for path, line in review.suppressions_added],
         max_comments=max_comments,
         incomplete=len(review.incomplete),
-        not_read=[(printable(path), printable(why)) for path, why in review.refused[:NOT_READ_SHOWN]],
+        # As stage two accepts them (kvlint.review.saved): one line of printable text each, of bounded length.
+        not_read=[
+            (shorten(printable(path), SHOWN_PATH), shorten(printable(why), 200))
+            for path, why in review.refused[:NOT_READ_SHOWN]
+        ],
         analysis_unread=review.analysis_unread,
     )
 
@@ -383,11 +396,3 @@ def _add_companion(
 
 def _has_safe_fix(finding: Finding) -> bool:
     return finding.fix is not None and finding.fix.applicability is Applicability.SAFE and bool(finding.fix.edits)
-
-
-def why_sentence(code: str) -> str:
-    """The first sentence of the rule's "Why is this bad?" section."""
-    rule = rule_by_code(code)
-    flat = rule.doc_section("Why is this bad?") if rule is not None else ""
-    match = re.match(r"(.+?[.!?])(\s|$)", flat)
-    return match.group(1) if match else flat
