@@ -20,7 +20,7 @@ import pytest
 
 from fake_github import BODY_LIMIT, FakeGitHub
 from mini_vllm import CONFIG_PATH, MINI_VLLM, write_tree
-from review_repos import git
+from review_repos import commit_file, git
 from test_review_mini import mini_repo
 
 PROBE = "vllm/distributed/kv_transfer/kv_connector/v1/probe.py"
@@ -180,3 +180,24 @@ def test_stage_two_degrades_a_saved_review_whose_bodies_github_would_refuse(repo
     [forged] = [c for c in review["comments"] if c["line"] == plain["line"]]
     # Its suggestion made the body too long: left out (with its import part), the comment kept.
     assert "```suggestion" not in forged["body"] and "The suggestion is left out" in forged["body"]
+
+
+def test_long_names_the_review_could_not_read_keep_its_body_within_the_limit(repo, github, tmp_path):
+    """The review's body names the files it could not read: ten names of 20,000 unprintable characters (each
+    shown as a 4-character escape) made a body of 800,000 characters, and stage two refused a name over 1,000."""
+    for index in range(10):
+        commit_file(repo, f"tools/{chr(1) * 20_000}{index}.py", b"x = 1\n")
+    single = _kvlint(
+        "review", "--base", "main", "--head", "pr", "--post", "--pr", "7", cwd=repo, env=_environment(github)
+    )
+    assert single.returncode == 0, single.stderr[-300:]
+    body = _posted(github)["body"]
+    assert len(body) <= BODY_LIMIT and body.count("shortened; kvlint check shows it whole") == 10
+    stage_one = _kvlint("review", "--base", "main", "--head", "pr", "--exit-zero", "--format", "review-data", cwd=repo)
+    saved = tmp_path / "review.json"
+    saved.write_text(stage_one.stdout)
+    github.requests.clear()
+    github.comments.clear()
+    stage_two = _kvlint("review", "--payload", str(saved), "--pr", "7", cwd=tmp_path, env=_environment(github))
+    assert stage_two.returncode == 0, stage_two.stderr[-300:]
+    assert _posted(github)["body"] == body
