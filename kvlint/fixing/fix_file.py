@@ -18,6 +18,7 @@ from kvlint.engine.lint import lint_bytes
 from kvlint.engine.source import decode_source
 from kvlint.errors import FixError, UnreadableSource
 from kvlint.fixing.apply import apply_fixes, check_compiles, fixable
+from kvlint.fixing.syntax_gate import oldest_python_at
 from kvlint.fixing.write import encode_like, read_original, write_atomically
 from kvlint.scan.config import Config
 from kvlint.scan.jobs import WorkerState, job_for_file, request_for
@@ -81,7 +82,8 @@ def fix_file(
     outcome = apply_fixes(decoded.text, list(current.findings), unsafe)
     if not outcome.applied:
         return FileFix((), b"")
-    check_compiles(outcome.text, str(path), original=decoded.text)
+    # Valid for the oldest Python the project supports (its requires-python), as `review`'s suggestions are.
+    check_compiles(outcome.text, str(path), original=decoded.text, oldest=oldest_python_at(config.source))
     fixed = encode_like(outcome.text, decoded.encoding)
     diff = unified_patch(original, fixed, patch_name or display)
     if write:
