@@ -11,6 +11,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 BOT = {"login": "kvlint-bot[bot]", "id": 4242, "type": "Bot"}
 PERSON = {"login": "maintainer", "id": 7, "type": "User"}
+BODY_LIMIT = 65_536  # GitHub's limit on a review's or a comment's body, in characters
+
+
+_BODY_TOO_LONG = (
+    422,
+    {"message": "Unprocessable Entity", "errors": ["Body is too long (maximum is 65536 characters)"]},
+)
+
+
+def _too_long(body: str) -> bool:
+    """Over GitHub's limit, counted in UTF-16 code units (a character outside the BMP counts two)."""
+    return len(body.encode("utf-16-le", "surrogatepass")) // 2 > BODY_LIMIT
 
 
 class FakeGitHub:
@@ -96,16 +108,22 @@ class FakeGitHub:
                 head["repo"] = {"full_name": self.head_repository}
             return 200, {"number": 7, "head": head}
         if method == "POST" and path == "/repos/o/r/pulls/7/reviews":
-            if self.review_failure:
-                return self.review_failure
-            for comment in body["comments"]:
-                self.add_comment(comment["path"], comment["line"], comment["body"], self.identity)
-            return 200, {"id": 1, "state": "COMMENTED", "user": self.identity}
+            return self._review(body)
         match = re.fullmatch(r"/repos/o/r/pulls/comments/(\d+)", path)
         if method == "DELETE" and match and int(match.group(1)) in self.comments:
             del self.comments[int(match.group(1))]
             return (204,)
         return 404, {"message": "Not Found"}
+
+    def _review(self, body) -> tuple:
+        """POST …/reviews: the review's comments are added, unless GitHub would refuse it."""
+        if self.review_failure:
+            return self.review_failure
+        if any(map(_too_long, [body.get("body") or "", *(c["body"] for c in body["comments"])])):
+            return _BODY_TOO_LONG  # as GitHub answers: the whole review is refused, nothing is posted
+        for comment in body["comments"]:
+            self.add_comment(comment["path"], comment["line"], comment["body"], self.identity)
+        return 200, {"id": 1, "state": "COMMENTED", "user": self.identity}
 
     def add_comment(self, path: str, line: int | None, body: str, user: dict) -> int:
         self.next_id += 1

@@ -100,7 +100,7 @@ def test_a_usage_error_from_the_real_command_names_kvlint_and_where_to_read_the_
     completed = kvlint_process("check", "--format", "xml", ".", cwd=tmp_path)
     assert completed.returncode == 2 and completed.stdout == ""
     assert completed.stderr == (
-        "kvlint: error: Invalid value for '--format': 'xml' is not one of 'github', 'json', 'sarif', 'text'. "
+        "kvlint: error: Invalid value for '--format': 'xml' is not one of 'concise', 'full', 'github', 'json', 'sarif', 'text'. "
         "(see `kvlint check --help`)\n"
     )
 

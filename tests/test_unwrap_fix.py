@@ -17,7 +17,7 @@ from kvlint.analysis.layer_mixes import class_test, spec_class_mixes, split_comp
 from kvlint.engine.lint import LintRequest, lint_text
 from kvlint.engine.registry import rule_by_code
 from kvlint.fixing.apply import apply_fixes
-from kvlint.verify.checks import _templates
+from kvlint.verify.check_forms import describe_rewrite
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_rules import project_for  # noqa: E402  (the examples' tree: vLLM 0.29.0's containers)
@@ -138,18 +138,18 @@ def first_is_mla(kv_cache_spec):
     }
 
 
-def test_verify_templates_name_the_checked_spec():
-    before, after, outer = _templates(
+def test_verify_describes_the_check_on_the_checked_spec():
+    described = describe_rewrite(
         "isinstance(\n    group_specs[i].kv_cache_spec,\n    MambaSpec,\n)",
         "all(\n    isinstance(spec, MambaSpec)\n    for spec in iter_layer_specs(group_specs[i].kv_cache_spec)\n)",
     )
-    assert before == "isinstance(group_spec, MambaSpec)"
-    assert after == "all((isinstance(spec, MambaSpec) for spec in iter_layer_specs(group_spec)))"
-    assert outer == "all"
-    assert (
-        _templates("isinstance(x, FullAttentionSpec)", "is_full_attention_spec(x)")[1]
-        == "is_full_attention_spec(group_spec)"
-    )
+    assert described.before == {"test": "isinstance", "classes": "MambaSpec", "layers": None}
+    assert described.after == {"test": "isinstance", "classes": "MambaSpec", "layers": "all"}
+    assert described.outer == "all"
+    assert describe_rewrite("isinstance(x, FullAttentionSpec)", "is_full_attention_spec(x)").after == {
+        "test": "helper",
+        "helper": "is_full_attention_spec",
+    }
 
 
 def test_no_fix_without_the_trees_idiom():
@@ -199,7 +199,7 @@ def test_rewritten_checks_answer_as_the_layers_in_the_real_vllm(vllm_runtime_env
             c for c in result["containers"] if not (c["ok"] is None and any(u in c.get("error", "") for u in unbuilt))
         ]
         assert checked and all(c["ok"] for c in checked), result["containers"]
-        if "MambaSpec" in case["before"]:
+        if "MambaSpec" in json.dumps(case["before"]):
             mamba = next(c for c in result["containers"] if c["layers"] == ["MambaSpec"])
             assert (mamba["before"], mamba["after"]) == (False, True)  # the defect, and its fix
         if any(c.get("expected") for c in checked):  # some container's layers pass: blind misses it

@@ -19,7 +19,15 @@ from kvlint.scan.index_cache import build_project_index
 @click.command("containers")
 @click.argument("path", required=False, type=click.Path())
 @click.option("--vllm-release", "release", metavar="VERSION", help="Fetch this vLLM release's sources from PyPI.")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--output-format",
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text or json (`--format` is the same option, as for `check`).",
+)
 def containers(path, release, output_format):
     """Show the container compositions the tree's models build, the path and setting that build each."""
     target, root = vllm_tree_target(path, release, quiet=output_format == "json")

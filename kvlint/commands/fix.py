@@ -33,18 +33,21 @@ def fix(
     paths, release, select, ignore, config_path, jobs, verbose, no_cache, cache_dir, show_diff, unsafe_fixes, fail_on
 ):
     """Apply safe fixes in place, atomically. Exit 0 when no finding at or above --fail-on (default: error) is
-    left, 1 when some remain.
+    left, 1 when some remain. A read-only file is left alone.
 
     With --diff, stdout is a patch alone (paths relative to the working folder, as `git diff` writes
-    them: `git apply` takes it there) and everything else goes to stderr."""
+    them: `git apply` takes it there) and everything else goes to stderr, the findings left at their lines
+    in the files on disk; as with `ruff check --diff`, the exit is 1 also when the patch is not empty."""
     # libcst's codemod machinery: only `fix` needs it
     from kvlint.fixing.after import findings_after_fix
     from kvlint.fixing.fix_file import fix_scanned
+    from kvlint.fixing.line_map import LineMap, on_disk
 
     options = resolve_options(paths, release, config_path, select, ignore, jobs, no_cache, cache_dir, quiet=False)
     result = run_scan(options, progress=True)
     names = PatchNames(Path.cwd(), result.index.root)
     fixed_files: dict[str, bytes] = {}
+    line_maps: dict[str, LineMap] = {}
     failed = False
     for attempt in fix_scanned(result, options.config, unsafe_fixes, write=not show_diff, patch_name=names.of):
         if attempt.fixed is None:
@@ -53,6 +56,7 @@ def fix(
         elif attempt.fixed.applied:
             fixed_files[attempt.path] = attempt.fixed.fixed
             if show_diff:
+                line_maps[attempt.path] = LineMap(attempt.fixed.original, attempt.fixed.fixed)
                 click.echo(attempt.fixed.diff, nl=False)
             else:
                 codes = ", ".join(sorted({f.code for f in attempt.fixed.applied}))
@@ -63,6 +67,8 @@ def fix(
         click.echo(f"kvlint: the patch's paths are relative to {names.base}: apply it there", err=True)
     # What a fresh `check` of the fixed tree reports: the cross-file analysis is redone on it.
     left = findings_after_fix(result, fixed_files, not show_diff, options.config, options.jobs)
+    if show_diff:  # nothing was written: say each finding left where it is in the file on disk
+        left = on_disk(left, line_maps)
     blocks = [
         "\n".join(finding_lines(f, options.base, marker=False, note=_note(f, unsafe_fixes)))
         for f in sorted(left, key=Finding.sort_key)

@@ -9,13 +9,15 @@ import click
 
 from kvlint.analysis.tree_root import find_tree_root
 from kvlint.commands.quiet import is_quiet, progress_display, quiet_option
+from kvlint.engine.registry import codes_left_on
 from kvlint.errors import ConfigError, TargetError
 from kvlint.escaping import printable
 from kvlint.reporters import FORMATS, LEGACY_FORMATS
 from kvlint.scan.config import Config, find_pyproject, load_config
+from kvlint.scan.jobs import ignored_for
 from kvlint.scan.progress import Display
 from kvlint.scan.runner import ScanResult, scan
-from kvlint.types import Severity
+from kvlint.types import UNREADABLE_CODE, Severity
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ def output_format_options(function):
     function = click.option(
         "--format",
         "legacy_format",
-        type=click.Choice(sorted(LEGACY_FORMATS)),
+        type=click.Choice(sorted(set(LEGACY_FORMATS) | set(FORMATS))),
         default=None,
         help="The older name of --output-format (`text` is `full`).",
     )(function)
@@ -94,7 +96,7 @@ def output_format_options(function):
 
 def resolve_output_format(output_format: str | None, legacy_format: str | None) -> str:
     """The format the two options name (`full` when neither is given)."""
-    legacy = LEGACY_FORMATS[legacy_format] if legacy_format else None
+    legacy = LEGACY_FORMATS.get(legacy_format, legacy_format) if legacy_format else None
     if output_format and legacy and output_format != legacy:
         raise click.UsageError(f"--output-format {output_format} and --format {legacy_format} disagree: give one")
     return output_format or legacy or "full"
@@ -191,14 +193,35 @@ def run_scan(options: Options, progress: bool = True) -> ScanResult:
         cache_dir=options.cache_dir,
         progress=progress_display() if progress else Display.NONE,
     )
+    source = f" ({printable(options.config.source)})" if options.config.source else ""
     if result.excluded_by_configuration:
-        source = f" ({printable(options.config.source)})" if options.config.source else ""
         click.echo(
             f"kvlint: {result.excluded_by_configuration} file(s) excluded by the configuration's `exclude`{source}:"
             " nothing checked",
             err=True,
         )
+    switched_off = _what_switches_every_rule_off(options, result)
+    if switched_off is not None:
+        kept = any(codes_left_on((UNREADABLE_CODE,), ignored_for(f.path, options.config)) for f in result.files)
+        others = f"every rule but {UNREADABLE_CODE}" if kept and UNREADABLE_CODE in result.codes else "every rule"
+        where = source if switched_off.startswith("the configuration") else ""
+        click.echo(f"kvlint: {switched_off}{where} switches {others} off: nothing checked", err=True)
     return result
+
+
+def _what_switches_every_rule_off(options: Options, result: ScanResult) -> str | None:
+    """The setting that leaves no rule but KV000 (a file that cannot be read) to report in any file scanned,
+    or None when some rule checks some file. A checkout's own configuration can do it; it is said, not silent."""
+    rules = tuple(code for code in result.codes if code != UNREADABLE_CODE)
+    if not result.files or any(codes_left_on(rules, ignored_for(f.path, options.config)) for f in result.files):
+        return None
+    if not rules:
+        return "`--select`" if options.select is not None else "the configuration's `select`"
+    if not codes_left_on(rules, options.ignore):
+        return "`--ignore`"
+    if not codes_left_on(rules, options.config.ignore):
+        return "the configuration's `ignore`"
+    return "the configuration's `per-file-ignores`"
 
 
 def say_degradations(result: ScanResult) -> bool:

@@ -34,7 +34,15 @@ from kvlint.scan.storage import cache_root
     metavar="VERSION",
     help="Fetch this vLLM release's sources from PyPI and show its matrix.",
 )
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--output-format",
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text or json (`--format` is the same option, as for `check`).",
+)
 def paths(path, release, output_format):
     """Show the sizing-path matrix: spec kinds x every sizing path (`module:function`), each cell the DCP factor."""
     target, root = vllm_tree_target(path, release, quiet=output_format == "json")

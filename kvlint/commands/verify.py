@@ -105,6 +105,12 @@ RENDERERS = {"text": render_text, "json": render_json}
     "specs of every class and a container of every composition the tree can build; print the table.",
 )
 @click.option(
+    "--census",
+    is_flag=True,
+    help="Group every model of the census with the tree's own get_kv_cache_groups in the vLLM imported, and "
+    "compare the containers it builds with the census's default compositions; print the table.",
+)
+@click.option(
     "--timeout",
     "timeout_s",
     type=click.FloatRange(min=1),
@@ -125,6 +131,7 @@ def verify(
     output_format: str,
     dcp_sizes: tuple[int, ...],
     rewrites_of: Path | None,
+    census: bool,
     timeout_s: float,
 ) -> None:
     """Check at runtime that scheduler, managers and connectors agree on each block's span.
@@ -139,6 +146,10 @@ def verify(
     original and against the copy, and lists every test whose outcome changed and every test module
     that could not be collected. Without a CUDA device vLLM runs on its CPU platform and tests that
     need a GPU skip with their own reasons.
+
+    With --census: for every model of the tree's census, groups the layers the census says it builds with
+    the tree's own get_kv_cache_groups and lists the models whose containers differ from the census's.
+    Exit 0 when every model compared agrees, 1 when any differs.
     """
     if setup:
         try:
@@ -152,6 +163,8 @@ def verify(
         raise click.UsageError("give either --vllm or --vllm-release, not both")
     if (tests_path is not None or test_modules or unsafe) and not upstream_tests:
         raise click.UsageError("--tests, --test-module and --unsafe-fixes go with --upstream-tests")
+    if census and (upstream_tests or rewrites_of is not None or dcp_sizes):
+        raise click.UsageError("--census goes alone: not with --upstream-tests, --rewrites or --dcp")
     try:
         tree = _tree(vllm_path, release, cache_dir)
         if upstream_tests:
@@ -162,6 +175,8 @@ def verify(
         run = ChildRun(python=python, vllm_path=tree, dcp_sizes=dcp_sizes, timeout_s=timeout_s)
         if rewrites_of is not None:
             _rewrites(run, rewrites_of)
+        if census:
+            _census(run, output_format)
         report = run_child(run)
     except VerifyError as error:  # said here too: the command also runs outside the click group (tests)
         click.echo(f"kvlint: error: {error}{_next_step(str(error))}", err=True)
@@ -221,6 +236,38 @@ def _rewrites(run: ChildRun, tree: Path) -> None:
     table, every_ok = render_checks(cases, raw)
     click.echo(table)
     click.get_current_context().exit(0 if every_ok else 1)
+
+
+def _census(run: ChildRun, output_format: str) -> None:
+    import json
+    import tempfile
+
+    from kvlint.scan.index_cache import build_project_index
+    from kvlint.verify.census_cases import census_cases
+    from kvlint.verify.census_oracle import CENSUS_CHILD, CensusResultError, cases_document, compare, installed_vllm
+    from kvlint.verify.census_oracle import render_json as census_json
+    from kvlint.verify.census_oracle import render_text as census_text
+    from kvlint.verify.run import run_child_raw
+
+    root = run.vllm_path if run.vllm_path is not None else installed_vllm(run.python)
+    index = build_project_index([root / "vllm"])
+    if index.census is None:
+        raise VerifyError(f"{root / 'vllm'}: no model registry found: the tree's models cannot be read")
+    cases = census_cases(index)
+    with tempfile.TemporaryDirectory(prefix="kvlint-census-") as scratch:
+        document = Path(scratch) / "cases.json"
+        document.write_text(json.dumps(cases_document(cases)), encoding="utf-8")
+        raw = run_child_raw(
+            ChildRun(run.python, root, timeout_s=run.timeout_s), ["--cases", str(document)], CENSUS_CHILD
+        )
+    try:
+        report = compare(cases, raw)
+    except CensusResultError as error:
+        raise VerifyError(str(error)) from None
+    click.echo((census_json if output_format == "json" else census_text)(report))
+    if not report.compared:
+        click.echo(f"kvlint: no model could be compared in vLLM {report.vllm_version}", err=True)
+    click.get_current_context().exit(report.exit_code)
 
 
 def _tree(vllm_path: Path | None, release: str | None, cache_dir: Path | None) -> Path | None:

@@ -62,6 +62,8 @@ def _lint_bytes(request: LintRequest, data: bytes) -> FileResult:
         return lint_text(request, decoded.text)
     except RecursionError:
         return unreadable(request.path, "nested too deeply to analyse")
+    except MemoryError:  # a worker's memory cap (kvlint.scan.jobs), reached outside libcst's native parser
+        return unreadable(request.path, "too costly to parse: kvlint ran out of memory")
     except Exception as error:  # a rule bug must not end the scan; say which file tripped it
         result = unreadable(
             request.path,

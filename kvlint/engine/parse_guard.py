@@ -12,6 +12,14 @@ limits are checked (200 nested brackets is its syntax error, an exhausted stack 
 RecursionError, never a crash), and its syntax tree measured: deeper than 300 (vLLM's deepest file: 29) is
 refused. What is left: a file of many chains under these limits parses in time linear in its size, but up
 to ~50 times slower than ordinary code (a 10 MiB file of them: many minutes).
+
+Chains of operators libcst's native parser descends into one level at a time — unary `-`/`+`/`~`/`not`,
+`**`, `lambda: lambda: …`, `a if b else …` — cost it memory growing with the square of a chain's length
+(990 unary minus signs: 55 MB, a line of 1 KB; a 100 KB file of such lines: 5.6 GB), whatever their
+brackets. The cheap scan estimates the sum of the squares of such chains (runs of unary operators, of `**`,
+of `lambda`) and a file over a tenth of the budget is measured: a syntax tree whose chains' squares sum
+past CHAIN_BUDGET (about 200 MB in libcst) is refused. A file that still needs more memory than a worker
+may take is the pool's to stop (kvlint.scan.jobs).
 """
 
 from __future__ import annotations
@@ -22,6 +30,9 @@ import re
 MAX_BRACKETS = 50  # bracket nesting before the file is measured (vLLM 0.29.0: at most 9)
 MAX_RUN = 1_000  # characters of code without a comma or semicolon before the file is measured
 MAX_DEPTH = 300  # syntax-tree depth libcst is given (vLLM 0.29.0: at most 29)
+# Σ (chain length)² over the operator chains libcst parses recursively; 1,000,000 costs it ~55–200 MB
+# (vLLM 0.29.0's largest: a few dozen).
+CHAIN_BUDGET = 1_000_000
 
 # Strings (triple-quoted first) and comments, leftmost first as Python's tokenizer reads them; an
 # unterminated one runs to the end of its line (or of the file, for a triple-quoted one).
@@ -30,6 +41,16 @@ _NOT_CODE = re.compile(
     r'|"(?:[^"\\\n]|\\[\s\S])*"?|\'(?:[^\'\\\n]|\\[\s\S])*\'?)|#[^\n]*'
 )
 _MARKS = re.compile(r"[()\[\]{},;\n]")
+# Runs of chained operators, each pattern led by a literal or a class (fast to find), each repetition
+# consuming a character its neighbour cannot (never quadratic), and what one link of each is. A run may
+# cross a line break (inside brackets a chain does): it over-counts, at worst making a file suspect.
+_CHAIN_RUNS = (
+    (re.compile(r"[-+~](?:\s*[-+~])+"), re.compile(r"[-+~]")),
+    (re.compile(r"not\s+not\b(?:\s+not\b)*"), re.compile(r"not")),
+    (re.compile(r"\*\*(?:[^*;,()\[\]{}]*\*\*)+"), re.compile(r"\*\*")),
+    (re.compile(r"lambda\b[^:]{0,100}:\s*lambda\b(?:[^:]{0,100}:\s*lambda\b)*"), re.compile(r"lambda")),
+)
+_CHAIN_NODES = (ast.UnaryOp, ast.Lambda, ast.IfExp, ast.Await)
 
 
 class TooNested(Exception):
@@ -48,14 +69,38 @@ def check_parsable(text: str) -> None:
         raise
     except (MemoryError, RecursionError):
         raise TooNested("nested too deeply to parse (Python's parser ran out of stack)") from None
-    depth = _depth_over(tree, MAX_DEPTH)
+    depth, chains, longest = _measure(tree, MAX_DEPTH)
     if depth:
         raise TooNested(f"nested too deeply to parse safely (a syntax tree over {MAX_DEPTH} levels deep)")
+    if chains > CHAIN_BUDGET:
+        raise TooNested(
+            f"operator chains too long to parse safely (unary, `**`, `lambda` or `if`-`else` chains whose "
+            f"squared lengths sum to {chains:,}, over {CHAIN_BUDGET:,}; the longest: {longest}): libcst's parser "
+            "needs memory growing with the square of a chain's length"
+        )
 
 
 def _suspect(text: str) -> bool:
-    """Whether `text` may nest deeper than MAX_DEPTH: cheap, and false only for a file that cannot."""
+    """Whether `text` may nest deeper than MAX_DEPTH or hold operator chains over CHAIN_BUDGET: cheap, and
+    false only for a file that cannot."""
     code = _NOT_CODE.sub(_blank, text).replace("\\\n", "")
+    return _nests_deep(code) or _chains_long(code)
+
+
+def _chains_long(code: str) -> bool:
+    """Whether the runs of chained operators in `code` may sum past CHAIN_BUDGET (an estimate: a `**` run
+    with unary operands is a chain twice its length, hence the margin)."""
+    total = 0
+    for runs, link in _CHAIN_RUNS:
+        for run in runs.finditer(code):
+            length = len(link.findall(run.group()))
+            total += length * length
+            if total * 10 > CHAIN_BUDGET:
+                return True
+    return False
+
+
+def _nests_deep(code: str) -> bool:
     depth = start = 0
     for mark in _MARKS.finditer(code):
         character = mark.group()
@@ -83,12 +128,23 @@ def _blank(match: re.Match) -> str:
     return "s" + "\n" * match.group().count("\n")
 
 
-def _depth_over(tree: ast.AST, limit: int) -> bool:
-    """Whether some node of `tree` lies more than `limit` levels below it (walked without recursion)."""
-    pending: list[tuple[ast.AST, int]] = [(tree, 0)]
+def _measure(tree: ast.AST, limit: int) -> tuple[bool, int, int]:
+    """(whether some node of `tree` lies more than `limit` levels below it, Σ (chain length)² of its operator
+    chains, the longest chain), walked without recursion and stopped at the first node past `limit`."""
+    pending: list[tuple[ast.AST, int, int]] = [(tree, 0, 0)]
+    chains = longest = 0
     while pending:
-        node, depth = pending.pop()
+        node, depth, run = pending.pop()
         if depth > limit:
-            return True
-        pending.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return False
+            return True, chains, longest
+        if run:
+            chains += 2 * run - 1  # a chain of L links adds 1 + 3 + … + (2L − 1) = L²
+            longest = max(longest, run)
+        for child in ast.iter_child_nodes(node):
+            link = _is_chain_link(child)
+            pending.append((child, depth + 1, run + 1 if link else 0))
+    return False, chains, longest
+
+
+def _is_chain_link(node: ast.AST) -> bool:
+    return isinstance(node, _CHAIN_NODES) or isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow)

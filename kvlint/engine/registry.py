@@ -79,11 +79,16 @@ def matches(code: str, selectors: list[str] | tuple[str, ...]) -> bool:
     return any(code.startswith(s.upper()) or s.upper() == "ALL" for s in selectors)
 
 
+def codes_left_on(codes: tuple[str, ...], ignored: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """The codes of `codes` that the `ignored` codes or prefixes leave on."""
+    return tuple(code for code in codes if not matches(code, ignored))
+
+
 def select_codes(select: list[str] | None, ignore: list[str] | None) -> tuple[str, ...]:
     """The codes of the rules to run, in order; an unknown selector is an error."""
     known = rule_codes()
     for selector in (select or []) + (ignore or []):
         if selector.upper() != "ALL" and not any(code.startswith(selector.upper()) for code in known):
             raise RegistryError(f"unknown rule selector {selector!r} (known: {', '.join(known)})")
-    chosen = [code for code in known if select is None or matches(code, select)]
-    return tuple(code for code in chosen if not (ignore and matches(code, ignore)))
+    chosen = tuple(code for code in known if select is None or matches(code, select))
+    return codes_left_on(chosen, ignore or ())

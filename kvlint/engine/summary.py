@@ -113,5 +113,8 @@ class FixSummary:
         return exit_code(pending, error=error)
 
     def line(self) -> str:
-        verb = "would fix" if self.diff_only else "fixed"
-        return f"kvlint: {verb} {self.changed_files} file(s); {len(self.left)} finding(s) left."
+        if self.diff_only:
+            # exit 1 with nothing left reads as a contradiction unless the line says why
+            pending = " (exit 1: the patch is not applied)" if self.changed_files else ""
+            return f"kvlint: would fix {self.changed_files} file(s); {len(self.left)} finding(s) left{pending}."
+        return f"kvlint: fixed {self.changed_files} file(s); {len(self.left)} finding(s) left."

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 
@@ -112,30 +111,22 @@ def _wrap_long_import(code: str, module_name: str, newline: str) -> str:
     return pattern.sub(wrap, code)
 
 
-def check_compiles(text: str, path: str, original: str | None = None) -> None:
-    """Refuse a fixed source that is not valid Python. The running interpreter's compiler judges, unless it
-    cannot compile the `original` either (syntax newer than itself, e.g. PEP 695 `type X = ...` on 3.11):
-    then libcst's parser, which reads every version it supports, judges instead."""
-    try:
-        _compile(text, path)
-    except (SyntaxError, ValueError) as error:
-        if original is None or _compiles(original, path):
-            raise FixError(f"the fixed source does not compile ({error}); left unchanged") from None
-    else:
-        return
+def check_compiles(text: str, path: str, original: str | None = None, oldest: tuple[int, int] | None = None) -> None:
+    """Refuse a fixed source that is not valid Python for the oldest Python its project supports (`oldest`,
+    default 3.10: kvlint.fixing.syntax_gate). When the `original` is not valid for that Python either (syntax
+    newer than the project states), the running interpreter's compiler judges instead; when it cannot compile
+    the `original` either (e.g. PEP 695 `type X = ...` on 3.11), libcst's parser, which reads every version
+    it supports."""
+    from kvlint.fixing.syntax_gate import judged_version, syntax_error
+
+    for version in (judged_version(oldest), None):
+        error = syntax_error(text, path, version)
+        if error is None:
+            return
+        if original is None or syntax_error(original, path, version) is None:
+            target = f" on Python {version[0]}.{version[1]}" if version is not None else ""
+            raise FixError(f"the fixed source does not compile{target} ({error}); left unchanged")
     try:
         cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         raise FixError(f"the fixed source does not parse ({error.message}); left unchanged") from None
-
-
-def _compile(text: str, path: str) -> None:
-    compile(ast.parse(text, filename=path), path, "exec", dont_inherit=True)
-
-
-def _compiles(text: str, path: str) -> bool:
-    try:
-        _compile(text, path)
-    except (SyntaxError, ValueError):
-        return False
-    return True

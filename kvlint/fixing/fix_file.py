@@ -18,6 +18,7 @@ from kvlint.engine.lint import lint_bytes
 from kvlint.engine.source import decode_source
 from kvlint.errors import FixError, UnreadableSource
 from kvlint.fixing.apply import apply_fixes, check_compiles, fixable
+from kvlint.fixing.syntax_gate import oldest_python_at
 from kvlint.fixing.write import encode_like, read_original, write_atomically
 from kvlint.scan.config import Config
 from kvlint.scan.jobs import WorkerState, job_for_file, request_for
@@ -57,6 +58,7 @@ class FileFix:
     applied: tuple[Finding, ...]  # the findings whose fixes were applied; empty when none could be
     diff: bytes  # the change as a patch `git apply` takes, b"" when nothing changed
     fixed: bytes = b""  # the file's new bytes, b"" when nothing changed
+    original: bytes = b""  # the bytes it was fixed from (on disk still, with --diff)
 
 
 def fix_file(
@@ -80,12 +82,13 @@ def fix_file(
     outcome = apply_fixes(decoded.text, list(current.findings), unsafe)
     if not outcome.applied:
         return FileFix((), b"")
-    check_compiles(outcome.text, str(path), original=decoded.text)
+    # Valid for the oldest Python the project supports (its requires-python), as `review`'s suggestions are.
+    check_compiles(outcome.text, str(path), original=decoded.text, oldest=oldest_python_at(config.source))
     fixed = encode_like(outcome.text, decoded.encoding)
     diff = unified_patch(original, fixed, patch_name or display)
     if write:
         write_atomically(path, original, fixed, root)
-    return FileFix(outcome.applied, diff, fixed)
+    return FileFix(outcome.applied, diff, fixed, original)
 
 
 def unified_patch(original: bytes, fixed: bytes, name: str) -> bytes:

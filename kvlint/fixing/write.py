@@ -95,6 +95,9 @@ def writable_target(name: str, folder: int) -> os.stat_result:
         raise FixError("is a symbolic link: not written (kvlint never writes through a link)")
     if not stat.S_ISREG(info.st_mode):
         raise FixError(f"is not a regular file ({file_kind(info.st_mode)}): not written")
+    if not info.st_mode & 0o222:
+        # as ruff does: a file nobody may write is one its owner said not to edit (root could, kvlint won't)
+        raise FixError("is read-only: not written (make it writable to let kvlint fix it)")
     if info.st_nlink > 1:
         raise FixError(
             f"has {info.st_nlink} hard links: not written (a rename would split them, an in-place write is not"

@@ -25,6 +25,7 @@ from kvlint.analysis.tree_files import UnreadFile
 from kvlint.analysis.vocabulary import INTERFACE_MODULE, RESOLVER_HOME
 from kvlint.errors import ConfigError
 from kvlint.filesystem import describe, read_file_inside
+from kvlint.fixing.syntax_gate import oldest_python_at
 from kvlint.review.crossfile import findings_through_touched_targets, issue_key
 from kvlint.review.diff import (
     SYMLINK_REFUSAL,
@@ -37,6 +38,7 @@ from kvlint.review.diff import (
     resolve_commit,
     review_trees,
 )
+from kvlint.review.fitting import fit_comments
 from kvlint.review.placement import new_findings, place
 from kvlint.review.review import Review, build_review, in_diff
 from kvlint.review.tree_texts import TreeTexts
@@ -95,6 +97,7 @@ def make_review(
         refused = list(change.refused)
         incomplete: list[str] = []  # what the cross-file analysis could not read (UnreadFile) or do
         config = load_review_config(repo, base_commit, config_path, scratch)
+        oldest = oldest_python_at(config.source)  # the same file: a pull request cannot lower the bar for itself
         if head_commit is not None:
             tree = scratch / "head"
             tree.mkdir()
@@ -150,7 +153,9 @@ def make_review(
             incomplete += result.degradations
             incomplete += [_in_base(line) for line in base_tree.failures]
         unread = _not_read_by_analysis(incomplete, refused)
-        review = build_review(findings, change.files, texts, refused, files_checked, placed)
+        review = build_review(findings, change.files, texts, refused, files_checked, placed, oldest)
+        # Each comment within GitHub's and stage two's limits: a long line degrades its comment, not the review.
+        review.comments = fit_comments(review.comments)
         kept = texts.keep(f.path for f in [*review.in_diff, *review.outside_diff])  # the tree goes with `scratch`
     review.commit = head_commit or _head_commit(repo)
     # A file the analysis needed that kvlint's reading rules refuse is listed as not read (the review goes on);

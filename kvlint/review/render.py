@@ -10,17 +10,18 @@ from __future__ import annotations
 import html
 import re
 
-from kvlint.engine.registry import rule_class
+from kvlint.engine.registry import rule_by_code, rule_class
 from kvlint.escaping import printable
 from kvlint.review.review import (
     DEFAULT_MAX_COMMENTS,
+    SHOWN_PATH,
     Note,
     Region,
     Review,
     ReviewComment,
     Summary,
+    shorten,
     summarise,
-    why_sentence,
 )
 from kvlint.types import Applicability, Finding, Severity
 
@@ -122,7 +123,7 @@ def summary_body(summary: Summary) -> str:
     if summary.suppressions_added:
         shown = summary.suppressions_added[:_SUPPRESSIONS_SHOWN]
         more = len(summary.suppressions_added) - len(shown)
-        places = ", ".join(f"{code_span(path)} line {line}" for path, line in shown) + (
+        places = ", ".join(f"{code_span(shorten(path, SHOWN_PATH))} line {line}" for path, line in shown) + (
             f" and {more} more" if more else ""
         )
         lines.append("")
@@ -156,7 +157,10 @@ def summary_body(summary: Summary) -> str:
 def not_read_list(summary: Summary) -> list[str]:
     """The files the review could not read, one item each: the path as code, the reason as text (both
     escaped: a name is the pull request's), then how many more the run's log names."""
-    items = [f"- {code_span(printable(path))}: {escape_text(why)}" for path, why in summary.not_read]
+    items = [
+        f"- {code_span(shorten(printable(path), SHOWN_PATH))}: {escape_text(shorten(why, 200))}"
+        for path, why in summary.not_read
+    ]
     more = summary.refused - len(summary.not_read)
     if items and more > 0:
         items.append(f"- and {more} more (the run's log names them)")
@@ -165,6 +169,21 @@ def not_read_list(summary: Summary) -> list[str]:
 
 def note_sentence(note: Note, path: str) -> str:
     """A note under a comment, in kvlint's words; only numbers, the comment's path and import names vary."""
+    if note.kind == "fix-does-not-compile":
+        return (
+            f"No suggestion is offered: with this fix the file does not compile for Python {note.line}.{note.last}, "
+            "the oldest this project supports, so `kvlint fix` does not apply it either."
+        )
+    if note.kind == "fix-too-long":
+        return (
+            "The suggestion is left out: it is longer than a GitHub comment holds; "
+            f"{code_span(f'kvlint fix {path}')} applies the fix."
+        )
+    if note.kind == "fix-not-checked":
+        return (
+            "No suggestion is offered: too many of this file's fixes fail `kvlint fix`'s compile check for kvlint "
+            "to check this one."
+        )
     if note.kind == "fix-beyond-diff":
         return f"A safe fix exists but reaches beyond the lines this pull request changes: {code_span(f'kvlint fix {path}')} applies it."
     if note.kind == "commit-with-imports":
@@ -350,3 +369,11 @@ def rdjson(review: Review, texts: dict[str, str]) -> dict:
         "severity": max((d["severity"] for d in diagnostics), key=ranks.__getitem__, default="INFO"),
         "diagnostics": diagnostics,
     }
+
+
+def why_sentence(code: str) -> str:
+    """The first sentence of the rule's "Why is this bad?" section."""
+    rule = rule_by_code(code)
+    flat = rule.doc_section("Why is this bad?") if rule is not None else ""
+    match = re.match(r"(.+?[.!?])(\s|$)", flat)
+    return match.group(1) if match else flat

@@ -18,9 +18,11 @@ from kvlint.engine.registry import rule_by_code
 from kvlint.engine.summary import DEFAULT_FAIL_ON
 from kvlint.engine.suppress import suppressions
 from kvlint.escaping import printable
+from kvlint.fixing.syntax_gate import judged_version
 from kvlint.review.diff import ChangedFile
+from kvlint.review.fix_gate import REFUSED, Suggestions
 from kvlint.review.hosts import Comments, has_room
-from kvlint.review.suggestions import FixRegions, Region
+from kvlint.review.suggestions import Region
 from kvlint.types import Applicability, Finding, Severity
 
 MARKER_PREFIX = "<!-- kvlint:"
@@ -29,6 +31,13 @@ FINGERPRINT = re.compile(r"[0-9a-f]{12}(?:-\d{1,6})?(?:\+imports)?")
 # Enough for a pull request a person reviews; the rest is counted in the summary (--max-comments).
 DEFAULT_MAX_COMMENTS = 50
 NOT_READ_SHOWN = 10  # files the review's body names among those it could not read; the log names them all
+SHOWN_PATH = 300  # characters of a path the review's body names (a pull request's names can be long)
+SHORTENED = " [… shortened; kvlint check shows it whole]"
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` if it fits in `limit` characters, else its start and SHORTENED, `limit` characters in all."""
+    return text if len(text) <= limit else text[: max(limit - len(SHORTENED), 0)] + SHORTENED
 
 
 @dataclass(frozen=True)
@@ -43,7 +52,10 @@ class Note:
     "new-finding-at-call" / "-in-function" / "-in-file": a finding the pull request causes at `line`, which
     it does not change, shown on a changed call to its function / the nearest changed line of its function
     / of its file (kvlint.review.placement); "related-line-changed": a finding at `line` whose root cause
-    includes this changed line (one of its related locations).
+    includes this changed line (one of its related locations); "fix-does-not-compile": the safe fix fails
+    `kvlint fix`'s gate, the file with it applied does not compile for Python `line`.`last` (the oldest the
+    project supports); "fix-not-checked": that gate's budget for the file ran out before this fix;
+    "fix-too-long": the suggestion was left out, longer than a comment holds (kvlint.review.fitting).
     """
 
     kind: str
@@ -62,7 +74,12 @@ NOTE_KINDS = (
     "new-finding-in-function",
     "new-finding-in-file",
     "related-line-changed",
+    "fix-does-not-compile",
+    "fix-not-checked",
+    "fix-too-long",
 )
+# A safe fix that fails `kvlint fix`'s gate: no suggestion, and no "kvlint fix applies it" either.
+_REFUSED_FIX = ("fix-does-not-compile", "fix-not-checked")
 
 
 @dataclass
@@ -136,10 +153,14 @@ def summarise(review: Review, max_comments: int) -> Summary:
         fixable=sum(1 for f in review.in_diff if f.fix and f.fix.applicability is Applicability.SAFE),
         files_checked=review.files_checked,
         refused=len(review.refused),
-        suppressions_added=list(review.suppressions_added),
+        suppressions_added=[(shorten(path, SHOWN_PATH), line) for path, line in review.suppressions_added],
         max_comments=max_comments,
         incomplete=len(review.incomplete),
-        not_read=[(printable(path), printable(why)) for path, why in review.refused[:NOT_READ_SHOWN]],
+        # As stage two accepts them (kvlint.review.saved): one line of printable text each, of bounded length.
+        not_read=[
+            (shorten(printable(path), SHOWN_PATH), shorten(printable(why), 200))
+            for path, why in review.refused[:NOT_READ_SHOWN]
+        ],
         analysis_unread=review.analysis_unread,
     )
 
@@ -201,9 +222,11 @@ def build_review(
     refused: list[tuple[str, str]],
     files_checked: int,
     placed: dict[int, tuple[int, Note]] | None = None,
+    oldest: tuple[int, int] | None = None,
 ) -> Review:
     """`placed`: id(finding) -> (changed line, note) for a finding the pull request causes on lines it
-    does not change (kvlint.review.placement); it belongs to the review, shown on that line."""
+    does not change (kvlint.review.placement); it belongs to the review, shown on that line. `oldest`: the
+    oldest Python the project supports, for which a suggestion must compile as `kvlint fix`'s output must."""
     placed = dict(placed or {})
     inside: list[Finding] = []
     outside: list[Finding] = []
@@ -217,7 +240,7 @@ def build_review(
     comments = Comments()
     seen: dict[str, int] = {}
     lines_of: dict[str, list[str]] = {}
-    regions_in: dict[str, FixRegions] = {}
+    suggestions = Suggestions([f for f in inside if id(f) not in placed and _has_safe_fix(f)], texts, oldest)
 
     def marker_for(finding: Finding, suffix: str = "") -> str:
         if finding.path not in lines_of:
@@ -232,16 +255,12 @@ def build_review(
     ordered = sorted(inside, key=lambda f: (not _has_safe_fix(f), f.path, f.line, f.code))
     for finding in ordered:
         changed = changes[finding.path]
-        text = texts.get(finding.path)
-        regions = None
         if id(finding) in placed:
             anchor, note = placed[id(finding)]
             _add_on_line(comments, finding, anchor, [note], marker_for)
             continue
-        if text is not None and _has_safe_fix(finding):
-            if finding.path not in regions_in:
-                regions_in[finding.path] = FixRegions(text)
-            regions = regions_in[finding.path].of(finding)
+        regions, refusal = suggestions.of(finding) if _has_safe_fix(finding) else (None, None)
+        gate_notes = _refusal_notes(refusal, oldest)
         if regions:
             main, companions = regions
             host = comments.with_suggestion(finding.path, main)
@@ -273,13 +292,23 @@ def build_review(
             comments,
             finding,
             anchor,
-            [Note("function-first-change", line=finding.line)] if whole_function else [],
+            ([Note("function-first-change", line=finding.line)] if whole_function else []) + gate_notes,
             marker_for,
         )
     ordered_comments = sorted(comments.all, key=lambda c: (c.path, c.line))
     return Review(
         ordered_comments, inside, outside, refused, files_checked, suppressions_added=added_suppressions(changes, texts)
     )
+
+
+def _refusal_notes(refusal: str | None, oldest: tuple[int, int] | None) -> list[Note]:
+    """Why a safe fix has no suggestion, when it fails `kvlint fix`'s gate (kvlint.review.fix_gate)."""
+    if refusal is None:
+        return []
+    if refusal == REFUSED:
+        major, minor = judged_version(oldest)
+        return [Note("fix-does-not-compile", line=major, last=minor)]
+    return [Note("fix-not-checked")]
 
 
 def _changed_related_line(finding: Finding, changed: ChangedFile | None) -> int | None:
@@ -304,7 +333,7 @@ def _add_on_line(comments: Comments, finding: Finding, line: int, notes: list[No
         host.notes.extend(note for note in notes if note not in host.notes)
         return
     comment = ReviewComment(finding.path, line, None, [finding], [marker_for(finding)], notes=list(notes))
-    if _has_safe_fix(finding):
+    if _has_safe_fix(finding) and not any(note.kind in _REFUSED_FIX for note in notes):
         comment.notes.append(Note("fix-beyond-diff"))
     comments.add(comment)
     if host is not None:
@@ -367,11 +396,3 @@ def _add_companion(
 
 def _has_safe_fix(finding: Finding) -> bool:
     return finding.fix is not None and finding.fix.applicability is Applicability.SAFE and bool(finding.fix.edits)
-
-
-def why_sentence(code: str) -> str:
-    """The first sentence of the rule's "Why is this bad?" section."""
-    rule = rule_by_code(code)
-    flat = rule.doc_section("Why is this bad?") if rule is not None else ""
-    match = re.match(r"(.+?[.!?])(\s|$)", flat)
-    return match.group(1) if match else flat

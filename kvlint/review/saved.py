@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from kvlint.engine.registry import rule_by_code, rule_codes
 from kvlint.filesystem import FileTooLarge, describe, read_regular_file
 from kvlint.review.diff import ReviewError, safe_relative_path
+from kvlint.review.fitting import MAX_RELATED, MAX_SUGGESTION, MAX_TEXT, MAX_TITLE, fit_comments
 from kvlint.review.review import (
     FINGERPRINT,
     NOT_READ_SHOWN,
@@ -37,9 +38,10 @@ FORMAT_VERSION = 1
 MAX_FILE_BYTES = 16 * 1024 * 1024
 _MAX_COMMENTS = 5_000
 _MAX_FINDINGS_PER_COMMENT = 50
-_MAX_RELATED = 50  # related locations of one finding (the other findings of its root cause)
-_MAX_TEXT = 4_000  # a message or a fix title
-_MAX_SUGGESTION = 65_000
+# A message, a related location's message, a suggestion: stage one fits them to these (kvlint.review.fitting).
+_MAX_RELATED = MAX_RELATED  # related locations of one finding (the other findings of its root cause)
+_MAX_TEXT = MAX_TEXT
+_MAX_SUGGESTION = MAX_SUGGESTION
 _MAX_LINE = 10_000_000
 _MAX_COUNT = 10_000_000
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -271,7 +273,7 @@ def _comment_from(raw: dict, name_of) -> ReviewComment:
         fix = None
         if entry.get("safe_fix") is True:
             fix = Fix(
-                title=_text(entry.get("fix_title"), "finding fix_title", 200),
+                title=_text(entry.get("fix_title"), "finding fix_title", MAX_TITLE),
                 applicability=Applicability.SAFE,
                 edits=(),
             )
@@ -353,6 +355,7 @@ def with_limit(saved: SavedReview, max_comments: int) -> tuple[Summary, list[Rev
     from kvlint.review.review import cap_comments, count_by_rule
 
     kept, dropped = cap_comments(saved.comments, max_comments)
+    kept = fit_comments(kept)  # a body GitHub would refuse (422) is degraded, not the whole review lost
     omitted: Counter = Counter({(code, name): count for code, name, count in saved.summary.omitted})
     for code, name, count in count_by_rule(dropped):
         omitted[(code, name)] += count

@@ -14,6 +14,7 @@ stream as a whole, so that a small archive cannot unpack to hundreds of megabyte
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
 import stat
 import tarfile
@@ -25,6 +26,8 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO, NamedTuple
 
 from kvlint.errors import ArchiveError
+from kvlint.scan.ownership import make_folders
+from kvlint.scan.zip_directory import check_zip_directory
 
 MB = 1_000_000
 _CHUNK = 1 << 20
@@ -40,6 +43,18 @@ class Limits:
     kept_files: int = 50_000
     stream_bytes: int = 1_000 * MB
     members: int = 100_000  # every member, kept or not (0.34.0's sdist: 9,000)
+    # A wheel's central directory, which zipfile reads whole and makes an object of each entry from: at 100,000
+    # members of ~150-byte names, 20 MB. Checked, with the number of entries, before zipfile reads it.
+    directory_bytes: int = 32 * MB
+
+
+class Written(NamedTuple):
+    """One file as extraction wrote it: what was hashed is what was written, from the archive being read."""
+
+    size: int
+    sha256: str
+    inode: int
+    changed_ns: int
 
 
 class _Member(NamedTuple):
@@ -49,37 +64,63 @@ class _Member(NamedTuple):
     open: Callable[[], BinaryIO]
 
 
-def extract_python(archive: Path, selections: Mapping[str, Path], limits: Limits = Limits()) -> dict[str, int]:
+def extract_python(
+    archive: Path,
+    selections: Mapping[str, Path],
+    limits: Limits = Limits(),
+    *,
+    source: BinaryIO | None = None,
+    record: dict[str, Written] | None = None,
+) -> dict[str, int]:
     """Write each regular `*.py` member whose name starts with a prefix of `selections` (e.g. `vllm-0.29.0/vllm/`)
-    below that prefix's destination folder, keeping the rest of its path. Returns how many were written per prefix."""
-    written = dict.fromkeys(selections, 0)
-    homes = {prefix: _home(folder) for prefix, folder in selections.items()}
-    kept_bytes = 0
-    members = _zip_members if archive.name.endswith(".whl") else _tar_members
+    below that prefix's destination folder, keeping the rest of its path. Returns how many were written per prefix.
+
+    `source`: the archive's open file (the one its digest was checked on), read from its start; else `archive`
+    is opened. `record`: filled with each file written (its path → Written)."""
     try:
-        for count, member in enumerate(members(archive, limits), start=1):
-            if count > limits.members:
-                raise ArchiveError(f"{archive.name}: refused, it holds more than {limits.members:,} members")
-            parts = _checked_parts(archive, member.name)
-            prefix = next((p for p in selections if member.name.startswith(p)), None)
-            if prefix is None or not member.regular or not member.name.endswith(".py"):
-                continue
-            if sum(written.values()) >= limits.kept_files:
-                raise ArchiveError(f"{archive.name}: more than {limits.kept_files:,} Python files")
-            budget = min(limits.member_bytes, limits.kept_bytes - kept_bytes)
-            if member.size > budget:
-                raise ArchiveError(_over_limit(archive, member.name, limits, kept_bytes))
-            target = _target(archive, member.name, homes[prefix], parts[len(prefix.rstrip("/").split("/")) :])
-            with member.open() as source:
-                copied = _copy(source, target, budget, archive)
-            if copied > budget:  # the header understated the size
-                raise ArchiveError(_over_limit(archive, member.name, limits, kept_bytes))
-            kept_bytes += copied
-            written[prefix] += 1
+        if source is not None:
+            source.seek(0)
+            return _extract(source, archive, selections, limits, record)
+        with open(archive, "rb") as opened:
+            return _extract(opened, archive, selections, limits, record)
     except ArchiveError:
         raise
     except (OSError, EOFError, zlib.error, tarfile.TarError, zipfile.BadZipFile, NotImplementedError) as error:
         raise ArchiveError(f"{archive.name}: cannot unpack it ({type(error).__name__}: {_one_line(error)})") from None
+
+
+def _extract(
+    source: BinaryIO,
+    archive: Path,
+    selections: Mapping[str, Path],
+    limits: Limits,
+    record: dict[str, Written] | None,
+) -> dict[str, int]:
+    written = dict.fromkeys(selections, 0)
+    homes = {prefix: _home(folder) for prefix, folder in selections.items()}
+    kept_bytes = 0
+    members = _zip_members if archive.name.endswith(".whl") else _tar_members
+    for count, member in enumerate(members(source, archive, limits), start=1):
+        if count > limits.members:
+            raise ArchiveError(f"{archive.name}: refused, it holds more than {limits.members:,} members")
+        parts = _checked_parts(archive, member.name)
+        prefix = next((p for p in selections if member.name.startswith(p)), None)
+        if prefix is None or not member.regular or not member.name.endswith(".py"):
+            continue
+        if sum(written.values()) >= limits.kept_files:
+            raise ArchiveError(f"{archive.name}: more than {limits.kept_files:,} Python files")
+        budget = min(limits.member_bytes, limits.kept_bytes - kept_bytes)
+        if member.size > budget:
+            raise ArchiveError(_over_limit(archive, member.name, limits, kept_bytes))
+        target = _target(archive, member.name, homes[prefix], parts[len(prefix.rstrip("/").split("/")) :])
+        with member.open() as stream:
+            copied = _copy(stream, target, budget, archive)
+        if copied.size > budget:  # the header understated the size
+            raise ArchiveError(_over_limit(archive, member.name, limits, kept_bytes))
+        if record is not None:
+            record[os.fspath(target)] = copied
+        kept_bytes += copied.size
+        written[prefix] += 1
     return written
 
 
@@ -99,14 +140,14 @@ def _checked_parts(archive: Path, name: str) -> list[str]:
 
 
 def _home(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folders(folder)
     return folder.resolve(strict=True)
 
 
 def _target(archive: Path, name: str, home: Path, parts: list[str]) -> Path:
     """`home` joined with `parts`, its folders made; refused unless it lies inside `home` once resolved."""
     target = home.joinpath(*parts)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(target.parent)
     folder = target.parent.resolve(strict=True)
     if not parts or PurePosixPath(*parts).is_absolute() or not folder.is_relative_to(home):
         raise ArchiveError(f"{archive.name}: refused, member {name!r} would be written outside {home.name}/")
@@ -119,9 +160,10 @@ def _over_limit(archive: Path, name: str, limits: Limits, kept_bytes: int) -> st
     return f"{archive.name}: refused, {name!r} unpacks to more than {limits.member_bytes // MB} MB"
 
 
-def _copy(source: BinaryIO, target: Path, budget: int, archive: Path) -> int:
-    """Copy at most `budget` + 1 bytes (one more tells that the budget is exceeded); returns the count."""
+def _copy(source: BinaryIO, target: Path, budget: int, archive: Path) -> Written:
+    """Copy at most `budget` + 1 bytes (one more tells that the budget is exceeded), hashing them."""
     copied = 0
+    digest = hashlib.sha256()
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         descriptor = os.open(target, flags, 0o644)
@@ -133,15 +175,18 @@ def _copy(source: BinaryIO, target: Path, budget: int, archive: Path) -> int:
             if not chunk:
                 break
             copied += len(chunk)
+            digest.update(chunk)
             sink.write(chunk)
-    return copied
+        sink.flush()
+        info = os.fstat(descriptor)
+    return Written(copied, digest.hexdigest(), info.st_ino, info.st_ctime_ns)
 
 
-def _tar_members(archive: Path, limits: Limits) -> Iterator[_Member]:
+def _tar_members(source: BinaryIO, archive: Path, limits: Limits) -> Iterator[_Member]:
     # Stream mode ("r|"): one pass, no seeking; the counting reader caps the decompressed stream, which
     # also bounds what tarfile itself reads into memory (long names, pax headers).
     with (
-        gzip.open(archive, "rb") as compressed,
+        gzip.GzipFile(fileobj=source, mode="rb") as compressed,
         tarfile.open(fileobj=_CountingReader(compressed, limits.stream_bytes, archive), mode="r|") as tar,
     ):
         for info in tar:
@@ -149,8 +194,9 @@ def _tar_members(archive: Path, limits: Limits) -> Iterator[_Member]:
             yield _Member(info.name, regular, info.size, lambda info=info: tar.extractfile(info))
 
 
-def _zip_members(archive: Path, limits: Limits) -> Iterator[_Member]:
-    with zipfile.ZipFile(archive) as wheel:
+def _zip_members(source: BinaryIO, archive: Path, limits: Limits) -> Iterator[_Member]:
+    check_zip_directory(source, archive, limits)
+    with zipfile.ZipFile(source) as wheel:
         if len(wheel.infolist()) > limits.members:
             raise ArchiveError(f"{archive.name}: refused, it holds more than {limits.members:,} members")
         for info in wheel.infolist():

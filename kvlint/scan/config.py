@@ -71,6 +71,8 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError(f"{path}: cannot read: {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise ConfigError(f"{path}: invalid TOML: arrays or inline tables nested too deeply to read") from None
     table = data.get("tool", {}).get("kvlint")
     if table is None:
         return Config(source=str(path))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -147,34 +147,127 @@ WAIT_TICK_S = 0.25
 def _run_in_pool(
     work: Iterable[Job], workers: int, state: WorkerState, waiting: Callable[[], None] | None
 ) -> Iterator[tuple[Job, FileResult]]:
+    """The pool's results. A worker that dies — past its memory cap, where libcst's native parser aborts the
+    process — breaks the pool: the jobs then being linted are linted again each alone (the one that kills a
+    worker alone is a KV000 line for its file), and the jobs not started yet in a new pool."""
+    queue = list(work)
+    while queue:
+        started = _started_flags(len(queue))
+        finished: set[int] = set()
+        broken = yield from _pool_round(queue, workers, state, waiting, started, finished)
+        if not broken:
+            return
+        unfinished = [(position, job) for position, job in enumerate(queue) if position not in finished]
+        in_flight = [job for position, job in unfinished if started[position]]
+        if not in_flight:  # no job had started: nothing to blame, nothing to retry
+            yield from ((job, _worker_failed(job, "BrokenProcessPool")) for _, job in unfinished)
+            return
+        for job in in_flight:
+            alone: set[int] = set()
+            results = list(_pool_round_results([job], state, waiting, alone))
+            yield job, results[0] if results else unreadable(job.display, _memory_message())
+        queue = [job for position, job in unfinished if not started[position]]
+
+
+def _pool_round_results(
+    queue: list[Job], state: WorkerState, waiting: Callable[[], None] | None, finished: set[int]
+) -> Iterator[FileResult]:
+    """The results of `queue` linted by one worker (nothing for a job whose worker died)."""
+    round_ = _pool_round(queue, 1, state, waiting, _started_flags(len(queue)), finished)
+    yield from (result for _, result in round_)
+
+
+def _pool_round(
+    queue: list[Job],
+    workers: int,
+    state: WorkerState,
+    waiting: Callable[[], None] | None,
+    started,
+    finished: set[int],
+) -> Generator[tuple[Job, FileResult], None, bool]:
+    """Yield (job, result) for each job a worker finished (its position added to `finished`); return
+    whether the pool broke (a worker died)."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait  # only when a pool is worth it
+    from concurrent.futures.process import BrokenProcessPool
 
     # No `with`: its exit joins the pool's manager thread, which on Python 3.10 can wait forever for workers
     # that were terminated mid-file; an interrupted scan must not wait on them.
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(state,))
+    pool = ProcessPoolExecutor(
+        max_workers=workers, initializer=_start_worker, initargs=(state, started, _worker_memory())
+    )
+    broken = False
     try:
-        futures = {pool.submit(_lint_in_worker, job): job for job in work}
+        futures = {pool.submit(_lint_in_worker, position, job): position for position, job in enumerate(queue)}
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=WAIT_TICK_S, return_when=FIRST_COMPLETED)
             if not done and waiting is not None:
                 waiting()
             for future in done:
-                yield futures[future], _result_of(future, futures[future])
+                position = futures[future]
+                error = future.exception()
+                if isinstance(error, BrokenProcessPool):
+                    broken = True
+                    continue
+                finished.add(position)
+                job = queue[position]
+                yield job, _worker_failed(job, type(error).__name__) if error else future.result()
     except BaseException:  # KeyboardInterrupt, or the consumer closed us (GeneratorExit): stop now
         _stop_workers(pool)
         raise
     pool.shutdown(wait=True)
+    return broken
 
 
-def _result_of(future, job: Job) -> FileResult:
+def _worker_failed(job: Job, cause: str) -> FileResult:
+    return unreadable(job.display, f"internal error in kvlint (worker process failed: {cause}); re-run with --jobs 1")
+
+
+# What a worker may take beyond the address space it starts with (its memory cap): libcst's parser needs
+# ~0.3 MB per KB of ordinary code (vLLM's largest module: under 100 MB), far more for pathological code.
+WORKER_MEMORY_VARIABLE = "KVLINT_WORKER_MEMORY_MIB"
+DEFAULT_WORKER_MEMORY_MIB = 2048
+
+
+def _worker_memory() -> int:
+    """The memory cap of a worker, in bytes beyond its start (KVLINT_WORKER_MEMORY_MIB; 0: none)."""
+    value = os.environ.get(WORKER_MEMORY_VARIABLE, "")
+    mebibytes = int(value) if value.strip().isdigit() else DEFAULT_WORKER_MEMORY_MIB
+    return mebibytes * 2**20
+
+
+def _memory_message() -> str:
+    limit = _worker_memory() // 2**20
+    return (
+        f"too costly to parse: the worker process linting it died (out of its {limit:,} MiB of memory, or "
+        f"killed); {WORKER_MEMORY_VARIABLE} sets that memory"
+    )
+
+
+def _started_flags(count: int):
+    """One shared byte per job, set by the worker that takes it: after a worker dies, the jobs in flight."""
+    import multiprocessing
+
+    return multiprocessing.Array("b", max(count, 1), lock=False)
+
+
+def _cap_memory(allowance: int) -> None:
+    """Cap this process's address space at its present size plus `allowance` bytes (Linux; never above an
+    inherited cap). Past it, an allocation fails: a MemoryError, or an abort in libcst's native parser."""
+    if allowance <= 0:
+        return
     try:
-        return future.result()
-    except Exception as error:  # a worker died (killed, out of memory): say which file, go on
-        return unreadable(
-            job.display,
-            f"internal error in kvlint (worker process failed: {type(error).__name__}); re-run with --jobs 1",
-        )
+        import resource
+
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            present = int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = present + allowance
+        limit = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        if soft == resource.RLIM_INFINITY or soft > limit:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (OSError, ValueError, ImportError):  # no /proc (macOS, where the cap is not enforced anyway)
+        return
 
 
 # Whether this process terminated a pool's workers (Ctrl-C): its exit must then not wait for the pool's
@@ -212,14 +305,19 @@ def _stop_workers(pool) -> None:
 _worker_state: WorkerState | None = None
 
 
-def _start_worker(state: WorkerState) -> None:
-    global _worker_state
-    _worker_state = state
+_started = None  # the shared flags of the pool this worker belongs to (_started_flags)
+
+
+def _start_worker(state: WorkerState, started, memory: int) -> None:
+    global _worker_state, _started
+    _worker_state, _started = state, started
+    _cap_memory(memory)
     # Ctrl-C reaches the whole process group: the parent stops the workers (_stop_workers); a worker
     # that raised KeyboardInterrupt itself would only print a traceback and take its next file.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _lint_in_worker(job: Job) -> FileResult:
-    assert _worker_state is not None, "the pool's initializer runs before any job"
+def _lint_in_worker(position: int, job: Job) -> FileResult:
+    assert _worker_state is not None and _started is not None, "the pool's initializer runs before any job"
+    _started[position] = 1
     return lint_job(_worker_state, job)

@@ -25,6 +25,7 @@ import urllib.request
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from kvlint import __version__
@@ -108,8 +109,10 @@ def project_files(settings: PipSettings, project: str, deadline: float) -> list[
         raise PackageIndexError(f"{redact(page_url)}: not a package index page ({type(error).__name__})") from None
 
 
-def download(settings: PipSettings, file: IndexFile, destination: Path, max_bytes: int, deadline: float) -> int:
-    """Save `file` as `destination`; refused when over `max_bytes`, past `deadline` or when its digest differs."""
+def download(settings: PipSettings, file: IndexFile, sink: BinaryIO, max_bytes: int, deadline: float) -> int:
+    """Write `file` into the open `sink`, hashing the bytes as they are written; refused when over `max_bytes`,
+    past `deadline` or when its digest differs. The caller reads the archive back from that same open file
+    (never by its name again), so what it unpacks is what was checked."""
     algorithm = next((name for name in _DIGESTS if file.hashes.get(name)), None)
     if algorithm is None:
         raise PackageIndexError(f"{file.filename}: the index publishes no sha256 for it, so it cannot be verified")
@@ -117,7 +120,7 @@ def download(settings: PipSettings, file: IndexFile, destination: Path, max_byte
         raise PackageIndexError(f"{file.filename}: {file.size / 1e6:.0f} MB, over the {max_bytes / 1e6:.0f} MB limit")
     digest = hashlib.new(algorithm)
     received = 0
-    with _open(settings, file.url, deadline) as response, open(destination, "wb") as sink:
+    with _open(settings, file.url, deadline) as response:
         while True:
             chunk = _read_chunk(response, deadline, file.url)
             if not chunk:
@@ -127,6 +130,7 @@ def download(settings: PipSettings, file: IndexFile, destination: Path, max_byte
                 raise PackageIndexError(f"{file.filename}: over the {max_bytes / 1e6:.0f} MB limit, download stopped")
             digest.update(chunk)
             sink.write(chunk)
+    sink.flush()
     if digest.hexdigest() != str(file.hashes[algorithm]).lower():
         raise PackageIndexError(f"{file.filename}: {algorithm} mismatch, the download is not the file the index lists")
     return received

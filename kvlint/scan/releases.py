@@ -10,9 +10,10 @@ Under <cache root>/releases/ (the cache root: the `cache_dir` given, else $KVLIN
 ~/.cache/kvlint):
     vllm-<version>/vllm/...          the sources kvlint scans, and nothing else
     vllm-<version>-tests/tests/...   vLLM's own tests (from the sdist only)
-Each folder appears by one atomic rename of a complete staging folder that holds a manifest signed with this
-user's cache key (see release_manifest); a cached folder is used only when it matches its manifest, else it is
-fetched again (the cache folder is writable by whoever docs/security.md §3 allows: it is not trusted as such).
+Each folder appears by one atomic rename of a complete, private staging folder that holds a manifest signed
+with this user's cache key (see release_store, release_manifest); a cached folder is used only when it matches
+its manifest, else it is fetched again; a `releases/` folder another account could write is refused (see
+release_store: the fetch would sign what they put there).
 A folder that an earlier kvlint extracted from the wheel stays valid: the sdist's `vllm/**/*.py` are
 byte-identical to the wheel's (checked on 0.29.0 and 0.34.0), the wheel only adds vendored kernels
 (vllm_flash_attn/cute, third_party/...) in which no rule finds anything.
@@ -24,16 +25,17 @@ the index spells the release's files.
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import urlsplit
 
 from kvlint.errors import ReleaseError
-from kvlint.scan.archives import MB, extract_python
+from kvlint.scan.archives import MB, Written, extract_python
 from kvlint.scan.package_index import (
     IndexFile,
     PipSettings,
@@ -42,9 +44,7 @@ from kvlint.scan.package_index import (
     project_files,
     redact,
 )
-from kvlint.scan.release_manifest import Mismatch, check_manifest, write_manifest
-from kvlint.scan.signing import cache_key, key_path
-from kvlint.scan.storage import cache_root
+from kvlint.scan.release_store import install, releases_folder, staging_folder, untrusted
 from kvlint.scan.versions import normalize, release_key
 
 SDIST_LIMIT_BYTES = 200 * MB  # 0.34.0's sdist: 51 MB
@@ -56,7 +56,7 @@ def release_sources(version: str, quiet: bool = False, cache_dir: Path | None = 
     """The folder holding `vllm/…/*.py` of release `version`, fetched and cached on first use.
     `cache_dir` is kvlint's cache root (what `--cache-dir` names): releases go to its `releases/`."""
     spelled, key = _checked(version)
-    releases = _releases_folder(cache_dir)
+    releases = releases_folder(cache_dir)
     found = _cached(releases, spelled, key, "", _holds_sources, quiet)
     if found is None:
         found = _fetch(spelled, key, releases, quiet, need_tests=False)[""]
@@ -68,7 +68,7 @@ def release_sources(version: str, quiet: bool = False, cache_dir: Path | None = 
 def release_tests(version: str, quiet: bool = False, cache_dir: Path | None = None) -> Path:
     """The folder holding vLLM's own `tests/…/*.py` of release `version` (from its sdist), fetched on first use."""
     spelled, key = _checked(version)
-    releases = _releases_folder(cache_dir)
+    releases = releases_folder(cache_dir)
     found = _cached(releases, spelled, key, "-tests", _holds_tests, quiet)
     if found is None:
         found = _fetch(spelled, key, releases, quiet, need_tests=True)["-tests"]
@@ -82,10 +82,6 @@ def _checked(version: str) -> tuple[str, str]:
         return normalize(version), release_key(version)
     except ValueError:
         raise ReleaseError(f"not a version number: {version!r}") from None
-
-
-def _releases_folder(cache_dir: Path | None) -> Path:
-    return (Path(cache_dir) if cache_dir else cache_root()) / "releases"
 
 
 def _holds_sources(folder: Path) -> bool:
@@ -110,25 +106,11 @@ def _cached(
             if name.startswith("vllm-") and name.endswith(suffix) and _key_or_none(spelling) == key and whole(folder):
                 candidates.append(folder)
     for folder in candidates:
-        problem = _untrusted(folder)
+        problem = untrusted(folder)
         if problem is None:
             return folder
         if not quiet:
             print(f"kvlint: {folder}: not used, {problem}; fetching it again", file=sys.stderr)
-    return None
-
-
-def _untrusted(folder: Path) -> str | None:
-    """Why the cached `folder` cannot be trusted, or None when it matches its signed manifest."""
-    secret = cache_key()
-    if secret is None:
-        return f"there is no usable cache key ({key_path()}) to check it with"
-    try:
-        check_manifest(folder, secret)
-    except Mismatch as mismatch:
-        return f"it is not what kvlint extracted ({mismatch})"
-    except OSError as error:
-        return f"it cannot be checked ({error.strerror or type(error).__name__})"
     return None
 
 
@@ -142,9 +124,7 @@ def _key_or_none(text: str) -> str | None:
 def _fetch(spelled: str, key: str, releases: Path, quiet: bool, need_tests: bool) -> dict[str, Path | None]:
     """Fetch and install the release; the folders now in place by suffix ("" sources, "-tests" tests)."""
     deadline = time.monotonic() + TIME_LIMIT_S
-    releases.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="kvlint-fetch-", dir=releases) as scratch_name:
-        scratch = Path(scratch_name)
+    with staging_folder(releases) as scratch:
         settings = pip_settings(scratch)
         sdist = _find_sdist(settings, key, deadline)
         if sdist is not None:
@@ -184,16 +164,20 @@ def _fetch_sdist(
         host = urlsplit(sdist.url).hostname
         print(f"kvlint: downloading vllm {spelled} ({size}its source distribution, from {host})…", file=sys.stderr)
     archive = scratch / "release.tar.gz"  # not the index's file name: that is not ours to trust
-    download(settings, sdist, archive, SDIST_LIMIT_BYTES, deadline)
     sources, tests = scratch / "sources", scratch / "tests"
-    counts = extract_python(archive, {top + "vllm/": sources / "vllm", top + "tests/": tests / "tests"})
+    written: dict[str, Written] = {}
+    # Unpacked from the descriptor the download was written and hashed through, never opened by name again.
+    with _new_file(archive) as stream:
+        download(settings, sdist, stream, SDIST_LIMIT_BYTES, deadline)
+        selections = {top + "vllm/": sources / "vllm", top + "tests/": tests / "tests"}
+        counts = extract_python(archive, selections, source=stream, record=written)
     archive.unlink()
     if not _holds_sources(sources):
         raise ReleaseError(f"{sdist.filename}: no {top}vllm/__init__.py inside")
-    installed: dict[str, Path | None] = {"": _install(sources, releases / f"vllm-{spelled}", _holds_sources)}
+    installed: dict[str, Path | None] = {"": install(sources, releases / f"vllm-{spelled}", written, _holds_sources)}
     installed["-tests"] = None
     if counts[top + "tests/"]:
-        installed["-tests"] = _install(tests, releases / f"vllm-{spelled}-tests", _holds_tests)
+        installed["-tests"] = install(tests, releases / f"vllm-{spelled}-tests", written, _holds_tests)
     if not quiet:
         kept = f"{counts[top + 'vllm/']:,} source and {counts[top + 'tests/']:,} test files"
         print(f"kvlint: kept {kept} of vllm {spelled}", file=sys.stderr)
@@ -209,10 +193,14 @@ def _fetch_wheel(spelled: str, key: str, scratch: Path, releases: Path, quiet: b
     if len(found) < 2 or _key_or_none(found[1]) != key:
         raise ReleaseError(f"pip downloaded {wheel.name!r}, not vllm {spelled}")
     sources = scratch / "sources"
-    extract_python(wheel, {"vllm/": sources / "vllm"})
+    written: dict[str, Written] = {}
+    with open(wheel, "rb", opener=_no_link) as stream:  # pip's file, opened once, never through a link
+        if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            raise ReleaseError(f"{wheel.name}: not a regular file")
+        extract_python(wheel, {"vllm/": sources / "vllm"}, source=stream, record=written)
     if not _holds_sources(sources):
         raise ReleaseError(f"{wheel.name}: no vllm package inside")
-    return _install(sources, releases / f"vllm-{normalize(found[1])}", _holds_sources)
+    return install(sources, releases / f"vllm-{normalize(found[1])}", written, _holds_sources)
 
 
 def _pip_download_wheel(spelled: str, scratch: Path, deadline: float) -> Path:
@@ -271,24 +259,11 @@ def _size_of(folder: Path) -> int:
     return total
 
 
-def _install(staging: Path, target: Path, whole: Callable[[Path], bool]) -> Path:
-    """Sign the complete `staging` folder and put it in place as `target` in one rename (a concurrent fetch
-    may win: its folder is kept when it checks out). Returns `target`."""
-    secret = cache_key()
-    if secret is not None:
-        try:
-            write_manifest(staging, secret, target.name)
-        except OSError as error:
-            raise ReleaseError(f"cannot sign the release in {staging}: {error.strerror or error}") from None
-    try:
-        os.replace(staging, target)
-        return target
-    except OSError:
-        if secret is not None and whole(target) and _untrusted(target) is None:
-            return target  # another fetch finished first with the same release
-    try:  # a folder that is incomplete or not as kvlint made it: set it aside in the scratch folder, which goes away
-        os.replace(target, staging.parent / f"stale-{target.name}")
-        os.replace(staging, target)
-    except OSError as error:
-        raise ReleaseError(f"cannot store the release in {target}: {error.strerror or error}") from None
-    return target
+def _new_file(path: Path) -> BinaryIO:
+    """A file made new at `path` (never an existing one, never through a link), open for writing and reading."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    return os.fdopen(os.open(path, flags, 0o600), "w+b")
+
+
+def _no_link(path: str, flags: int) -> int:
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))

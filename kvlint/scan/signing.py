@@ -10,7 +10,8 @@ file that has some. A signature they cannot compute closes that: an entry kvlint
 
 The key: 32 random bytes (hex) in `$XDG_STATE_HOME/kvlint/cache-key` (default `~/.local/state/kvlint/`),
 created on first use with mode 0600 in a 0700 folder. It is used only when it is a regular file, owned by
-this user, with no hard link and no permission for group or others; otherwise — or when it cannot be
+this user, with no hard link and no permission for group or others, in a folder owned by this user that no one
+else can write — all read from the one descriptor the key's bytes come from; otherwise — or when it cannot be
 created (a read-only home) — the caches are neither read nor written (a slower scan, the same findings), and
 a key that is there but not trusted is said once on stderr, with why.
 """
@@ -25,9 +26,15 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-from kvlint.filesystem import read_regular_file
+from kvlint.scan.ownership import others_may_write
 
 KEY_BYTES = 32
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+# Never through a link, never waiting (a FIFO named like the key is refused by its fstat, not waited on).
+_KEY_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC | getattr(os, "O_NOCTTY", 0)
+)
 
 
 def key_path() -> Path:
@@ -56,7 +63,7 @@ def cache_key() -> bytes | None:
 @lru_cache(maxsize=4)
 def _cache_key(path: str) -> bytes | None:
     key, problem = _read_key(path)
-    if key is None and not os.path.lexists(path):
+    if key is None and not problem:  # none yet, in a folder only this user can write: make one
         _create_key(path)
         key, problem = _read_key(path)
     if key is None and problem:  # once a process (and its forked workers): the caches are off, and why
@@ -65,11 +72,41 @@ def _cache_key(path: str) -> bytes | None:
 
 
 def _read_key(path: str) -> tuple[bytes | None, str]:
-    """The key, or None and why it is not trusted ("" when there is none to read)."""
+    """The key, or None and why it is not trusted ("" when there is none yet in a trusted folder).
+
+    One open of the key, relative to the one open of its folder: the owner, mode and links checked are those
+    of the descriptor the bytes are read from (a check by path, then a read by path, could be told apart by
+    a swap in between), and the folder is one no one else can write (else they could swap the key)."""
+    folder, name = os.path.split(path)
     try:
-        info = os.lstat(path)
-        if stat.S_ISLNK(info.st_mode):
-            return None, "a symbolic link"
+        folder_descriptor = os.open(folder or ".", os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    except FileNotFoundError:
+        return None, ""
+    except OSError as error:
+        return None, f"its folder cannot be opened: {error.strerror or type(error).__name__}"
+    try:
+        problem = others_may_write(os.fstat(folder_descriptor))
+        if problem:
+            return None, f"its folder is {problem}"
+        return _read_key_in(folder_descriptor, name)
+    finally:
+        os.close(folder_descriptor)
+
+
+def _read_key_in(folder_descriptor: int, name: str) -> tuple[bytes | None, str]:
+    try:
+        descriptor = os.open(name, _KEY_FLAGS, dir_fd=folder_descriptor)
+    except FileNotFoundError:
+        return None, ""
+    except OSError as error:
+        try:
+            if stat.S_ISLNK(os.lstat(name, dir_fd=folder_descriptor).st_mode):
+                return None, "a symbolic link"
+        except OSError:
+            pass
+        return None, f"unreadable: {error.strerror or type(error).__name__}"
+    try:
+        info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
             return None, "not a regular file"
         if info.st_uid != os.geteuid():
@@ -78,12 +115,12 @@ def _read_key(path: str) -> tuple[bytes | None, str]:
             return None, f"{info.st_nlink} hard links"
         if info.st_mode & 0o077:  # readable or writable by others: not a secret any more
             return None, f"mode {stat.S_IMODE(info.st_mode):o}: others may read or write it"
-        text = read_regular_file(path, 4 * KEY_BYTES, follow_symlinks=False).strip()
-        key = bytes.fromhex(text.decode("ascii"))
-    except FileNotFoundError:
-        return None, ""
+        text = os.read(descriptor, 4 * KEY_BYTES + 1)
+        key = bytes.fromhex(text.strip().decode("ascii"))
     except (OSError, ValueError) as error:
         return None, f"unreadable: {getattr(error, 'strerror', None) or type(error).__name__}"
+    finally:
+        os.close(descriptor)
     return (key, "") if len(key) == KEY_BYTES else (None, f"not {KEY_BYTES} bytes of hex")
 
 

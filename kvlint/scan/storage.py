@@ -25,6 +25,7 @@ from typing import NamedTuple
 import kvlint
 import kvlint.rules
 from kvlint.filesystem import read_regular_file, walk_python
+from kvlint.scan.ownership import make_folders
 from kvlint.scan.signing import cache_key, sign, verify
 
 # A file modified this close to (or after) the scan's start may change again within the same
@@ -154,7 +155,7 @@ def save_record(path: Path, kind: str, key: str, value: object) -> bool:
         return False  # something that is not data: not cached
     signature = sign(secret, kind.encode(), key.encode(), document)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(path.parent)  # never group-writable, whatever the umask: releases/ beside it must not be
         import tempfile  # only when something is written
 
         handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)

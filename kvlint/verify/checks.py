@@ -2,8 +2,9 @@
 child evaluates in a real vLLM, and the table of what it answered.
 
 Each in-place rewrite (`isinstance(x, C)` → `is_full_attention_spec(x)` / `all(isinstance(spec, C) for spec in
-iter_layer_specs(x))`) becomes two templates over one name, `group_spec`: the check before and after, the
-checked expression replaced by that name (read with `ast`; the code is never run here). The child evaluates
+iter_layer_specs(x))`) becomes two descriptions of the check on one spec, `group_spec`, before and after
+(kvlint.verify.check_forms: the test, the class names, the quantifier — data, never code: TREE is input, and
+a check whose classes are not names is said, not evaluated). The child evaluates
 both on a plain spec of every class and on a container of every composition the tree can build
 (kvlint.analysis.census.compositions): a plain spec must answer as before, a container as its layers do, taken
 with the rewrite's quantifier. A rewrite at a call site (`… for spec in iter_layer_specs(…)`) calls the
@@ -12,16 +13,20 @@ tree's own function, which the child cannot import alone: it is listed, and `--u
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 from pathlib import Path
 
 from kvlint.analysis.layer_helpers import QUANTIFIERS
 from kvlint.analysis.layer_mixes import spec_class_mixes
+from kvlint.engine.source import decode_source
+from kvlint.errors import UnreadableSource
+from kvlint.escaping import printable
+from kvlint.filesystem import read_file_inside
 from kvlint.rules.kv101_container_isinstance import ContainerIsinstance
 from kvlint.scan.config import Config
 from kvlint.scan.runner import scan
 from kvlint.types import Finding
+from kvlint.verify.check_forms import NotEvaluable, describe_rewrite
 
 CODE = ContainerIsinstance.CODE
 SUBJECT = "group_spec"
@@ -30,11 +35,12 @@ SUBJECT = "group_spec"
 @dataclass(frozen=True)
 class CheckCase:
     site: str  # path:line:column
-    before: str | None  # the check over `group_spec`; None: a call-site rewrite (not evaluated alone)
-    after: str | None
+    before: dict | None  # the check's description (kvlint.verify.check_forms); None: not evaluated alone
+    after: dict | None
     quantifier: str  # how a container's layers' answers combine in the rewrite
     applicability: str
     rewrite: str  # the replacement, on one line
+    unevaluated: str | None = None  # why a class test is not sent to the child (None: a call-site rewrite)
 
 
 def collect_cases(tree: Path, config: Config) -> tuple[list[CheckCase], list[list[str]], dict]:
@@ -57,55 +63,31 @@ def _case(finding: Finding, tree: Path, helpers: dict[str, tuple[str, str]]) -> 
     edits = finding.fix.edits
     rewrite = " ".join(" ".join(edit.replacement.split()) for edit in edits)
     applicability = finding.fix.applicability.value
-    text = path.read_text(encoding="utf-8") if len(edits) == 1 else ""
-    original = text[edits[0].start : edits[0].end] if text else ""
-    templates = _templates(original, edits[0].replacement) if original else None
-    if templates is None:
-        return CheckCase(site, None, None, "all", applicability, rewrite)
-    before, after, outer = templates
-    # `all(…)`/`any(…)`, or the tree's helper, which quantifies as its body says (kvlint.analysis.layer_helpers)
-    quantifier = outer if outer in QUANTIFIERS else helpers.get(outer, ("all", ""))[0]
-    return CheckCase(site, before, after, quantifier, applicability, rewrite)
-
-
-def _templates(original: str, replacement: str) -> tuple[str, str, str] | None:
-    """(before, after, the rewrite's outer function) with the checked expression named `group_spec`."""
+    original = _original_text(tree, shown, edits[0].start, edits[0].end) if len(edits) == 1 else ""
     try:
-        before = ast.parse(f"(\n{original}\n)", mode="eval").body
-        after = ast.parse(f"(\n{replacement}\n)", mode="eval").body
-    except SyntaxError:
-        return None
-    subject = _subject(before)
-    if subject is None or not isinstance(after, ast.Call) or not isinstance(after.func, ast.Name):
-        return None
-    wanted = ast.unparse(subject)
-    renamed = [ast.unparse(_Rename(wanted).visit(tree)) for tree in (before, after)]
-    return renamed[0], renamed[1], after.func.id
+        described = describe_rewrite(original, edits[0].replacement) if original else None
+    except NotEvaluable as reason:
+        return CheckCase(site, None, None, "all", applicability, rewrite, str(reason))
+    if described is None:
+        return CheckCase(site, None, None, "all", applicability, rewrite)
+    # `all(…)`/`any(…)`, or the tree's helper, which quantifies as its body says (kvlint.analysis.layer_helpers)
+    outer = described.outer
+    quantifier = outer if outer in QUANTIFIERS else helpers.get(outer, ("all", ""))[0]
+    return CheckCase(site, described.before, described.after, quantifier, applicability, rewrite)
 
 
-def _subject(check: ast.expr) -> ast.expr | None:
-    if isinstance(check, ast.Call) and isinstance(check.func, ast.Name) and check.func.id == "isinstance":
-        return check.args[0] if len(check.args) == 2 else None
-    if isinstance(check, ast.Compare) and isinstance(check.left, ast.Call) and check.left.args:
-        return check.left.args[0]
-    return None
-
-
-class _Rename(ast.NodeTransformer):
-    def __init__(self, wanted: str):
-        self.wanted = wanted
-
-    def generic_visit(self, node: ast.AST) -> ast.AST:
-        if isinstance(node, ast.expr) and ast.unparse(node) == self.wanted:
-            return ast.Name(SUBJECT, ast.Load())
-        return super().generic_visit(node)
+def _original_text(tree: Path, relative: str, start: int, end: int) -> str:
+    """The check's text, read as the scan read the file (kvlint's reader: inside the tree, no link)."""
+    try:
+        return decode_source(read_file_inside(tree, relative)).text[start:end]
+    except (OSError, UnreadableSource):
+        return ""
 
 
 def cases_document(cases: list[CheckCase], compositions: list[list[str]]) -> dict:
-    """What the child reads (`child.py --checks FILE`)."""
+    """What the child reads (`child.py --checks FILE`): descriptions, never code."""
     evaluated = [c for c in cases if c.before is not None]
     return {
-        "subject": SUBJECT,
         "compositions": compositions,
         "cases": [
             {"site": c.site, "before": c.before, "after": c.after, "quantifier": c.quantifier} for c in evaluated
@@ -122,6 +104,10 @@ def render_checks(cases: list[CheckCase], raw: dict) -> tuple[str, bool]:
     every_ok = True
     for case in cases:
         lines.append(f"{case.site}  [{case.applicability}]  → {case.rewrite}")
+        if case.unevaluated is not None:
+            lines.append(f"  not evaluated: {printable(case.unevaluated)}")
+            every_ok = False  # unproven: the table must not pass it
+            continue
         if case.before is None:
             lines.append(
                 "  a call-site rewrite: it calls the tree's own function, checked by `verify --upstream-tests`"

@@ -597,19 +597,80 @@ def spec_fields(torch: Any) -> dict[str, Any]:
     }
 
 
-def evaluate(template: str, namespace: dict[str, Any], subject: str, spec: Any) -> Any:
+# A rewritten check arrives as data (kvlint/verify/check_forms.py): the test, class names, the quantifier over
+# the layers. Nothing from the scanned tree is compiled or evaluated here; a name is looked up in the interface.
+TYPE_OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+    "is": lambda left, right: left is right,
+    "is not": lambda left, right: left is not right,
+    "==": lambda left, right: left == right,
+    "!=": lambda left, right: left != right,
+    "in": lambda left, right: left in right,
+    "not in": lambda left, right: left not in right,
+}
+
+
+class CheckNames:
+    """The interface's classes and functions a check names, by plain name only."""
+
+    def __init__(self, interface: Any) -> None:
+        self.interface = interface
+
+    def value(self, name: Any) -> Any:
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("__"):
+            raise NotExpressible(f"not a name: {name!r}")
+        if name not in vars(self.interface):
+            raise NotExpressible(f"this vLLM has no {name}")
+        return vars(self.interface)[name]
+
+    def classes(self, described: Any) -> Any:
+        """A class name, a list (a tuple of classes) or {"union": [left, right]}."""
+        if isinstance(described, list):
+            return tuple(self.classes(item) for item in described)
+        if isinstance(described, dict) and list(described) == ["union"] and len(described["union"]) == 2:
+            left, right = (self.classes(item) for item in described["union"])
+            return left | right
+        found = self.value(described)
+        if not isinstance(found, type):
+            raise NotExpressible(f"{described} is not a class in this vLLM")
+        return found
+
+    def function(self, name: Any) -> Callable[[Any], Any]:
+        found = self.value(name)
+        if not inspect.isfunction(found):
+            raise NotExpressible(f"{name} is not a function in this vLLM")
+        return found
+
+
+def answer(check: dict[str, Any], names: CheckNames, spec: Any) -> bool:
+    """What the described check answers for `spec` (raises what the check would raise)."""
+    test = check["test"]
+    if test == "helper":
+        return bool(names.function(check["helper"])(spec))
+    layers = check.get("layers")
+    if layers is not None:
+        one = {**check, "layers": None}
+        quantify = {"all": all, "any": any}[layers]
+        return quantify(answer(one, names, layer) for layer in names.function("iter_layer_specs")(spec))
+    classes = names.classes(check["classes"])
+    if test == "isinstance":
+        return isinstance(spec, classes)
+    if test == "type":
+        return bool(TYPE_OPERATORS[check["operator"]](type(spec), classes))
+    raise NotExpressible(f"unknown test {test!r}")
+
+
+def evaluate(check: dict[str, Any], names: CheckNames, spec: Any) -> Any:
     try:
-        return bool(eval(compile(template, "<check>", "eval"), {**namespace, subject: spec}))  # noqa: S307
+        return answer(check, names, spec)
     except Exception as error:
-        return describe_error(error)
+        return str(error) if isinstance(error, NotExpressible) else describe_error(error)
 
 
 def run_checks(modules: dict[str, Any], document: dict[str, Any]) -> list[dict[str, Any]]:
     """Each rewritten check on a plain spec of every class and on a container of every composition:
     a plain spec must answer as before, a container as its layers do (with the rewrite's quantifier)."""
     interface, torch = modules["interface"], modules["torch"]
-    namespace = dict(vars(interface))
-    subject = document["subject"]
+    names = CheckNames(interface)
     fields = spec_fields(torch)
     classes = sorted({name for composition in document["compositions"] for name in composition})
     specs: dict[str, Any] = {}
@@ -633,8 +694,8 @@ def run_checks(modules: dict[str, Any], document: dict[str, Any]) -> list[dict[s
                 plain.append({"class": name, "ok": None, "error": errors[name]})
                 continue
             answers = (
-                evaluate(before, namespace, subject, specs[name]),
-                evaluate(after, namespace, subject, specs[name]),
+                evaluate(before, names, specs[name]),
+                evaluate(after, names, specs[name]),
             )
             plain.append({"class": name, "before": answers[0], "after": answers[1], "ok": answers[0] == answers[1]})
         containers = []
@@ -654,13 +715,13 @@ def run_checks(modules: dict[str, Any], document: dict[str, Any]) -> list[dict[s
                         factory.spec_class("UniformTypeKVCacheSpecs"),
                         {"block_size": BLOCK_SIZE, "kv_cache_specs": layers},
                     )
-                before_answer = evaluate(before, namespace, subject, container)
-                after_answer = evaluate(after, namespace, subject, container)
+                before_answer = evaluate(before, names, container)
+                after_answer = evaluate(after, names, container)
             except Exception as error:  # a composition of a newer tree that this vLLM cannot build or answer
                 record.update(ok=None, error=f"this vLLM cannot build it: {describe_error(error)}")
                 containers.append(record)
                 continue
-            layer_answers = [evaluate(before, namespace, subject, layer) for layer in layers.values()]
+            layer_answers = [evaluate(before, names, layer) for layer in layers.values()]
             expected = quantify(layer_answers) if all(isinstance(a, bool) for a in layer_answers) else None
             record.update(
                 before=before_answer,

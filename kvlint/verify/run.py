@@ -59,8 +59,9 @@ def run_child(run: ChildRun) -> VerifyReport:
         raise VerifyError(str(error)) from None
 
 
-def run_child_raw(run: ChildRun, extra: Sequence[str] = ()) -> dict:
-    """child.py's JSON document (`extra`: more of its arguments), or VerifyError when it has none."""
+def run_child_raw(run: ChildRun, extra: Sequence[str] = (), script: Path = CHILD_SCRIPT) -> dict:
+    """child.py's JSON document (`extra`: more of its arguments; `script`: another child, e.g. census_child.py,
+    that takes --out and --vllm alike), or VerifyError when it has none."""
     if run.vllm_path is not None and not (run.vllm_path / "vllm" / "__init__.py").is_file():
         raise VerifyError(
             f"cannot import vLLM: {run.vllm_path} holds no vllm package "
@@ -70,7 +71,7 @@ def run_child_raw(run: ChildRun, extra: Sequence[str] = ()) -> dict:
         out_path = Path(scratch) / "result.json"
         # -I: neither kvlint's folder, the working directory nor PYTHONPATH reach sys.path.
         # -B: no bytecode written into the tree imported (a release folder must stay as its manifest lists it).
-        command = [run.python, "-I", "-B", str(CHILD_SCRIPT), "--out", str(out_path)]
+        command = [run.python, "-I", "-B", str(script), "--out", str(out_path)]
         if run.vllm_path is not None:
             command += ["--vllm", str(run.vllm_path.resolve())]
         if run.dcp_sizes:

@@ -121,11 +121,20 @@ def find_torch_cpu_wheel() -> Path:
     )
 
 
-def _run(command: list[str], what: str, log: list[str], progress=None) -> str:
+def _isolated(python: str | Path, *arguments: str) -> list[str]:
+    """A command of `python` run isolated (`-I`): neither the working folder nor PYTHONPATH reaches its
+    sys.path, so a `venv/` or `pip/` package where kvlint was started never runs in place of the real one."""
+    return [str(python), "-I", *arguments]
+
+
+def _run(command: list[str], what: str, log: list[str], cwd: Path, progress=None) -> str:
+    """Run `command` from `cwd`, a folder kvlint made (never the user's working folder)."""
     if progress is not None:
         progress(f"{what}…")
     started = time.monotonic()
-    completed = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
+    completed = subprocess.run(
+        command, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace"
+    )
     log.append(f"{time.monotonic() - started:7.1f}s  {what}")
     if completed.returncode != 0:
         output = (completed.stderr or completed.stdout).strip().splitlines()
@@ -134,10 +143,10 @@ def _run(command: list[str], what: str, log: list[str], progress=None) -> str:
     return completed.stdout
 
 
-def _requirement_pins(python: Path, log: list[str]) -> dict[str, str]:
+def _requirement_pins(python: Path, log: list[str], cwd: Path) -> dict[str, str]:
     """vLLM's own Requires-Dist entries (no extras), keyed by normalised name."""
     script = "import importlib.metadata as m, json; print(json.dumps(m.distribution('vllm').requires or []))"
-    requires = json.loads(_run([str(python), "-I", "-c", script], "read vLLM's requirements", log))
+    requires = json.loads(_run(_isolated(python, "-c", script), "read vLLM's requirements", log, cwd))
     pins: dict[str, str] = {}
     for entry in requires:
         requirement, _, marker = entry.partition(";")
@@ -161,42 +170,43 @@ def _without_extras(requirement: str) -> str:
 
 
 def _build(target: Path, log: list[str], progress=None) -> None:
+    """Build the environment in `target` (a folder kvlint made, the working folder of every step)."""
     torch_wheel = find_torch_cpu_wheel()
-    _run([sys.executable, "-m", "venv", str(target)], "create the virtualenv", log, progress)
+    _run(_isolated(sys.executable, "-m", "venv", str(target)), "create the virtualenv", log, target, progress)
     python = target / "bin" / "python"
-    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    pip = _isolated(python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check")
     constraints = target / "kvlint-constraints.txt"
     # Whatever asks for torch gets this CPU build or fails: pip must never swap in CUDA.
     constraints.write_text(f"torch=={TORCH_VERSION}+cpu\n", encoding="utf-8")
     pip += ["--find-links", str(torch_wheel.parent)]
-    _run([*pip, str(torch_wheel)], f"install {torch_wheel.name}", log, progress)
-    _run([*pip, "--no-deps", f"vllm=={VLLM_VERSION}"], f"install vllm=={VLLM_VERSION} --no-deps", log, progress)
-    pins = _requirement_pins(python, log)
-    _run(
-        [*pip, "-c", str(constraints), *_pinned(IMPORT_REQUIREMENTS, pins)],
-        "install the requirements the harness imports",
-        log,
-        progress,
-    )
-    _run(
-        [*pip, "--no-deps", *_pinned(NO_DEPS_REQUIREMENTS, pins)],
-        "install xgrammar without triton",
-        log,
-        progress,
-    )
-    _run(
-        [*pip, "-c", str(constraints), *map(_without_extras, _pinned(TEST_REQUIREMENTS, pins))],
-        "install pytest and what vLLM's tests/conftest.py imports",
-        log,
-        progress,
-    )
-    _run([str(python), "-I", "-c", SMOKE_IMPORTS], "import the modules the harness touches", log, progress)
+    steps = [
+        ([*pip, str(torch_wheel)], f"install {torch_wheel.name}"),
+        ([*pip, "--no-deps", f"vllm=={VLLM_VERSION}"], f"install vllm=={VLLM_VERSION} --no-deps"),
+    ]
+    for command, what in steps:
+        _run(command, what, log, target, progress)
+    pins = _requirement_pins(python, log, target)
+    steps = [
+        (
+            [*pip, "-c", str(constraints), *_pinned(IMPORT_REQUIREMENTS, pins)],
+            "install the requirements the harness imports",
+        ),
+        ([*pip, "--no-deps", *_pinned(NO_DEPS_REQUIREMENTS, pins)], "install xgrammar without triton"),
+        (
+            [*pip, "-c", str(constraints), *map(_without_extras, _pinned(TEST_REQUIREMENTS, pins))],
+            "install pytest and what vLLM's tests/conftest.py imports",
+        ),
+        (_isolated(python, "-c", SMOKE_IMPORTS), "import the modules the harness touches"),
+    ]
+    for command, what in steps:
+        _run(command, what, log, target, progress)
 
 
 def _site_packages(python: Path) -> Path:
     script = "import os, vllm; print(os.path.dirname(os.path.dirname(vllm.__file__)))"
     completed = subprocess.run(
-        [str(python), "-I", "-c", script],
+        _isolated(python, "-c", script),
+        cwd=python.parent,  # the environment's own folder, not the user's working folder
         capture_output=True,
         text=True,
         check=True,

@@ -1,0 +1,387 @@
+"""A mutation gate for kvlint's analysis core: does the fast loop fail when this code is wrong?
+
+    python scripts/mutation.py [MODULE.py ...] [--changed REF] [--jobs 2] [--budget SECONDS] [--report]
+
+Each module (default: the analysis core, `CORE` below) is mutated one small change at a time — a flipped
+comparison or guard, `and` ↔ `or`, `all` ↔ `any`, a dropped `not`, a branch that never runs, an off-by-one, an
+empty result — and for each mutant only the fast tests that run the mutated lines are run (a per-test coverage
+map made once, with coverage's dynamic contexts). A mutant is *killed* when one of them fails, *survives* when
+all pass, and is *uncovered* when no fast test runs its lines. The report, per module, is written into
+docs/reliability.md between its generated markers (`--report`), and every survivor is listed with its line:
+each is a test to write, or a mutant to mark equivalent in `EQUIVALENT` with the reason.
+
+Mutants run in scratch copies of the checkout (one per job), never in the checkout itself; each test run is
+bounded in time (a mutant that loops is killed by its timeout and counted killed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# The code that decides what is an error and whether a fix is safe (issue 31).
+CORE = (
+    "kvlint/analysis/census",
+    "kvlint/analysis/census.py",
+    "kvlint/analysis/grouping_paths.py",
+    "kvlint/analysis/compositions.py",
+    "kvlint/analysis/layer_mixes.py",
+    "kvlint/analysis/provenance.py",
+    "kvlint/analysis/consumers.py",
+    "kvlint/analysis/dominance.py",
+    "kvlint/analysis/layer_selection.py",
+    "kvlint/engine/suppress.py",
+    "kvlint/engine/grouping.py",
+    "rules/_unwrap_fix.py",
+    "rules/kv101_container_isinstance.py",
+)
+# (module, line, operator) → why the mutant cannot change behaviour; it is then not counted.
+EQUIVALENT: dict[tuple[str, int, str], str] = {}
+TEST_TIMEOUT = 120  # seconds for one mutant's tests: a loop the mutant made is a kill
+MARK_BEGIN, MARK_END = "<!-- generated:mutation -->", "<!-- /generated:mutation -->"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    module: str  # relative to ROOT
+    line: int
+    end_line: int
+    operator: str  # what was changed, e.g. "and -> or"
+    source: str  # the whole mutated module
+
+
+def _span(node: ast.AST) -> tuple[int, int, int, int]:
+    return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
+
+
+class _Finder(ast.NodeVisitor):
+    """Every place a mutation operator applies: (node, replacement expression text, operator name)."""
+
+    FLIPS = {
+        ast.Eq: ast.NotEq,
+        ast.NotEq: ast.Eq,
+        ast.Lt: ast.LtE,
+        ast.LtE: ast.Lt,
+        ast.Gt: ast.GtE,
+        ast.GtE: ast.Gt,
+        ast.In: ast.NotIn,
+        ast.NotIn: ast.In,
+        ast.Is: ast.IsNot,
+        ast.IsNot: ast.Is,
+    }
+
+    def __init__(self) -> None:
+        self.found: list[tuple[ast.AST, str, str]] = []
+
+    def _add(self, node: ast.AST, replacement: ast.AST | str, operator: str) -> None:
+        text = replacement if isinstance(replacement, str) else ast.unparse(replacement)
+        self.found.append((node, text, operator))
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> None:
+        other = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        self._add(node, ast.BoolOp(op=other, values=node.values), f"{_name(node.op)} -> {_name(other)}")
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        for index, op in enumerate(node.ops):
+            flipped = self.FLIPS.get(type(op))
+            if flipped is not None:
+                ops = list(node.ops)
+                ops[index] = flipped()
+                mutated = ast.Compare(left=node.left, ops=ops, comparators=node.comparators)
+                self._add(node, mutated, f"{_name(op)} -> {_name(flipped())}")
+        self.generic_visit(node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
+        if isinstance(node.op, ast.Not):
+            self._add(node, node.operand, "not x -> x")
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Name) and node.func.id in ("all", "any"):
+            other = "any" if node.func.id == "all" else "all"
+            self._add(
+                node,
+                ast.Call(func=ast.Name(other), args=node.args, keywords=node.keywords),
+                f"{node.func.id} -> {other}",
+            )
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if node.value is True or node.value is False:
+            self._add(node, repr(not node.value), f"{node.value} -> {not node.value}")
+        elif type(node.value) is int:
+            self._add(node, repr(node.value + 1), f"{node.value} -> {node.value + 1}")
+
+    def visit_If(self, node: ast.If) -> None:
+        self._add(node.test, "False", "if-branch never taken")
+        self._add(node.test, f"not ({ast.unparse(node.test)})", "if-condition negated")
+        self.generic_visit(node)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        empty = _empty_like(node.value)
+        if empty is not None:
+            self._add(node.value, empty, "empty result")
+        self.generic_visit(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        return  # messages: their wording is the goldens' business, not the analysis'
+
+
+def _empty_like(value: ast.AST | None) -> str | None:
+    if isinstance(value, (ast.List, ast.ListComp)):
+        return "[]"
+    if isinstance(value, (ast.Set, ast.SetComp)):
+        return "set()"
+    if isinstance(value, (ast.Dict, ast.DictComp)):
+        return "{}"
+    if isinstance(value, ast.Tuple) and value.elts:
+        return None  # a tuple of values is a record, not a collection
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in ("frozenset", "tuple", "set", "list", "sorted")
+    ):
+        return {"frozenset": "frozenset()", "tuple": "()", "set": "set()"}.get(value.func.id, "[]")
+    return None
+
+
+def _name(op: ast.AST) -> str:
+    return {
+        "And": "and",
+        "Or": "or",
+        "Eq": "==",
+        "NotEq": "!=",
+        "Lt": "<",
+        "LtE": "<=",
+        "Gt": ">",
+        "GtE": ">=",
+        "In": "in",
+        "NotIn": "not in",
+        "Is": "is",
+        "IsNot": "is not",
+    }.get(type(op).__name__, type(op).__name__)
+
+
+def mutants_of(module: str, root: Path = ROOT) -> Iterator[Mutant]:
+    """Every mutant of one module, each a whole source that compiles, with the mutated lines kept in place
+    (a multi-line expression becomes one line plus blank ones inside its brackets), so coverage's line numbers
+    still name the mutated code."""
+    text = (root / module).read_text()
+    tree = ast.parse(text)
+    finder = _Finder()
+    finder.visit(tree)
+    lines = text.splitlines(keepends=True)
+    seen = set()
+    for node, replacement, operator in finder.found:
+        first, col, last, end_col = _span(node)
+        key = (first, col, last, end_col, replacement)
+        if key in seen:
+            continue
+        seen.add(key)
+        head = lines[first - 1][:col]
+        tail = lines[last - 1][end_col:]
+        middle = "".join(lines[first - 1 : last])
+        if "\\\n" in middle:
+            continue  # a backslash continuation: blank lines would end the statement
+        new = f"({replacement})" if last > first else replacement
+        if last > first:
+            tail = "\n" * (last - first) + tail
+        source = "".join(lines[: first - 1]) + head + new + tail + "".join(lines[last:])
+        if source == text:
+            continue  # `return []` emptied: no change
+        try:
+            compile(source, module, "exec")
+        except SyntaxError:
+            continue
+        if (module, first, operator) in EQUIVALENT:
+            continue
+        yield Mutant(module, first, last, operator, source)
+
+
+def coverage_map(pytest_args: list[str]) -> dict[str, dict[int, set[str]]]:
+    """module → line → the fast tests that run it (coverage's per-test dynamic contexts, one run)."""
+    data_file = ROOT / ".mutation-coverage"
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-x",
+        *pytest_args,
+        "--cov=kvlint",
+        "--cov=rules",
+        "--cov-context=test",
+        "--cov-report=",
+        f"--cov-config={_coverage_rc()}",
+    ]
+    env = dict(os.environ, COVERAGE_FILE=str(data_file))
+    subprocess.run(command, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+    from coverage import CoverageData
+
+    data = CoverageData(basename=str(data_file))
+    data.read()
+    lines: dict[str, dict[int, set[str]]] = {}
+    for measured in data.measured_files():
+        relative = os.path.relpath(measured, ROOT)
+        by_line = data.contexts_by_lineno(measured)
+        lines[relative] = {number: {c.rsplit("|", 1)[0] for c in contexts if c} for number, contexts in by_line.items()}
+    data_file.unlink(missing_ok=True)
+    return lines
+
+
+def _coverage_rc() -> str:
+    handle, path = tempfile.mkstemp(suffix=".coveragerc")
+    with os.fdopen(handle, "w") as stream:
+        stream.write("[run]\nrelative_files = False\n")
+    return path
+
+
+def scratch_copy(destination: Path) -> Path:
+    """A copy of what the tests import and read: kvlint/, rules/, tests/, pyproject.toml."""
+    for name in ("kvlint", "rules", "tests", "scripts"):
+        shutil.copytree(ROOT / name, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "pyproject.toml", destination / "pyproject.toml")
+    return destination
+
+
+def run_mutant(mutant: Mutant, tests: list[str], copy: Path) -> str:
+    target = copy / mutant.module
+    original = target.read_text()
+    target.write_text(mutant.source)
+    try:
+        # PYTHONPATH: the copy's kvlint, not the checkout's editable install; rules/ maps to kvlint.rules
+        env = dict(os.environ, PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
+        command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow", *tests]
+        try:
+            completed = subprocess.run(command, cwd=copy, env=env, capture_output=True, timeout=TEST_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return "killed"
+        return "survived" if completed.returncode == 0 else "killed"
+    finally:
+        target.write_text(original)
+
+
+def modules_from(arguments: list[str], changed: str | None) -> list[str]:
+    chosen = arguments or list(CORE)
+    if changed:
+        names = subprocess.run(
+            ["git", "diff", "--name-only", changed, "--"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.split()
+        chosen = [
+            n for n in names if n.endswith(".py") and any(n == c or n.startswith(c.rstrip("/") + "/") for c in chosen)
+        ]
+    found = []
+    for name in chosen:
+        path = ROOT / name
+        if path.is_dir():
+            found += sorted(str(p.relative_to(ROOT)) for p in path.rglob("*.py") if p.name != "__init__.py")
+        elif path.is_file():
+            found.append(name)
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("modules", nargs="*", help="modules or folders (default: the analysis core)")
+    parser.add_argument("--changed", metavar="REF", help="only the modules among them that differ from REF")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--budget", type=float, default=1800.0, help="stop starting mutants after this many seconds")
+    parser.add_argument("--report", action="store_true", help="write the scores into docs/reliability.md")
+    parser.add_argument("--tests", default="tests", help="the test folder or files the coverage map is made from")
+    options = parser.parse_args()
+    start = time.monotonic()
+    modules = modules_from(options.modules, options.changed)
+    if not modules:
+        print("mutation: no module to mutate")
+        return 0
+    print(f"mutation: per-test coverage of the fast loop over {options.tests}…", file=sys.stderr)
+    covered = coverage_map(["-m", "not slow", options.tests])
+    mutants = [m for module in modules for m in mutants_of(module)]
+    print(f"mutation: {len(mutants)} mutants of {len(modules)} module(s)", file=sys.stderr)
+    results: dict[str, dict[str, list[Mutant]]] = {
+        m: {"killed": [], "survived": [], "uncovered": [], "not run": []} for m in modules
+    }
+    with tempfile.TemporaryDirectory(prefix="kvlint-mutation-") as scratch:
+        copies = [scratch_copy(Path(scratch) / f"copy{i}") for i in range(max(1, options.jobs))]
+        free = list(copies)
+
+        def work(mutant: Mutant) -> tuple[Mutant, str]:
+            tests = sorted(
+                {
+                    t
+                    for line in range(mutant.line, mutant.end_line + 1)
+                    for t in covered.get(mutant.module, {}).get(line, ())
+                }
+            )
+            if not tests:
+                return mutant, "uncovered"
+            if time.monotonic() - start > options.budget:
+                return mutant, "not run"
+            copy = free.pop()
+            try:
+                return mutant, run_mutant(mutant, tests, copy)
+            finally:
+                free.append(copy)
+
+        with ThreadPoolExecutor(max_workers=len(copies)) as pool:
+            for mutant, verdict in pool.map(work, mutants):
+                results[mutant.module][verdict].append(mutant)
+                print(f"{verdict:9} {mutant.module}:{mutant.line} {mutant.operator}", file=sys.stderr)
+    report = render(results, time.monotonic() - start)
+    print(report)
+    if options.report:
+        write_report(report)
+    return 0
+
+
+def render(results: dict[str, dict[str, list[Mutant]]], seconds: float) -> str:
+    rows = ["| module | mutants | killed | survived | uncovered | score |", "|---|---:|---:|---:|---:|---:|"]
+    survivors = []
+    for module, verdicts in results.items():
+        run = len(verdicts["killed"]) + len(verdicts["survived"]) + len(verdicts["uncovered"])
+        score = f"{len(verdicts['killed']) / run:.0%}" if run else "—"
+        rows.append(
+            f"| `{module}` | {run} | {len(verdicts['killed'])} | {len(verdicts['survived'])} | {len(verdicts['uncovered'])} | {score} |"
+        )
+        survivors += [
+            f"- `{m.module}:{m.line}` {m.operator} ({kind})"
+            for kind in ("survived", "uncovered")
+            for m in verdicts[kind]
+        ]
+    skipped = sum(len(v["not run"]) for v in results.values())
+    tail = f"\n\n{skipped} mutant(s) not run (over the time budget)." if skipped else ""
+    listing = "\n".join(survivors) if survivors else "(none)"
+    return (
+        "\n".join(rows)
+        + f"\n\nIn {seconds / 60:.0f} min (`python scripts/mutation.py --report`). Survivors:\n\n{listing}{tail}"
+    )
+
+
+def write_report(report: str) -> None:
+    path = ROOT / "docs" / "reliability.md"
+    text = path.read_text()
+    block = f"{MARK_BEGIN}\n{report}\n{MARK_END}"
+    if MARK_BEGIN in text:
+        before, rest = text.split(MARK_BEGIN, 1)
+        text = before + block + rest.split(MARK_END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n## Mutation score of the analysis core\n\n" + block + "\n"
+    path.write_text(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
