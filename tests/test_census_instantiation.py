@@ -103,3 +103,51 @@ class DsaHybridForCausalLM:
         **{"vllm/model_executor/layers/attention.py": attention},
     )
     assert model.alternatives == (frozenset({"MLAAttention"}),)
+
+
+def test_an_annotation_names_classes_it_builds_none_of(tmp_path):
+    model, _ = census_of(
+        tmp_path,
+        """
+class DsaHybridForCausalLM:
+    def __init__(self, config):
+        attn_cls: Callable[..., MLAAttention | Attention]
+        if config.use_mla:
+            attn_cls = MLAAttention
+        else:
+            attn_cls = Attention
+        self.attn = attn_cls()
+""",
+    )
+    assert set(model.alternatives) == {frozenset({"MLAAttention"}), frozenset({"Attention"})}
+
+
+def test_where_the_model_builds_each_layer_is_evidence_of_its_compositions(tmp_path):
+    model, found = census_of(
+        tmp_path,
+        """
+class DsaHybridForCausalLM:
+    def __init__(self):
+        self.mla = MLAAttention()
+        self.indexer = IndexerCache()
+""",
+    )
+    assert dict(model.sites) == {"MLAAttention": f"{MODEL}:7", "IndexerCache": f"{MODEL}:8"}
+    whole = next(c for c in found if c.model == "DsaHybridForCausalLM")
+    assert whole.built_at == (("IndexerCache", f"{MODEL}:8"), ("MLAAttention", f"{MODEL}:7"))
+    assert whole.checkpoints == (("IndexerCache:MLAAttentionSpec", "MLAAttention:MLAAttentionSpec"),)
+    assert "one uniform type" in whole.guard
+
+
+def test_a_model_whose_class_the_tree_lacks_is_counted_not_dropped(tmp_path):
+    registry = (
+        "_MODELS = {\n"
+        '    "DsaHybridForCausalLM": ("dsa_hybrid", "DsaHybridForCausalLM"),\n'
+        '    "GoneForCausalLM": ("gone", "GoneForCausalLM"),\n'
+        '    "MissingClassForCausalLM": ("dsa_hybrid", "NoSuchClass"),\n'
+        "}\n"
+    )
+    tree = files(**{"vllm/model_executor/models/registry.py": registry})
+    census = build_tree_index(write_tree(tmp_path / "tree", tree)).census
+    assert census.unread == ("GoneForCausalLM", "MissingClassForCausalLM")
+    assert [m.name for m in census.models] == ["DsaHybridForCausalLM"]

@@ -59,7 +59,8 @@ PLANNING = """
 
     def _get_packed_kv_cache_groups(vllm_config, kv_cache_spec):
         layout = vllm_config.cache_config.get_resolved_kv_cache_layout()
-        if not layout.is_block_outermost:
+        page_sizes = {spec.page_size_bytes for spec in kv_cache_spec.values()}
+        if not layout.is_block_outermost or len(page_sizes) <= 1:
             return None
         buckets = []
         for name, spec in kv_cache_spec.items():
@@ -136,9 +137,18 @@ LAYERS = {
 MODELS = {
     "vllm/model_executor/models/registry.py": """
         _MODELS = {
+            "DsaForCausalLM": ("dsa", "DsaForCausalLM"),
             "DsaHybridForCausalLM": ("dsa_hybrid", "DsaHybridForCausalLM"),
             "Mamba2HybridForCausalLM": ("mamba2_hybrid", "Mamba2HybridForCausalLM"),
         }
+        """,
+    "vllm/model_executor/models/dsa.py": """
+        from vllm.model_executor.layers.attention import MLAAttention
+        from vllm.model_executor.layers.indexer import IndexerCache
+
+        class DsaForCausalLM:
+            def __init__(self):
+                self.layers = [MLAAttention(), IndexerCache()]
         """,
     "vllm/model_executor/models/dsa_hybrid.py": """
         from vllm.model_executor.layers.attention import MLAAttention
@@ -174,6 +184,9 @@ CHECKS = """
 
         def hidden_groups(self, kv_cache_config):
             return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, HiddenStateCacheSpec)]
+
+        def mla_groups(self, kv_cache_config):
+            return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, MLAAttentionSpec)]
     """
 
 
@@ -206,6 +219,7 @@ def test_census_reads_models_layers_and_what_each_layer_reports(tree):
     census = index.census
     models = {model.name: model.layers for model in census.models}
     assert models == {
+        "DsaForCausalLM": {"MLAAttention", "IndexerCache"},
         "DsaHybridForCausalLM": {"MLAAttention", "IndexerCache", "DeltaNet"},
         "Mamba2HybridForCausalLM": {"Attention", "Mamba2Mixer"},
     }
@@ -217,16 +231,55 @@ def test_census_reads_models_layers_and_what_each_layer_reports(tree):
     assert census.block_outermost == {"BLHNC"} and census.layout_setting == "VLLM_KV_CACHE_LAYOUT"
 
 
+MIXED = "with mixed page sizes, which the census does not decide"
+OPT_IN = f"opt-in: VLLM_KV_CACHE_LAYOUT=BLHNC (a block-outermost layout), {MIXED}"
+
+
 def test_containers_by_path_and_setting(tree):
     found = compositions_of(tree)
-    opt_in = "opt-in: VLLM_KV_CACHE_LAYOUT=BLHNC (a block-outermost layout) with mixed page sizes"
-    # The single container: MLA plus indexer share one uniform type; by default.
-    assert (frozenset({"MLAAttention", "IndexerCache"}), "default", "DsaHybridForCausalLM") in found
-    # The packed path: the indexer's backend allows only a block-outermost layout, so the delta-net state of the
-    # DSA model is packed by default; a plain Mamba2 hybrid is packed only when a user picks such a layout.
-    assert (frozenset({"DeltaNet"}), "default", "DsaHybridForCausalLM") in found
-    assert (frozenset({"Mamba2Mixer"}), opt_in, "Mamba2HybridForCausalLM") in found
+    # The whole-model container: MLA plus indexer share one uniform type, every layer of the model; by default.
+    assert (frozenset({"MLAAttention", "IndexerCache"}), "default", "DsaForCausalLM") in found
+    # With a Mamba layer beside them the whole model is no one type: no whole-model container for that model.
+    # The packed path: the indexer's backend allows only a block-outermost layout, but the path also needs mixed
+    # page sizes, which the census does not decide: possible, never default. A plain Mamba2 hybrid is packed
+    # only when a user picks such a layout.
+    hybrid = {(layers, setting) for layers, setting, model in found if model == "DsaHybridForCausalLM"}
+    assert {layers for layers, _ in hybrid} == {frozenset({"MLAAttention", "IndexerCache"}), frozenset({"DeltaNet"})}
+    assert all(setting.startswith("possible: " + MIXED) for _, setting in hybrid)
+    assert (frozenset({"Mamba2Mixer"}), OPT_IN, "Mamba2HybridForCausalLM") in found
     assert not any("Mamba2Mixer" in layers and setting == "default" for layers, setting, _ in found)
+
+
+PADDING = """
+    class Platform:
+        @classmethod
+        def _align_hybrid_block_size(cls, vllm_config):
+            vllm_config.cache_config.mamba_page_size_padded = attn_page_size
+    """
+
+
+def test_a_plain_mamba_hybrid_whose_pages_the_platform_pads_never_reaches_the_packed_path(tmp_path):
+    root = write_tree(tmp_path / "tree", files(**{"vllm/platforms/interface.py": PADDING}))
+    found = compositions_of(root)
+    assert not any(model == "Mamba2HybridForCausalLM" for _, _, model in found)
+    # Two attention kinds beside the state layer can still differ in page size: the DSA hybrid stays possible.
+    assert any(model == "DsaHybridForCausalLM" for _, _, model in found)
+    assert build_tree_index(root).census.mamba_page_padding == "vllm/platforms/interface.py:4"
+
+
+def test_a_backend_declaring_no_block_outermost_layout_makes_the_opt_in_fail(tmp_path):
+    attention = LAYERS["vllm/model_executor/layers/attention.py"].replace(
+        "class Attention(AttentionLayerBase):",
+        "class CpuBackend(AttentionBackend):\n"
+        "            @classmethod\n"
+        "            def supported_kv_cache_layouts(cls):\n"
+        "                return (KVCacheLayout.LBHNC,)\n\n"
+        "        class Attention(AttentionLayerBase):\n"
+        "            def get_attn_backend(self):\n"
+        "                return CpuBackend\n",
+    )
+    root = write_tree(tmp_path / "tree", files(**{"vllm/model_executor/layers/attention.py": attention}))
+    assert not any(model == "Mamba2HybridForCausalLM" for _, _, model in compositions_of(root))
 
 
 def test_without_a_block_outermost_only_backend_the_packed_path_is_opt_in(tmp_path):
@@ -264,12 +317,14 @@ def test_no_registry_no_census(tmp_path):
 def test_kv101_severity_follows_the_model_and_setting_that_build_the_counterexample(tree):
     completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV101", CONNECTOR, cwd=tree)
     findings = {f["line"]: f for f in json.loads(completed.stdout)}
-    plain, mamba2 = findings[3], findings[9]
-    assert plain["severity"] == "error" and "DsaHybridForCausalLM by default" in plain["message"]
-    assert "_get_packed_kv_cache_groups" in plain["message"]
+    plain, mamba2, mla = findings[3], findings[9], findings[16]
+    assert mla["severity"] == "error" and "DsaForCausalLM by default" in mla["message"]
+    assert "get_kv_cache_groups" in mla["message"]
+    # A state container only the packed path builds, which needs mixed page sizes: never an error.
+    assert plain["severity"] == "warning" and "DsaHybridForCausalLM" in plain["message"]
     assert mamba2["severity"] == "warning" and "VLLM_KV_CACHE_LAYOUT=BLHNC" in mamba2["message"]
     assert "Mamba2HybridForCausalLM" in mamba2["message"]
-    assert set(findings) == {3, 9}, "no container of hidden-state layers alone is built: line 15 is not reported"
+    assert set(findings) == {3, 9, 16}, "no container of hidden-state layers alone is built: line 15 is not reported"
 
 
 ACCESSOR = """
@@ -376,3 +431,113 @@ def test_a_path_diverging_through_another_modules_reported_helper_is_its_related
     assert coordinator == [] and helper["code"] == "KV105"
     [related] = [r for r in helper["related"] if r["code"] == "KV103"]
     assert related["path"].endswith("kv_cache_coordinator.py") and "SlidingWindowSpec" in related["message"]
+
+
+# ------------------------------------------------ the grouping code's guards, evaluated per checkpoint
+
+GUARDED_INTERFACE = (
+    INTERFACE
+    + """
+    class SlidingWindowSpec(AttentionSpec):
+        pass
+
+    class SlidingWindowMLASpec(SlidingWindowSpec):
+        @classmethod
+        def merge(cls, specs):
+            assert len({spec.sliding_window for spec in specs}) == 1
+            return specs[0]
+    """
+)
+FALLBACK = """
+    def _promote(kv_cache_spec):
+        promotions = {SlidingWindowMLASpec: MLAAttentionSpec, SlidingWindowSpec: FullAttentionSpec}
+        return {name: promotions.get(type(spec), type(spec))(spec) for name, spec in kv_cache_spec.items()}
+
+    def _fallback(kv_cache_spec):
+        if any(isinstance(spec, (SlidingWindowMLASpec, HiddenStateCacheSpec)) for spec in kv_cache_spec.values()):
+            return None
+        has_mla = any(isinstance(spec, MLAAttentionSpec) for spec in kv_cache_spec.values())
+        has_swa = any(isinstance(spec, SlidingWindowSpec) for spec in kv_cache_spec.values())
+        if not (has_mla and has_swa):
+            return None
+        promoted_specs = _promote(kv_cache_spec)
+        uniform_spec = UniformTypeKVCacheSpecs.from_specs(promoted_specs)
+        return [uniform_spec] if uniform_spec is not None else None
+
+    def get_kv_cache_groups(vllm_config, kv_cache_spec):
+        if uniform_spec := UniformTypeKVCacheSpecs.from_specs(kv_cache_spec):
+            return [uniform_spec]
+        try:
+            kv_cache_spec = unify_kv_cache_spec_page_size(kv_cache_spec)
+        except NotImplementedError:
+            groups = _fallback(kv_cache_spec)
+            if groups is None:
+                raise
+            return groups
+        return hybrid_groups(kv_cache_spec)
+    """
+GUARDED_LAYERS = """
+    class SlidingAttention(AttentionLayerBase):
+        def get_kv_cache_spec(self, vllm_config):
+            return SlidingWindowSpec(block_size=16)
+
+    class SlidingMLA(AttentionLayerBase):
+        def get_kv_cache_spec(self, vllm_config):
+            return SlidingWindowMLASpec(block_size=16)
+
+    class OtherSlidingMLA(AttentionLayerBase):
+        def get_kv_cache_spec(self, vllm_config):
+            return SlidingWindowMLASpec(block_size=16)
+    """
+GUARDED_MODELS = {
+    "MlaSwa": "MLAAttention(), SlidingAttention()",
+    "MlaSwaMla": "MLAAttention(), SlidingAttention(), SlidingMLA()",
+    "FullSwa": "Attention(), SlidingAttention()",
+    "TwoSwaMla": "SlidingMLA(), OtherSlidingMLA()",
+}
+
+
+def guarded_tree(tmp_path):
+    registry = "_MODELS = {\n" + "".join(f'    "{m}": ("{m.lower()}", "{m}"),\n' for m in GUARDED_MODELS) + "}\n"
+    tree = files(
+        **{
+            "vllm/v1/kv_cache_interface.py": GUARDED_INTERFACE,
+            "vllm/v1/core/kv_cache_planning.py": PLANNING + FALLBACK,
+            "vllm/model_executor/layers/sliding.py": GUARDED_LAYERS,
+            "vllm/model_executor/models/registry.py": registry,
+        }
+    )
+    tree["vllm/v1/core/kv_cache_planning.py"] = tree["vllm/v1/core/kv_cache_planning.py"].replace(
+        "def get_kv_cache_groups(vllm_config, kv_cache_spec):\n        if uniform_spec",
+        "def _unused_grouping(vllm_config, kv_cache_spec):\n        if uniform_spec",
+        1,
+    )
+    imports = (
+        "from vllm.model_executor.layers.attention import Attention, MLAAttention\n"
+        "from vllm.model_executor.layers.sliding import SlidingAttention, SlidingMLA, OtherSlidingMLA\n\n"
+    )
+    for model, layers in GUARDED_MODELS.items():
+        tree[f"vllm/model_executor/models/{model.lower()}.py"] = (
+            f"{imports}class {model}:\n    def __init__(self):\n        self.layers = [{layers}]\n"
+        )
+    return build_tree_index(write_tree(tmp_path / "tree", tree)).container_compositions()
+
+
+def test_the_fallback_runs_only_for_mla_beside_sliding_window_promoting_it_and_is_only_possible(tmp_path):
+    found = guarded_tree(tmp_path)
+    fallback = [c for c in found if c.path.endswith(":_fallback")]
+    # MLA + sliding window: one whole-model container, the sliding window promoted to full attention; its guard
+    # (page sizes that cannot be unified) is not decided statically: possible.
+    assert [(c.model, c.layer_classes, c.spec_classes) for c in fallback] == [
+        ("MlaSwa", {"MLAAttention", "SlidingAttention"}, {"MLAAttentionSpec", "FullAttentionSpec"})
+    ]
+    assert fallback[0].setting.startswith("possible: only when unify_kv_cache_spec_page_size raises")
+    assert "after unify_kv_cache_spec_page_size raises NotImplementedError" in fallback[0].guard
+    # No fallback without MLA (FullSwa), nor beside a sliding-window MLA layer, which the code refuses (MlaSwaMla).
+    assert not any(c.model in ("FullSwa", "MlaSwaMla") for c in fallback)
+
+
+def test_layers_of_one_class_whose_merge_ignores_shapes_are_all_alike(tmp_path):
+    # Two sliding-window MLA layer classes: one uniform type, but the spec's merge never compares shapes, so
+    # vLLM calls them all alike and builds no container for them.
+    assert not any(c.model == "TwoSwaMla" for c in guarded_tree(tmp_path))

@@ -140,16 +140,23 @@ RUNNING = {
         }
         """,
     "vllm/model_executor/models/dsa.py": """
+        from vllm.model_executor.layers.attention import MLAAttention
+        from vllm.model_executor.layers.indexer import IndexerCache
+
         class DsaForCausalLM:
             def __init__(self):
                 self.layers = [MLAAttention(), IndexerCache()]
         """,
     "vllm/model_executor/models/llama.py": """
+        from vllm.model_executor.layers.attention import Attention
+
         class LlamaForCausalLM:
             def __init__(self):
                 self.layers = [Attention()]
         """,
     "vllm/model_executor/models/chunky.py": """
+        from vllm.model_executor.layers.attention import ChunkyAttention
+
         class ChunkyForCausalLM:
             def __init__(self):
                 self.layers = [ChunkyAttention()]
@@ -188,7 +195,8 @@ def verify_census(tree: Path, *extra: str):
 def test_one_case_per_model_with_its_layers_and_the_census_default_containers(tmp_path):
     index = build_tree_index(write_tree(tmp_path / "tree", composition_files()))
     cases = {case.model: case for case in census_cases(index)}
-    assert set(cases) == {"DsaHybridForCausalLM", "Mamba2HybridForCausalLM"}
+    assert set(cases) == {"DsaForCausalLM", "DsaHybridForCausalLM", "Mamba2HybridForCausalLM"}
+    assert cases["DsaForCausalLM"].expected == {frozenset({"MLAAttentionSpec"})}
     dsa = cases["DsaHybridForCausalLM"]
     layers = {layer.layer_class: layer for layer in dsa.layers}
     assert {name: layer.spec_class for name, layer in layers.items()} == {
@@ -201,16 +209,25 @@ def test_one_case_per_model_with_its_layers_and_the_census_default_containers(tm
     assert dict(layers["DeltaNet"].params)["mamba_type"] == "GDN_ATTN"  # the literal the layer's class sets
     assert layers["IndexerCache"].layouts == ("BLHNC",)
     assert len({layer.name for layer in dsa.layers}) == len(dsa.layers)
-    # Only the default compositions of that model: the Mamba2 hybrid's packed container is opt-in.
-    assert dsa.expected == {frozenset({"MLAAttentionSpec"}), frozenset({"MambaSpec"})}
-    assert cases["Mamba2HybridForCausalLM"].expected == frozenset()
+    # No default composition: the whole-model path builds nothing for MLA + Mamba, and the packed path (the
+    # indexer's backend forces its layout) needs mixed page sizes, which the census does not decide.
+    assert dsa.expected == frozenset()
+    assert dsa.possible == {frozenset({"MLAAttentionSpec"}), frozenset({"MambaSpec"})}
+    assert dsa.checkpoint == ("DeltaNet:MambaSpec", "IndexerCache:MLAAttentionSpec", "MLAAttention:MLAAttentionSpec")
+    # The Mamba2 hybrid's packed container is opt-in: neither expected nor possible by default.
+    assert cases["Mamba2HybridForCausalLM"].expected == cases["Mamba2HybridForCausalLM"].possible == frozenset()
     assert json.loads(json.dumps(dsa.document()))["layers"][0]["params"]["variant"] in (0, 1)
 
 
 def test_layers_the_census_cannot_tell_apart_share_one_shape(running):
     files = dict(RUNNING)
-    files["vllm/model_executor/models/llama.py"] = RUNNING["vllm/model_executor/models/llama.py"].replace(
-        "[Attention()]", "[Attention(), EncoderAttention()]"
+    files["vllm/model_executor/models/llama.py"] = (
+        RUNNING["vllm/model_executor/models/llama.py"]
+        .replace("[Attention()]", "[Attention(), EncoderAttention()]")
+        .replace(
+            "import Attention",
+            "import Attention\n        from vllm.model_executor.layers.encoder import EncoderAttention",
+        )
     )
     files["vllm/model_executor/layers/encoder.py"] = "class EncoderAttention(Attention):\n    pass\n"
     index = build_tree_index(write_tree(running.parent / "two", files))
@@ -241,15 +258,16 @@ def test_differing_models_are_grouped_with_what_each_side_says(running):
             {"model": "ChunkyForCausalLM", "not_buildable": "ChunkySpec needs chunk_tokens"},
         ),
     )
-    assert [o.agree for o in report.outcomes] == [False, False, None]
+    # Llama: vLLM refuses the configuration and the census claims no container for it: they agree.
+    assert [o.agree for o in report.outcomes] == [False, True, None]
     assert report.exit_code == 1
     text = render_text(report)
-    assert "2 models compared: 0 agree, 2 differ; 1 not buildable here" in text
+    assert "2 models compared (2 checkpoints): 1 agree, 1 differ (1 checkpoints); 1 not buildable here" in text
     assert "census: {MLAAttentionSpec}\n    vLLM:   no container" in text
-    assert "vLLM:   raises NotImplementedError: no" in text
+    assert "vLLM refuses 1 checkpoints of 1 models" in text
     assert "ChunkyForCausalLM: ChunkySpec needs chunk_tokens" in text
     document = json.loads(render_json(report))
-    assert document["differing"] == 2 and document["models"][0]["census"] == [["MLAAttentionSpec"]]
+    assert document["differing"] == 1 and document["models"][0]["census"] == [["MLAAttentionSpec"]]
 
 
 def test_all_agreeing_exits_0_and_nothing_compared_exits_2(running):
@@ -282,7 +300,7 @@ def test_a_model_name_from_the_tree_cannot_start_a_line(running):
 def test_verify_census_on_a_miniature_that_agrees_exits_0(running):
     result = verify_census(running)
     assert result.returncode == 0, result.stderr
-    assert "2 models compared: 2 agree, 0 differ; 1 not buildable here" in result.stdout
+    assert "2 models compared (2 checkpoints): 2 agree, 0 differ (0 checkpoints); 1 not buildable here" in result.stdout
     assert "ChunkyForCausalLM: ChunkySpec needs chunk_tokens (unknown to kvlint)" in result.stdout
 
 

@@ -208,7 +208,7 @@ def _read_compositions(texts: dict[str, bytes] | None, hierarchy: SpecHierarchy,
         census = read_census(texts, frozenset(hierarchy.bases), budget)
         if census is None:
             return None, None
-        paths = read_grouping_paths(texts, CONTAINER_CLASS, budget)
+        paths = read_grouping_paths(texts, CONTAINER_CLASS, budget, frozenset(hierarchy.bases))
     except (BudgetExceeded, RecursionError) as exceeded:
         where = exceeded.where if isinstance(exceeded, BudgetExceeded) else "an expression nested too deeply"
         files.note(

@@ -261,7 +261,7 @@ def _census(run: ChildRun, output_format: str) -> None:
             ChildRun(run.python, root, timeout_s=run.timeout_s), ["--cases", str(document)], CENSUS_CHILD
         )
     try:
-        report = compare(cases, raw)
+        report = compare(cases, raw, index.census.unread)
     except CensusResultError as error:
         raise VerifyError(str(error)) from None
     click.echo((census_json if output_format == "json" else census_text)(report))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kvlint.analysis.census.compositions import checkpoint_key, checkpoints
 from kvlint.analysis.tree_index import TreeIndex
 
 # A field value the child can build without the model's config: a bool, None, a number, an enum member's name.
@@ -34,10 +35,17 @@ class CaseLayer:
 
 @dataclass(frozen=True)
 class CensusCase:
-    model: str
+    model: str  # the key the child answers under: the model's name, with "#N" for its checkpoint N > 1
     module: str
     layers: tuple[CaseLayer, ...]
-    expected: frozenset[frozenset[str]]  # the census's default containers for the model, each its spec classes
+    expected: frozenset[frozenset[str]]  # the census's default containers for this checkpoint, each its spec classes
+    # Containers the census says this checkpoint may get under the default setting (a link it cannot prove).
+    possible: frozenset[frozenset[str]] = frozenset()
+    checkpoint: tuple[str, ...] = ()  # its "LayerClass:SpecClass" kinds
+
+    @property
+    def model_name(self) -> str:
+        return self.model.split("#", 1)[0]
 
     def document(self) -> dict:
         """The case as the child reads it (JSON)."""
@@ -57,44 +65,51 @@ class CensusCase:
 
 
 def census_cases(index: TreeIndex) -> list[CensusCase]:
-    """One case per model whose layers the census knows, in the census's order; [] without a census."""
+    """One case per checkpoint of each model whose layers the census knows (kvlint.analysis.census.
+    compositions.checkpoints), in the census's order; [] without a census."""
     census = index.census
     if census is None:
         return []
-    expected: dict[str, set[frozenset[str]]] = {}
+    expected: dict[tuple[str, tuple[str, ...]], tuple[set, set]] = {}
     for composition in index.container_compositions() or ():
-        if composition.is_default:
-            expected.setdefault(composition.model, set()).add(composition.spec_classes)
+        if composition.kind == "opt-in":
+            continue  # the oracle asks vLLM with the default settings
+        for key in composition.checkpoints:
+            sides = expected.setdefault((composition.model, key), (set(), set()))
+            sides[0 if composition.is_default else 1].add(composition.spec_classes)
     cases = []
     for model in census.models:
-        kinds = []
-        for name in sorted(model.layers):
-            layer = census.layer(name)
-            if layer is not None:
-                kinds.extend((layer, spec) for spec in sorted(layer.spec_classes))
-        if not kinds:
-            continue
-        # Layers of one spec class whose census records differ are different layers: a variant each.
-        records: dict[str, list[tuple]] = {}
-        layers = []
-        for position, (layer, spec) in enumerate(kinds):
-            record = (layer.spec_fields, layer.layouts)
-            seen = records.setdefault(spec, [])
-            if record not in seen:
-                seen.append(record)
-            params = {field: _literal(value) for field, value in layer.spec_fields if _LITERAL.match(value)}
-            params["variant"] = seen.index(record)
-            layers.append(
-                CaseLayer(
-                    f"model.layers.{position}.{layer.name}.{spec}",
-                    layer.name,
-                    spec,
-                    tuple(sorted(params.items())),
-                    layer.layouts,
-                )
-            )
-        cases.append(CensusCase(model.name, model.module, tuple(layers), frozenset(expected.get(model.name, ()))))
+        for number, kinds in enumerate(checkpoints(census, model), start=1):
+            key = checkpoint_key(kinds)
+            default, possible = expected.get((model.name, key), (set(), set()))
+            name = model.name if number == 1 else f"{model.name}#{number}"
+            layers = _case_layers(kinds)
+            cases.append(CensusCase(name, model.module, layers, frozenset(default), frozenset(possible - default), key))
     return cases
+
+
+def _case_layers(kinds) -> tuple[CaseLayer, ...]:
+    """The checkpoint's layers: layers of one spec class whose census records differ are different layers
+    (a variant each, so the child gives them different shapes); those the census reads alike share one."""
+    records: dict[str, list[tuple]] = {}
+    layers = []
+    for position, (layer, spec) in enumerate(kinds):
+        record = (layer.spec_fields, layer.layouts)
+        seen = records.setdefault(spec, [])
+        if record not in seen:
+            seen.append(record)
+        params = {field: _literal(value) for field, value in layer.spec_fields if _LITERAL.match(value)}
+        params["variant"] = seen.index(record)
+        layers.append(
+            CaseLayer(
+                f"model.layers.{position}.{layer.name}.{spec}",
+                layer.name,
+                spec,
+                tuple(sorted(params.items())),
+                layer.layouts,
+            )
+        )
+    return tuple(layers)
 
 
 def _literal(value: str) -> bool | int | str | None:

@@ -26,18 +26,32 @@ Containers = frozenset[frozenset[str]]
 
 @dataclass(frozen=True)
 class ModelOutcome:
-    model: str
+    model: str  # the case's name: the model's, "#N" for its checkpoint N > 1
     census: Containers  # the census's default containers, each its spec classes
     vllm: Containers | None  # what the tree's grouping built; None when it raised or could not run
     error: str | None = None  # what the grouping raised on the census's layers
     not_buildable: str | None = None  # why this runtime cannot ask vLLM about the model
     layout: str | None = None  # the KV cache layout the model's backends resolve to
+    possible: Containers = frozenset()  # containers the census says the checkpoint may get (unproven link)
+    checkpoint: tuple[str, ...] = ()  # the checkpoint's "LayerClass:SpecClass" kinds
 
     @property
     def agree(self) -> bool | None:
+        """Every default container built, nothing built the census rules out; a configuration vLLM refuses
+        (it raised) agrees when the census claims no container for it."""
         if self.not_buildable is not None:
             return None
-        return self.vllm is not None and self.vllm == self.census
+        if self.vllm is None:
+            return self.error is not None and not self.census
+        return self.census <= self.vllm <= self.census | self.possible
+
+    @property
+    def refused(self) -> bool:
+        return self.not_buildable is None and self.vllm is None and self.error is not None
+
+    @property
+    def model_name(self) -> str:
+        return self.model.split("#", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -45,6 +59,7 @@ class CensusReport:
     vllm_version: str
     vllm_path: str
     outcomes: tuple[ModelOutcome, ...]
+    unread: tuple[str, ...] = ()  # models of the registry the census could not read
 
     @property
     def compared(self) -> tuple[ModelOutcome, ...]:
@@ -67,7 +82,7 @@ class CensusResultError(Exception):
     """The child's document is not an answer to the cases it was given."""
 
 
-def compare(cases: Sequence[CensusCase], raw: dict[str, Any]) -> CensusReport:
+def compare(cases: Sequence[CensusCase], raw: dict[str, Any], unread: tuple[str, ...] = ()) -> CensusReport:
     """The child's answers (its JSON document) against the cases' expectations, in the cases' order."""
     answers = {answer.get("model"): answer for answer in raw.get("models", ()) if isinstance(answer, dict)}
     outcomes = []
@@ -85,10 +100,14 @@ def compare(cases: Sequence[CensusCase], raw: dict[str, Any]) -> CensusReport:
                 not_buildable=answer.get("not_buildable")
                 or (None if isinstance(built, list) or "error" in answer else "the child said nothing"),
                 layout=answer.get("layout"),
+                possible=case.possible,
+                checkpoint=case.checkpoint,
             )
         )
     version = raw.get("vllm", {})
-    return CensusReport(str(version.get("version", "unknown")), str(version.get("path", "")), tuple(outcomes))
+    return CensusReport(
+        str(version.get("version", "unknown")), str(version.get("path", "")), tuple(outcomes), tuple(unread)
+    )
 
 
 def cases_document(cases: Sequence[CensusCase]) -> dict[str, Any]:
@@ -115,26 +134,43 @@ def _names(models: list[str], shown: int = 6) -> str:
     return ", ".join(models[:shown]) + more
 
 
+def _models(outcomes) -> list[str]:
+    return list(dict.fromkeys(outcome.model_name for outcome in outcomes))
+
+
 def render_text(report: CensusReport) -> str:
-    """Counts, then the differing models grouped by what each side says, then what could not be asked."""
+    """Counts, then the differing checkpoints grouped by what each side says, then what could not be asked."""
     out = [f"vLLM {report.vllm_version} at {report.vllm_path}: the census against get_kv_cache_groups"]
     compared, differing = report.compared, report.differing
+    models, wrong = _models(compared), _models(differing)
     out.append(
-        f"{len(compared)} models compared: {len(compared) - len(differing)} agree, {len(differing)} differ; "
-        f"{len(report.not_buildable)} not buildable here"
+        f"{len(models)} models compared ({len(compared)} checkpoints): {len(models) - len(wrong)} agree, "
+        f"{len(wrong)} differ ({len(differing)} checkpoints); {len(_models(report.not_buildable))} not buildable here"
     )
-    groups: dict[tuple[str, str], list[str]] = {}
+    refused = [o for o in compared if o.refused]
+    if refused:
+        out.append(
+            f"vLLM refuses {len(refused)} checkpoints of {len(_models(refused))} models with kvlint's shapes "
+            "(it raises; the census claims no container for them)"
+        )
+    possible = [o for o in compared if o.vllm and o.vllm - o.census]
+    if possible:
+        out.append(f"{len(possible)} checkpoints got containers the census says are only possible")
+    if report.unread:
+        out.append(f"not read by the census: {len(report.unread)}, e.g. {_names(list(report.unread), 4)}")
+    groups: dict[tuple[str, str, str], list[str]] = {}
     for outcome in differing:
-        groups.setdefault((describe(outcome.census), _vllm_says(outcome)), []).append(outcome.model)
+        key = (describe(outcome.census), describe(outcome.possible), _vllm_says(outcome))
+        groups.setdefault(key, []).append(f"{outcome.model} [{', '.join(outcome.checkpoint)}]")
     if groups:
         out += ["", "differing (census says | vLLM builds):"]
-        for (census, vllm), models in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0])):
-            out.append(f"  {len(models)} model(s): {_names(models)}")
-            out.append(f"    census: {census}")
+        for (census, maybe, vllm), names in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0])):
+            out.append(f"  {len(names)} checkpoint(s): {_names(names, 3)}")
+            out.append(f"    census: {census}" + (f" (possible: {maybe})" if maybe != "no container" else ""))
             out.append(f"    vLLM:   {vllm}")
-    agreeing = [o for o in compared if o.agree]
+    agreeing = [m for m in models if m not in wrong]
     if agreeing:
-        out += ["", f"agreeing: {_names([o.model for o in agreeing], 12)}"]
+        out += ["", f"agreeing: {_names(agreeing, 12)}"]
     reasons: dict[str, list[str]] = {}
     for outcome in report.not_buildable:
         reasons.setdefault(str(outcome.not_buildable), []).append(outcome.model)
@@ -153,11 +189,16 @@ def render_json(report: CensusReport) -> str:
         "compared": len(report.compared),
         "differing": len(report.differing),
         "not_buildable": len(report.not_buildable),
+        "models_compared": len(_models(report.compared)),
+        "models_differing": len(_models(report.differing)),
+        "unread": list(report.unread),
         "models": [
             {
                 "model": outcome.model,
                 "agree": outcome.agree,
+                "checkpoint": list(outcome.checkpoint),
                 "census": containers(outcome.census),
+                "possible": containers(outcome.possible),
                 "vllm": containers(outcome.vllm),
                 **({"error": outcome.error} if outcome.error is not None else {}),
                 **({"not_buildable": outcome.not_buildable} if outcome.not_buildable is not None else {}),

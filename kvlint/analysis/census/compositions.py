@@ -16,10 +16,10 @@ that are only possible. Plain data: part of the tree index.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvlint.analysis.census.paths import GroupingPath
-from kvlint.analysis.census.reading import Census, LayerClass
+from kvlint.analysis.census.reading import Census, LayerClass, Model
 from kvlint.analysis.hierarchy import SpecHierarchy
 
 DEFAULT = "default"
@@ -30,19 +30,31 @@ _REGISTERED = re.compile(rb"register\(\s*(\w+)\s*,\s*\w+\s*,\s*uniform_type_base
 
 @dataclass(frozen=True)
 class ContainerComposition:
-    """One container a model of the tree builds: its layers, the setting and the path that build it."""
+    """One container a model of the tree builds: its layers, the setting and the path that build it, and
+    the evidence: where the model builds each layer, the guard that lets them through, the checkpoints."""
 
     layer_classes: frozenset[str]
-    spec_classes: frozenset[str]
+    spec_classes: frozenset[str]  # what the container holds (after the path's promotions)
     # "default", "opt-in: <the setting that builds it>", or "possible: <the link the census could not prove>"
     setting: str
     model: str
     path: str  # "module:function"
     line: int  # the `from_specs` call of the path
+    guard: str = ""  # what in the path's code lets these layers through
+    # (layer class, "module:line") where the model's code builds each layer class.
+    built_at: tuple[tuple[str, str], ...] = ()
+    # The checkpoints that build it, each its sorted "LayerClass:SpecClass" kinds (kvlint.analysis.census.
+    # compositions.checkpoints): what one checkpoint of the model has.
+    checkpoints: tuple[tuple[str, ...], ...] = ()
 
     @property
     def is_default(self) -> bool:
         return self.setting == DEFAULT
+
+    @property
+    def kind(self) -> str:
+        """ "default", "opt-in" or "possible"."""
+        return self.setting.split(":", 1)[0]
 
     def where(self) -> str:
         module = self.path.split(":")[0].rsplit("/", 1)[-1]
@@ -59,29 +71,58 @@ def uniform_bases(texts: dict[str, bytes]) -> dict[str, str]:
     return bases
 
 
+Kind = tuple[LayerClass, str]  # a layer class and the spec class it builds in one checkpoint
+
+
+def checkpoints(census: Census, model: Model) -> list[tuple[Kind, ...]]:
+    """The (layer, spec class) kinds each checkpoint of the model has: per alternative of its constructor
+    (kvlint.analysis.census.instantiation), per choice of spec for a layer class that builds one of several
+    by its config. Each once, in a stable order."""
+    layers = {layer.name: layer for layer in census.layers}
+    found: dict[tuple[str, ...], tuple[Kind, ...]] = {}
+    for alternative in model.alternatives or (model.layers,):
+        present = [layers[name] for name in sorted(alternative) if name in layers]
+        for kinds in _spec_choices(present):
+            found.setdefault(checkpoint_key(kinds), tuple(kinds))
+    return list(found.values())
+
+
+def checkpoint_key(kinds) -> tuple[str, ...]:
+    return tuple(sorted(f"{layer.name}:{spec}" for layer, spec in kinds))
+
+
 def compose(
     census: Census, paths: tuple[GroupingPath, ...], hierarchy: SpecHierarchy, bases: dict[str, str]
 ) -> tuple[ContainerComposition, ...]:
-    layers = {layer.name: layer for layer in census.layers}
     found: dict[tuple, ContainerComposition] = {}
     for model in census.models:
-        for alternative in model.alternatives or (model.layers,):
-            present = sorted(name for name in alternative if name in layers)
-            for kinds in _spec_choices([layers[name] for name in present]):
-                _compose_one(census, model, present, kinds, paths, hierarchy, bases, found)
+        sites: dict[str, list[str]] = {}
+        for name, site in model.sites:
+            sites.setdefault(name, []).append(site)
+        for kinds in checkpoints(census, model):
+            key = checkpoint_key(kinds)
+            for composition in _evaluate(census, model, kinds, paths, hierarchy, bases):
+                built_at = tuple((name, ", ".join(sites.get(name, ()))) for name in sorted(composition.layer_classes))
+                composition = replace(composition, built_at=built_at, checkpoints=(key,))
+                index = (composition.layer_classes, composition.spec_classes, composition.setting)
+                index += (composition.path, model.name)
+                if index in found:
+                    before = found[index]
+                    composition = replace(before, checkpoints=tuple(sorted({*before.checkpoints, key})))
+                found[index] = composition
     return tuple(sorted(found.values(), key=lambda c: (not c.is_default, c.path, sorted(c.layer_classes))))
 
 
 _MAX_CHOICES = 16
 
 
-def _spec_choices(model_layers: list[LayerClass]) -> list[list[tuple[LayerClass, str]]]:
+def _spec_choices(model_layers: list[LayerClass]) -> list[list[Kind]]:
     """The (layer, spec class) kinds one checkpoint can have: a layer class whose `get_kv_cache_spec` builds
     one of several classes by its config (an MLA layer with or without a sliding window) builds one of them
     in a checkpoint whose layers share that config; and, as well, all of them at once (layers configured
     apart). Capped: past it, only the all-at-once reading."""
     every = [(layer, spec) for layer in model_layers for spec in sorted(layer.spec_classes)]
-    choices: list[list[tuple[LayerClass, str]]] = [[]]
+    choices: list[list[Kind]] = [[]]
     for layer in model_layers:
         specs = sorted(layer.spec_classes)
         choices = [choice + [(layer, spec)] for choice in choices for spec in specs]
@@ -90,26 +131,101 @@ def _spec_choices(model_layers: list[LayerClass]) -> list[list[tuple[LayerClass,
     return [every, *(choice for choice in choices if choice != every)]
 
 
-def _compose_one(census, model, present, kinds, paths, hierarchy, bases, found) -> None:
-    """The containers each path builds from one checkpoint's kinds, into `found`."""
-    layers = {layer.name: layer for layer in census.layers}
-    for path in paths:
-        unproven = _unproven_requirement(path, kinds, hierarchy)
-        for bucket in _containers(path, kinds, hierarchy, bases):
-            setting = _setting(census, [layers[n] for n in present]) if path.layout_gated else DEFAULT
+def _evaluate(census, model, kinds, paths, hierarchy, bases) -> list[ContainerComposition]:
+    """The containers one checkpoint gets, path by path in the order the grouping code reaches them: a path
+    whose container ends the grouping (the whole-model one) first; when it builds one by default, no
+    other path runs for this checkpoint."""
+    built = []
+    for path in sorted(paths, key=lambda p: not p.guards.returns_container):
+        reached = _reached(census, path, kinds, hierarchy)
+        if reached is None:
+            continue
+        setting, guard = reached
+        for bucket in _containers(path, kinds, hierarchy, bases, census.merge_ignores_shapes):
+            unproven = _unproven_requirement(path, kinds, hierarchy) or _unproven_block_size(path, bucket)
             if unproven:
                 setting = POSSIBLE + unproven
             if model.merged:
                 setting = POSSIBLE + MERGED
-            composition = ContainerComposition(
-                frozenset(layer.name for layer, _ in bucket),
-                frozenset(spec for _, spec in bucket),
-                setting,
-                model.name,
-                path.name,
-                path.line,
+            built.append(
+                ContainerComposition(
+                    frozenset(layer.name for layer, _, _ in bucket),
+                    frozenset(spec for _, _, spec in bucket),
+                    setting,
+                    model.name,
+                    path.name,
+                    path.line,
+                    guard,
+                )
             )
-            found.setdefault((composition.layer_classes, setting, path.name, model.name), composition)
+        if path.guards.returns_container and any(c.is_default for c in built):
+            break
+    return built
+
+
+_UNDECIDED_PAGES = "with mixed page sizes, which the census does not decide"
+
+
+def _reached(census: Census, path: GroupingPath, kinds, hierarchy) -> tuple[str, str] | None:
+    """(setting, guard) under which the grouping code reaches `path` for this checkpoint; None: never."""
+    guards = path.guards
+    specs = [spec for _, spec in kinds]
+    refused = sorted(c for c in guards.refuses if any(hierarchy.is_subclass(s, c) for s in specs))
+    if refused:
+        return None
+    text = []
+    if path.requires:
+        text.append(f"the model has {' and '.join(sorted(path.requires))} layers")
+    if guards.refuses:
+        text.append(f"none of {', '.join(sorted(guards.refuses))}")
+    if guards.returns_container:
+        text.append("all of the model's layers are one uniform type (not all alike)")
+    if guards.after_failure:
+        return POSSIBLE + f"only when {guards.after_failure} ({_UNDECIDED_PAGES})", "; ".join(
+            [f"after {guards.after_failure}", *text]
+        )
+    if guards.page_gated or path.layout_gated:
+        if guards.page_gated and not _pages_can_differ(census, kinds, hierarchy):
+            return None
+        if path.layout_gated:
+            layout = _layout(census, kinds, guards.page_gated)
+            if layout is None:
+                return None
+            text.insert(0, "a block-outermost KV cache layout and mixed page sizes")
+            return layout, "; ".join(text)
+        text.insert(0, "mixed page sizes")
+        return POSSIBLE + _UNDECIDED_PAGES, "; ".join(text)
+    return DEFAULT, "; ".join(text)
+
+
+def _pages_can_differ(census: Census, kinds, hierarchy) -> bool:
+    """Whether the checkpoint's pages can differ in size. Where the tree pads a hybrid model's Mamba pages to
+    its attention page (`mamba_page_size_padded`, set by the platform), Mamba layers beside one attention
+    kind never make mixed page sizes: a plain Mamba hybrid does not reach a page-gated path."""
+    if not census.mamba_page_padding:
+        return len(kinds) > 1
+    state = [kind for kind in kinds if hierarchy.is_subclass(kind[1], "MambaSpec")]
+    others = [kind for kind in kinds if kind not in state]
+    return len(others) > 1 or (not others and len(state) > 1)
+
+
+def _layout(census: Census, kinds, page_gated: bool) -> str | None:
+    """How a checkpoint gets a block-outermost layout: by default when a backend of its layers declares only
+    such layouts; opt-in through the layout setting otherwise; None when a backend declares none (the
+    setting then fails: no backend of the model can run it)."""
+    outermost = census.block_outermost
+    declared = [(layer, layer.layouts) for layer, _ in kinds if layer.layouts]
+    if any(not set(layouts) & outermost for _, layouts in declared):
+        return None
+    forced = sorted({layer.name for layer, layouts in declared if outermost and set(layouts) <= outermost})
+    if forced:
+        return (
+            POSSIBLE
+            + f"{_UNDECIDED_PAGES} (block-outermost by default: {', '.join(forced)}'s backend allows no other layout)"
+        )
+    choice = "|".join(sorted(outermost)) or "a block-outermost layout"
+    name = census.layout_setting or "the KV cache layout"
+    return f"opt-in: {name}={choice} (a block-outermost layout), {_UNDECIDED_PAGES}"
 
 
 def _unproven_requirement(path: GroupingPath, kinds, hierarchy: SpecHierarchy) -> str:
@@ -130,38 +246,60 @@ def _unproven_requirement(path: GroupingPath, kinds, hierarchy: SpecHierarchy) -
     return ""
 
 
-def _containers(path: GroupingPath, kinds, hierarchy: SpecHierarchy, bases: dict[str, str]):
-    """The containers `path` builds from one checkpoint's (layer, spec class) kinds, evaluated as its code
-    decides: a whole-model path puts every layer in one container or builds none; a bucketing path one per
-    uniform-type bucket when there are several; a path handed only some classes, one per bucket of them."""
+def _unproven_block_size(path: GroupingPath, bucket) -> str:
+    """A container of several layers needs one block size; a layer that sets its own at run time leaves
+    that unproven."""
+    own = sorted({layer.name for layer, _, _ in bucket if dict(layer.spec_fields).get("block_size") == "?"})
+    if own and len(bucket) > 1:
+        return f"that {', '.join(own)} share the others' block size is unproven (set at run time)"
+    return ""
+
+
+def _promoted(path: GroupingPath, spec: str, hierarchy: SpecHierarchy) -> str:
+    """The class the path's promotions turn `spec` into: the nearest promoted base (as the code's MRO walk)."""
+    matching = [(source, target) for source, target in path.guards.promotions if hierarchy.is_subclass(spec, source)]
+    for source, target in matching:
+        if all(hierarchy.is_subclass(source, other) for other, _ in matching):
+            return target
+    return spec
+
+
+def _containers(path: GroupingPath, kinds, hierarchy: SpecHierarchy, bases: dict[str, str], alike=frozenset()):
+    """The containers `path` builds from one checkpoint's (layer, spec class) kinds, each a list of
+    (layer, spec class, the class it holds after the path's promotions), evaluated as its code decides: a
+    whole-model path puts every layer in one container or builds none; a bucketing path one per uniform-type
+    bucket; a path handed only some classes, one per bucket of them."""
     if path.requires and not all(any(hierarchy.is_subclass(spec, c) for _, spec in kinds) for c in path.requires):
         return []
     pool = [
-        (layer, spec)
+        (layer, spec, _promoted(path, spec, hierarchy))
         for layer, spec in kinds
         if not any(hierarchy.is_subclass(spec, c) for c in path.excluded)
         and (not path.only or any(hierarchy.is_subclass(spec, c) for c in path.only))
     ]
-    buckets: dict[str, list] = {}
-    for layer, spec in pool:
-        buckets.setdefault(bases.get(spec, spec), []).append((layer, spec))
+    buckets: dict[tuple, list] = {}
+    for layer, spec, held in pool:
+        buckets.setdefault(_bucket_key(layer, held, hierarchy, bases), []).append((layer, spec, held))
     if path.buckets:
         return list(buckets.values()) if len(buckets) > 1 else []
     if path.requires:
-        # The fallback after page-size unification failed: one container of the whole model (its code
-        # promotes the sliding-window kinds so that they share the full kinds' type).
-        return [pool] if pool else []
+        # One container of the whole model, when its (promoted) layers share one uniform type.
+        return [pool] if pool and len(buckets) == 1 else []
     if path.only:
         return [bucket for bucket in buckets.values() if len(bucket) > 1]
-    # The whole model: one uniform type, not all one kind, or no container at all.
+    # The whole model: one uniform type, not all alike, or no container at all. Layers all of one spec class
+    # whose `merge` ignores shapes (`alike`) are all alike, however shaped.
+    held = {spec for _, _, spec in pool}
+    if len(held) == 1 and held <= alike:
+        return []
     return [pool] if len(buckets) == 1 and len(pool) > 1 else []
 
 
-def _setting(census: Census, model_layers: list[LayerClass]) -> str:
-    """How a model gets a block-outermost layout: by default when a backend of its layers allows no other."""
-    outermost = census.block_outermost
-    if outermost and any(layer.layouts and set(layer.layouts) <= outermost for layer in model_layers):
-        return DEFAULT
-    choice = "|".join(sorted(outermost)) or "a block-outermost layout"
-    name = census.layout_setting or "the KV cache layout"
-    return f"opt-in: {name}={choice} (a block-outermost layout) with mixed page sizes"
+def _bucket_key(layer: LayerClass, spec: str, hierarchy: SpecHierarchy, bases: dict[str, str]) -> tuple:
+    """What `is_uniform_type` tells apart: the registered uniform base, and for state layers
+    (`MambaSpec.is_uniform_with_collection`) the fields they must share (`tp_replicated`)."""
+    base = bases.get(spec, spec)
+    if hierarchy.is_subclass(spec, "MambaSpec"):
+        fields = dict(layer.spec_fields)
+        return base, fields.get("tp_replicated", "")
+    return (base,)

@@ -38,6 +38,8 @@ class Built:
 
     alternatives: tuple[frozenset[str], ...]
     merged: bool = False
+    # (layer class, "module:line") of each call or reference that builds a layer class.
+    sites: frozenset[tuple[str, str]] = frozenset()
 
 
 _NOTHING = Built((frozenset(),))
@@ -46,17 +48,19 @@ _NOTHING = Built((frozenset(),))
 def _product(left: Built, right: Built) -> Built:
     combined = list(dict.fromkeys(a | b for a in left.alternatives for b in right.alternatives))
     merged = left.merged or right.merged
+    sites = left.sites | right.sites
     if len(combined) > _MAX_ALTERNATIVES:
-        return Built((frozenset().union(*combined),), True)
-    return Built(tuple(combined), merged)
+        return Built((frozenset().union(*combined),), True, sites)
+    return Built(tuple(combined), merged, sites)
 
 
 def _either(choices: list[Built]) -> Built:
     combined = list(dict.fromkeys(a for choice in choices for a in choice.alternatives))
     merged = any(choice.merged for choice in choices)
+    sites = frozenset().union(*(choice.sites for choice in choices))
     if len(combined) > _MAX_ALTERNATIVES:
-        return Built((frozenset().union(*combined),), True)
-    return Built(tuple(combined), merged)
+        return Built((frozenset().union(*combined),), True, sites)
+    return Built(tuple(combined), merged, sites)
 
 
 def platform_test(test: ast.expr) -> bool | None:
@@ -183,9 +187,12 @@ class Program:
 
     # ------------------------------------------------------------------------------------- instantiation
 
-    def of_class(self, relative: str, cls: ast.ClassDef) -> Built:
-        """The layer classes an instance of `cls` builds: itself when it is a layer, and its constructor's."""
-        own = Built((frozenset({cls.name}),)) if cls.name in self.layer_names else _NOTHING
+    def of_class(self, relative: str, cls: ast.ClassDef, site: str = "") -> Built:
+        """The layer classes an instance of `cls` builds: itself when it is a layer (built at `site`, the
+        "module:line" that names it), and its constructor's."""
+        own = _NOTHING
+        if cls.name in self.layer_names:
+            own = Built((frozenset({cls.name}),), sites=frozenset({(cls.name, site or f"{relative}:{cls.lineno}")}))
         return _product(own, self._constructor(relative, cls))
 
     def _constructor(self, relative: str, cls: ast.ClassDef) -> Built:
@@ -258,6 +265,9 @@ class Program:
             return self._body(relative, statement.body, cls)  # a layer function handed to make_layers
         if isinstance(statement, (ast.ClassDef, ast.Import, ast.ImportFrom, ast.Raise, ast.Assert)):
             return _NOTHING
+        if isinstance(statement, ast.AnnAssign):
+            # The annotation names classes (`attn_cls: Callable[..., A | B]`), it builds none of them.
+            return self._expr(relative, statement.value, cls) if statement.value is not None else _NOTHING
         built = _NOTHING
         for child in ast.iter_child_nodes(statement):
             if isinstance(child, ast.expr):
@@ -293,7 +303,7 @@ class Program:
             return _NOTHING
         module, kind, target = found
         if kind == "class":
-            return self.of_class(module, target)  # type: ignore[arg-type]
+            return self.of_class(module, target, _site(relative, node))  # type: ignore[arg-type]
         if kind == "value" and isinstance(target, (ast.Dict, ast.Tuple, ast.List, ast.Set)):
             key = (module, getattr(node, "id", getattr(node, "attr", "")), "value")
             if key in self._built or key in self._busy:
@@ -327,10 +337,14 @@ class Program:
             return _product(built, self._expr(relative, func, cls)) if not isinstance(func, ast.Name) else built
         module, kind, target = found
         if kind == "class":
-            return _product(built, self.of_class(module, target))  # type: ignore[arg-type]
+            return _product(built, self.of_class(module, target, _site(relative, call)))  # type: ignore[arg-type]
         if kind == "function":
             return _product(built, self._function(module, target))  # type: ignore[arg-type]
         return _product(built, self._reference(relative, func))
+
+
+def _site(relative: str, node: ast.AST) -> str:
+    return f"{relative}:{getattr(node, 'lineno', 0)}"
 
 
 def _calls_super_init(init: ast.FunctionDef) -> bool:

@@ -104,3 +104,28 @@ def layout_setting(texts: dict[str, bytes]) -> str:
                 if b"LAYOUT" in found:
                     return found.decode()
     return ""
+
+
+_PADDED = b"mamba_page_size_padded"
+_OTHER_PLATFORM_MODULES = ("rocm", "cpu", "xpu", "tpu", "hpu", "neuron")
+
+
+def mamba_page_padding(texts: dict[str, bytes]) -> str:
+    """Where the default platform sets `….mamba_page_size_padded = …` (a module under a `platforms`
+    package, not another platform's own): "module:line", or "" when the tree pads no Mamba page."""
+    for relative, data in sorted(texts.items()):
+        parts = relative.split("/")
+        if _PADDED not in data or "platforms" not in parts[:-1]:
+            continue
+        if parts[-1].removesuffix(".py") in _OTHER_PLATFORM_MODULES:
+            continue
+        try:
+            module = ast.parse(data, filename=relative)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(module):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Attribute) and target.attr == _PADDED.decode() for target in node.targets
+            ):
+                return f"{relative}:{node.lineno}"
+    return ""

@@ -12,11 +12,13 @@ under vllm/v1/core (0.34: kv_cache_planning.py; earlier kv_cache_utils.py) is a 
 
 from __future__ import annotations
 
+import ast
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
 from kvlint.analysis.census.budget import Budget
+from kvlint.analysis.census.guards import Guards, filled_only, functions_of, read_guards
 
 _FUNCTION = re.compile(r"^([ \t]*)def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
 
@@ -32,6 +34,9 @@ class GroupingPath:
     excluded: frozenset[str]  # spec classes filtered out before the path
     # The path returns early unless the model has layers of each of these classes (`if not any(isinstance(…))`).
     requires: frozenset[str] = frozenset()
+    # What else its code decides (kvlint.analysis.census.guards): classes it refuses, whether its container
+    # ends the grouping, whether it needs mixed page sizes, the failure it runs after, what it promotes.
+    guards: Guards = Guards()
 
     @property
     def name(self) -> str:
@@ -39,7 +44,10 @@ class GroupingPath:
 
 
 def read_grouping_paths(
-    texts: dict[str, bytes], container_class: str, budget: Budget | None = None
+    texts: dict[str, bytes],
+    container_class: str,
+    budget: Budget | None = None,
+    spec_classes: frozenset[str] = frozenset(),
 ) -> tuple[GroupingPath, ...]:
     call = f"{container_class}.from_specs("
     paths = []
@@ -51,6 +59,8 @@ def read_grouping_paths(
             budget.spend(len(text), relative)
         lines = _Lines(text)
         functions = _functions(lines)
+        tree = _parsed(text, relative)
+        parsed = functions_of(tree) if tree is not None else {}
         for match in re.finditer(re.escape(call) + r"[ \t]*(\w+)", text):
             line = lines.number(match.start())
             owner = next((f for f in reversed(functions) if f[1] < line <= f[2]), None)
@@ -70,12 +80,24 @@ def read_grouping_paths(
                     line,
                     "is_block_outermost" in body,
                     "is_uniform_type(" in body,
-                    _filtered(body, argument, keep=True) | _filled(body, argument),
+                    _filtered(body, argument, keep=True)
+                    | _filled(body, argument)
+                    | (filled_only(parsed[name], argument) if name in parsed else frozenset()),
                     _excluded_by_callers(lines, functions, name) | _filtered(body, argument, keep=False),
                     _required(body),
+                    read_guards(tree, parsed[name], line, spec_classes)
+                    if tree is not None and name in parsed
+                    else Guards(),
                 )
             )
     return tuple(paths)
+
+
+def _parsed(text: str, relative: str) -> ast.Module | None:
+    try:
+        return ast.parse(text, filename=relative)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 class _Lines:

@@ -22,7 +22,8 @@ from posixpath import dirname, join
 from kvlint.analysis.census.budget import Budget
 from kvlint.analysis.census.class_texts import ClassText, attribute_values, classes_of, returned_texts
 from kvlint.analysis.census.instantiation import Program, model_layers
-from kvlint.analysis.census.layouts import block_outermost, layout_setting
+from kvlint.analysis.census.layouts import block_outermost, layout_setting, mamba_page_padding
+from kvlint.analysis.census.merges import merges_ignoring_shapes
 
 # Text that selects a module for the census (the project cache rebuilds the index when such a file changes).
 _WORDS = (
@@ -31,6 +32,8 @@ _WORDS = (
     b"is_block_outermost",
     b".from_specs(",  # the grouping paths (kvlint.analysis.census.paths)
     b"uniform_type_base_spec",  # the spec registry (kvlint.analysis.census.compositions)
+    b"mamba_page_size_padded",
+    b"def merge(",  # the spec classes' merges (kvlint.analysis.census.merges)  # the platform's page alignment of hybrid models (kvlint.analysis.census.layouts)
 )
 _MODEL_DIRS = ("/models/", "/layers/")
 # No pattern of the census has two unbounded quantifiers side by side over characters both accept: each
@@ -95,6 +98,8 @@ class Model:
     # instantiation), so a set may hold layers no one checkpoint builds together.
     alternatives: tuple[frozenset[str], ...] = ()
     merged: bool = False
+    # (layer class, "module:line") where the model's code builds it (the call or reference that names it).
+    sites: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,13 @@ class Census:
     models: tuple[Model, ...]
     block_outermost: frozenset[str]  # the layouts whose block dimension is outermost
     layout_setting: str  # how a user picks a layout ("VLLM_KV_CACHE_LAYOUT"), or ""
+    # Where the default platform pads a hybrid model's Mamba pages to its attention page ("module:line" of
+    # the `….mamba_page_size_padded = …` assignment), or "" when the tree does not.
+    mamba_page_padding: str = ""
+    # Models of the registry the census could not read (their class not found in the tree), by name.
+    unread: tuple[str, ...] = ()
+    # Spec classes whose `merge` never tells layers of different shapes apart (kvlint.analysis.census.merges).
+    merge_ignores_shapes: frozenset[str] = frozenset()
 
     def layer(self, name: str) -> LayerClass | None:
         return next((layer for layer in self.layers if layer.name == name), None)
@@ -128,16 +140,30 @@ def read_census(texts: dict[str, bytes], spec_classes: frozenset[str], budget: B
     layers = reader.layer_classes(_flags(classes, roots), roots)
     program = Program(texts, {layer.name for layer in layers}, budget)
     models = []
+    unread = []
     for name, relative, class_name in registry:
-        built = model_layers(program, relative, class_name)
-        alternatives = tuple(a for a in built.alternatives if a) if built is not None else ()
+        built = model_layers(program, relative, class_name) if relative else None
+        if built is None:
+            unread.append(name)
+            continue
+        alternatives = tuple(a for a in built.alternatives if a)
         if alternatives:
-            models.append(Model(name, relative, frozenset().union(*alternatives), alternatives, built.merged))
-    return Census(tuple(layers), tuple(models), block_outermost(texts), layout_setting(texts))
+            sites = tuple(sorted(built.sites))
+            models.append(Model(name, relative, frozenset().union(*alternatives), alternatives, built.merged, sites))
+    return Census(
+        tuple(layers),
+        tuple(models),
+        block_outermost(texts),
+        layout_setting(texts),
+        mamba_page_padding(texts),
+        tuple(unread),
+        merges_ignoring_shapes(texts, spec_classes),
+    )
 
 
 def _registry(texts: dict[str, bytes]) -> list[tuple[str, str, str]]:
-    """(architecture, module path, class) per model class, from the module holding the most entries."""
+    """(architecture, module path, class) per model class, from the module holding the most entries; the
+    path is "" for a module the tree does not have."""
     best: list[tuple[str, str, str]] = []
     for relative, data in texts.items():
         if not relative.endswith("registry.py") or b'": (' not in data:
@@ -148,9 +174,10 @@ def _registry(texts: dict[str, bytes]) -> list[tuple[str, str, str]]:
             seen: set[tuple[str, str]] = set()
             best = []
             for architecture, module, class_name in entries:
-                path = _module_path(texts, module, package)
-                if path is not None and (path, class_name) not in seen:
-                    seen.add((path, class_name))
+                # A module the tree lacks is kept as "": its model is one the census could not read.
+                path = _module_path(texts, module, package) or ""
+                if (path or module, class_name) not in seen:
+                    seen.add((path or module, class_name))
                     best.append((architecture, path, class_name))
     return best
 

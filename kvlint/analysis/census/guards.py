@@ -1,0 +1,226 @@
+"""The guards of a grouping path, read with `ast` from the function that builds its container
+(kvlint.analysis.census.paths): what makes it return early, what it promotes first, and when its caller
+reaches it at all.
+
+Each guard is read from the code's structure, never from a function's name:
+- *refuses*: `if any(isinstance(spec, C) …): return None` — a model with a C layer gets no container here;
+- *returns its container*: the `from_specs` call is an `if`'s test whose body returns (the whole-model path:
+  when it builds a container, no later path runs);
+- *page-size gate*: `if … len(page_sizes) <= 1: return None` where `page_sizes` holds the layers'
+  `page_size_bytes` — the path runs only with mixed page sizes;
+- *after a failure*: a caller calls the function in an `except E:` handler — the path runs only after the
+  `try` body's call raised E;
+- *promotions*: a `{A: B, …}` of spec classes in the function or a function of its module it calls — the
+  kinds it turns one spec class into before building (sliding window → full).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass(frozen=True)
+class Guards:
+    refuses: frozenset[str] = frozenset()
+    returns_container: bool = False
+    page_gated: bool = False
+    after_failure: str = ""  # "unify_kv_cache_spec_page_size raises NotImplementedError", or ""
+    promotions: tuple[tuple[str, str], ...] = ()  # (from, to), in the code's order
+
+
+def functions_of(tree: ast.Module) -> dict[str, Function]:
+    """Every function of a module by name (the first definition), nested ones too."""
+    found: dict[str, Function] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.setdefault(node.name, node)
+    return found
+
+
+def read_guards(tree: ast.Module, function: Function, line: int, spec_classes: frozenset[str]) -> Guards:
+    functions = functions_of(tree)
+    return Guards(
+        _refuses(function),
+        _returns_container(function, line),
+        _page_gated(function),
+        _after_failure(tree, function.name),
+        _promotions(function, functions, spec_classes),
+    )
+
+
+def _returns_none(body: list[ast.stmt]) -> bool:
+    return any(
+        isinstance(s, ast.Return) and (s.value is None or (isinstance(s.value, ast.Constant) and s.value.value is None))
+        for s in body
+    )
+
+
+def _isinstance_names(node: ast.expr) -> list[str]:
+    """The classes of `any(isinstance(x, C) for …)` / `any(isinstance(x, (A, B)) for …)`; [] otherwise."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "any" and node.args):
+        return []
+    inner = node.args[0]
+    element = inner.elt if isinstance(inner, (ast.GeneratorExp, ast.ListComp)) else None
+    if not (
+        isinstance(element, ast.Call)
+        and isinstance(element.func, ast.Name)
+        and element.func.id == "isinstance"
+        and len(element.args) == 2
+    ):
+        return []
+    second = element.args[1]
+    names = second.elts if isinstance(second, ast.Tuple) else [second]
+    return [n.id for n in names if isinstance(n, ast.Name)]
+
+
+def _top_ifs(function: Function) -> list[ast.If]:
+    return [s for s in function.body if isinstance(s, ast.If)]
+
+
+def _refuses(function: Function) -> frozenset[str]:
+    refused: set[str] = set()
+    for statement in _top_ifs(function):
+        if _returns_none(statement.body):
+            refused.update(_isinstance_names(statement.test))
+    return frozenset(refused)
+
+
+def _returns_container(function: Function, line: int) -> bool:
+    for node in ast.walk(function):
+        if isinstance(node, ast.If) and any(isinstance(s, ast.Return) for s in node.body):
+            if any(getattr(inner, "lineno", None) == line for inner in ast.walk(node.test)):
+                return True
+    return False
+
+
+def _page_size_sets(function: Function) -> set[str]:
+    """Names assigned a comprehension over the layers' `page_size_bytes`."""
+    names = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.SetComp, ast.ListComp)):
+            element = node.value.elt
+            if isinstance(element, ast.Attribute) and element.attr == "page_size_bytes":
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
+
+
+def _page_gated(function: Function) -> bool:
+    sets = _page_size_sets(function)
+    for statement in _top_ifs(function):
+        if not _returns_none(statement.body):
+            continue
+        for node in ast.walk(statement.test):
+            if (
+                isinstance(node, ast.Compare)
+                and isinstance(node.left, ast.Call)
+                and isinstance(node.left.func, ast.Name)
+                and node.left.func.id == "len"
+                and node.left.args
+                and isinstance(node.left.args[0], ast.Name)
+                and node.left.args[0].id in sets
+                and isinstance(node.ops[0], ast.LtE)
+                and isinstance(node.comparators[0], ast.Constant)
+                and node.comparators[0].value == 1
+            ):
+                return True
+    return False
+
+
+def _called(node: ast.AST) -> list[str]:
+    return [
+        n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+        for n in ast.walk(node)
+        if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))
+    ]
+
+
+def _after_failure(tree: ast.Module, name: str) -> str:
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try):
+            continue
+        for handler in node.handlers:
+            if name in _called(handler):
+                raised = ast.unparse(handler.type) if handler.type is not None else "an exception"
+                tried = [called for statement in node.body for called in _called(statement)]
+                return f"{tried[0] if tried else 'its try block'} raises {raised}"
+    return ""
+
+
+def _promotions(function: Function, functions: dict[str, Function], spec_classes: frozenset[str]):
+    """The spec-class mapping in the function or in a function of its module that it calls (one level): a
+    `{A: B, …}` of spec classes, or `if isinstance(spec, A): specs[name] = B(…)` branches."""
+    reached = [function] + [functions[n] for n in dict.fromkeys(_called(function)) if n in functions]
+    for candidate in reached:
+        pairs: list[tuple[str, str]] = []
+        for node in ast.walk(candidate):
+            if isinstance(node, ast.Dict) and node.keys and all(isinstance(k, ast.Name) for k in node.keys):
+                found = [(k.id, v.id) for k, v in zip(node.keys, node.values) if isinstance(v, ast.Name)]  # type: ignore[union-attr]
+                if len(found) == len(node.keys) and all(a in spec_classes and b in spec_classes for a, b in found):
+                    return tuple(found)
+            if isinstance(node, ast.If) and (tested := _isinstance_test(node.test)) in spec_classes:
+                for statement in node.body:
+                    built = _assigned_spec(statement)
+                    if built in spec_classes and built != tested:
+                        pairs.append((tested, built))  # type: ignore[arg-type]
+        if pairs:
+            return tuple(pairs)
+    return ()
+
+
+def _isinstance_test(test: ast.expr) -> str | None:
+    if (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[1], ast.Name)
+    ):
+        return test.args[1].id
+    return None
+
+
+def _assigned_spec(statement: ast.stmt) -> str | None:
+    """`specs[name] = B(…)`: B."""
+    if (
+        isinstance(statement, ast.Assign)
+        and isinstance(statement.targets[0], ast.Subscript)
+        and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Name)
+    ):
+        return statement.value.func.id
+    return None
+
+
+def filled_only(function: Function, argument: str) -> frozenset[str]:
+    """The classes a `for argument in D.values()` loop sees, when D is filled only under
+    `if isinstance(spec, C): D[…][name] = spec` (layers grouped by a key first)."""
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.For)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == argument
+            and isinstance(node.iter, ast.Call)
+            and isinstance(node.iter.func, ast.Attribute)
+            and node.iter.func.attr == "values"
+            and isinstance(node.iter.func.value, ast.Name)
+        ):
+            source = node.iter.func.value.id
+            return frozenset(
+                tested
+                for branch in ast.walk(function)
+                if isinstance(branch, ast.If) and (tested := _isinstance_test(branch.test)) is not None
+                if any(_fills(statement, source) for statement in branch.body)
+            )
+    return frozenset()
+
+
+def _fills(statement: ast.stmt, name: str) -> bool:
+    if not isinstance(statement, ast.Assign) or not isinstance(statement.targets[0], ast.Subscript):
+        return False
+    target: ast.expr = statement.targets[0]
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    return isinstance(target, ast.Name) and target.id == name
