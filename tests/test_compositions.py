@@ -541,3 +541,33 @@ def test_layers_of_one_class_whose_merge_ignores_shapes_are_all_alike(tmp_path):
     # Two sliding-window MLA layer classes: one uniform type, but the spec's merge never compares shapes, so
     # vLLM calls them all alike and builds no container for them.
     assert not any(c.model == "TwoSwaMla" for c in guarded_tree(tmp_path))
+
+
+def test_containers_shows_each_compositions_evidence(tree):
+    text = run_kvlint("containers", ".", cwd=tree).stdout
+    assert "5 container compositions (1 by default, 2 opt-in, 2 possible)" in text
+    assert "guard: all of the model's layers are one uniform type (not all alike)" in text
+    assert "MLAAttention built at vllm/model_executor/models/dsa.py:6 (in DsaForCausalLM)" in text
+    rows = json.loads(run_kvlint("containers", "--format", "json", ".", cwd=tree).stdout)
+    dsa = next(row for row in rows if row["models"] == ["DsaForCausalLM"])
+    assert dsa["kind"] == "default" and "one uniform type" in dsa["guard"]
+    assert dsa["evidence"] == [
+        {
+            "model": "DsaForCausalLM",
+            "built_at": {
+                "IndexerCache": "vllm/model_executor/models/dsa.py:6",
+                "MLAAttention": "vllm/model_executor/models/dsa.py:6",
+            },
+            "checkpoints": [["IndexerCache:MLAAttentionSpec", "MLAAttention:MLAAttentionSpec"]],
+        }
+    ]
+    assert {row["kind"] for row in rows} == {"default", "opt-in", "possible"}
+
+
+def test_containers_counts_the_models_the_census_could_not_read(tmp_path):
+    registry = MODELS["vllm/model_executor/models/registry.py"].replace(
+        "}", '    "GoneForCausalLM": ("gone", "GoneForCausalLM"),\n        }'
+    )
+    root = write_tree(tmp_path / "tree", files(**{"vllm/model_executor/models/registry.py": registry}))
+    text = run_kvlint("containers", ".", cwd=root).stdout
+    assert text.startswith("3 models (not read by the census: 1, e.g. GoneForCausalLM), ")

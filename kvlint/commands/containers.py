@@ -38,7 +38,8 @@ def containers(path, release, output_format):
     if output_format == "json":
         click.echo(render_json(compositions), nl=False)
     else:
-        click.echo(render_text(compositions, len(index.census.models), len(index.census.layers)), nl=False)
+        census = index.census
+        click.echo(render_text(compositions, len(census.models), len(census.layers), census.unread), nl=False)
     for line in index.failures:
         click.echo(f"kvlint: error: {printable(line)}", err=True)
     sys.exit(EXIT_ERROR if index.failures else EXIT_CLEAN)
