@@ -571,3 +571,27 @@ def test_containers_counts_the_models_the_census_could_not_read(tmp_path):
     root = write_tree(tmp_path / "tree", files(**{"vllm/model_executor/models/registry.py": registry}))
     text = run_kvlint("containers", ".", cwd=root).stdout
     assert text.startswith("3 models (not read by the census: 1, e.g. GoneForCausalLM), ")
+
+
+@pytest.mark.slow
+def test_0_34_0_census_builds_whole_model_and_fallback_containers_as_the_code_decides(vllm_release):
+    index = build_tree_index(vllm_release("0.34.0"))
+    census, compositions = index.census, index.container_compositions()
+    hierarchy = index.hierarchy
+    # A checkpoint's layers go to one whole-model container or none.
+    whole = [c for c in compositions if c.path.endswith(":get_kv_cache_groups")]
+    keys = [(c.model, checkpoint) for c in whole for checkpoint in c.checkpoints]
+    assert len(keys) == len(set(keys))
+    # A layer whose spec is None has no KV cache: it is no layer class of the census.
+    assert all(layer.spec_classes for layer in census.layers)
+    # The fallback: only for a checkpoint with both MLA and sliding-window layers, its sliding windows promoted.
+    for composition in compositions:
+        if not composition.path.endswith(":_try_get_full_allocation_fallback_groups"):
+            continue
+        assert not any(hierarchy.is_subclass(s, "SlidingWindowSpec") for s in composition.spec_classes)
+        for checkpoint in composition.checkpoints:
+            specs = [kind.split(":")[1] for kind in checkpoint]
+            assert any(hierarchy.is_subclass(s, "MLAAttentionSpec") for s in specs), composition
+            assert any(hierarchy.is_subclass(s, "SlidingWindowSpec") for s in specs), composition
+    # Every model of the registry is read or counted as unread, never dropped.
+    assert census.unread and len({m.name for m in census.models} & set(census.unread)) == 0

@@ -437,12 +437,6 @@ def test_verify_census_on_0_29_0_compares_every_model_whose_specs_build(census_0
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 26: the text-level census unions every class a model's modules mention and models the fallback "
-    "path as shapes (44 of 265 models differ: fallback containers without MLA + SWA, SWA not promoted, layer "
-    "mixes vLLM refuses); the census rewrite (kvlint/analysis/census/) is to fix it",
-)
 def test_the_census_means_what_vllm_0_29_0_groups(census_029):
     code, document, _ = census_029
     differing = [model["model"] for model in document["models"] if model["agree"] is False]
