@@ -20,9 +20,15 @@ Which containers exist is read from the tree (kvlint.analysis.census.composition
 grouping paths. An error when a model builds by default a container whose every layer answers True (the
 message names model, path and line); a warning when only an opt-in setting does (named); else nothing. A
 spec-field test in the same `and` (`s.mamba_type in (…)`) or a layer flag the function picks layers by
-narrows the layers counted. Not reported: a worker-side answer no one consumes (analysis.consumers), a check
-no container reaches after an earlier one (its related location). Without a model registry, the classes the
-tree builds layers of stand in.
+narrows the layers counted; a name that holds the spec only when the config has one group (`spec = groups[0]
+.kv_cache_spec if len(groups) == 1 else None`) is reached only by a container that is the model's only group.
+The witness named is the composition most of the tree's models build by default, a model whose own module
+defines one of its layers first. A proven default is still a warning when no user meets it as a defect: a
+deliberate fail-closed check (the way a container takes refuses, and its docstring or comment says it is
+conservative, fails closed, refuses or rejects on purpose), or code whose module or class docstring says it
+exists for benchmarks (kvlint.analysis.deliberate); the message quotes the tree's words. Not reported: a
+worker-side answer no one consumes (analysis.consumers), a check no container reaches after an earlier one
+(its related location). Without a model registry, the classes the tree builds layers of stand in.
 
 ## Example
 ```python
@@ -62,9 +68,11 @@ import libcst as cst
 
 from kvlint import Example, Message, Rule, Severity
 from kvlint.analysis.consumers import unconsumed_divergence
-from kvlint.analysis.layer_selection import built_containers, selection_at
+from kvlint.analysis.deliberate import benchmark_only, fail_closed
+from kvlint.analysis.layer_selection import built_containers, rank_witnesses, selection_at, whole_model
 from kvlint.analysis.provenance import Kind, dotted
 from kvlint.analysis.scaling import class_names
+from kvlint.analysis.value_uses import single_group_binding
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, sees_only_scheduler_config
 from kvlint.rules._container_remedy import (
     DominatedChecks,
@@ -111,6 +119,9 @@ class ContainerIsinstance(DominatedChecks, Rule):
         "each layer answers True: {model}{setting} has its {layers} layers put in one container by `{path}` "
         "({where}); `{subject}` is {reason}, unflattened here: such a group takes the other branch"
     )
+    # Why a proven container is still a warning: no user meets the wrong answer as a defect.
+    FAIL_CLOSED = "a warning, not an error: the check refuses what it cannot vouch for on purpose (“{words}”)"
+    BENCHMARK_ONLY = "a warning, not an error: the code exists for benchmarks only (“{words}”)"
     FIX_TITLE = "Test every layer with the tree's unwrapping idiom (`is_full_attention_spec`, `iter_layer_specs`)"
     # A group spec only arises from a group list or a KVCacheGroupSpec in the same module.
     TRIGGERS = (("kv_cache_groups", "transfer_groups", "KVCacheGroupSpec"), ("isinstance(", "type("), ("Spec",))
@@ -345,15 +356,20 @@ class ContainerIsinstance(DominatedChecks, Rule):
             # The tree's models and grouping paths were read: a container some model builds, or nothing.
             function = self.flow.enclosing_function(node)
             selection = selection_at(node, subject_code, self.flow.parent, function)
-            built = built_containers(
-                compositions, self.context.project.census, self.hierarchy, checked, exact, selection
-            )
+            census = self.context.project.census
+            built = built_containers(compositions, census, self.hierarchy, checked, exact, selection)
+            if single_group_binding(subject_code, function):
+                # `spec` is None unless the config has one group: only a container that is the model's
+                # only group (the whole model in one container) reaches the check.
+                built = tuple(c for c in built if whole_model(c, census))
             if not built:
                 return
-            counterexample = built[0]  # defaults come first
+            counterexample = rank_witnesses(built, census)[0]
             key = (id(function), subject_code, ",".join(sorted(counterexample.layer_classes)))
             message = self._built_message(node, subject_code, provenance, checked, counterexample)
             severity = Severity.ERROR if counterexample.is_default else Severity.WARNING
+            if severity is Severity.ERROR:
+                message, severity = self._unmet(node, function, message)
         else:
             layer = self.containers.built_layer_class(checked, self.hierarchy, exact) if self.containers else None
             key = (id(self.flow.enclosing_function(node)), subject_code, layer or ",".join(sorted(checked)))
@@ -373,6 +389,22 @@ class ContainerIsinstance(DominatedChecks, Rule):
         if note:
             message = replace(message, remedy=f"{message.remedy}; {note}")
         self.report(node, message, fix=fix, severity=severity)
+
+    def _unmet(self, node, function, message: Message) -> tuple[Message, Severity]:
+        """A wrong answer no user meets as a defect (kvlint.analysis.deliberate) is a warning that says why."""
+        refusal = fail_closed(node, self.flow.parent, function)
+        why = (
+            self.FAIL_CLOSED.format(words=refusal)
+            if refusal
+            else self.BENCHMARK_ONLY.format(words=words)
+            if (words := benchmark_only(self.context.wrapper.module, node, self.flow.parent))
+            else None
+        )
+        if why is None:
+            return message, Severity.ERROR
+        return replace(message, detail=f"{message.detail}; {why}", statement=f"{message.statement}; {why}"), (
+            Severity.WARNING
+        )
 
     def _built_message(self, node, subject: str, provenance, checked: frozenset[str], built) -> Message:
         check = " ".join(self.code_of(node).split())

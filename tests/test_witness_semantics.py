@@ -165,3 +165,126 @@ def test_without_the_coordinator_check_the_same_predicate_is_an_error(tmp_path):
     analysis = analyse(_predicate_tree(tmp_path, None))
     kv105 = next(f for f in sizing_findings(analysis, all_rules()) if f.code == "KV105")
     assert kv105.severity is Severity.ERROR
+
+
+# -- the kinds a check's or a site's value serves, and checks no user meets as a defect (kvlint.analysis) --
+
+import libcst as cst  # noqa: E402
+
+from kvlint.analysis.cst_walk import parent_map, preorder  # noqa: E402
+from kvlint.analysis.deliberate import benchmark_only, fail_closed  # noqa: E402
+from kvlint.analysis.value_uses import index_tests, single_group_binding, use_test  # noqa: E402
+
+
+def _parsed(source: str):
+    module = cst.parse_module(source)
+    parents = parent_map(module)
+    return module, parents.get
+
+
+def _first(module, kind, test=lambda n: True):
+    return next(n for n in preorder(module) if isinstance(n, kind) and test(n))
+
+
+def _isinstance_call(module):
+    return _first(module, cst.Call, lambda n: isinstance(n.func, cst.Name) and n.func.value == "isinstance")
+
+
+FAIL_CLOSED = '''
+def spec_certifiable(spec):
+    """Conservative static mirror of the per-layer checks."""
+    if not isinstance(spec, AttentionSpec):
+        return False
+    return True
+'''
+
+
+def test_a_conservative_refusal_is_a_deliberate_fail_closed_check():
+    module, parent = _parsed(FAIL_CLOSED)
+    words = fail_closed(_isinstance_call(module), parent, _first(module, cst.FunctionDef))
+    assert words == "Conservative static mirror of the per-layer checks."
+
+
+def test_a_check_that_lets_a_container_through_is_not_fail_closed():
+    source = FAIL_CLOSED.replace("if not isinstance", "if isinstance")
+    module, parent = _parsed(source)
+    assert fail_closed(_isinstance_call(module), parent, _first(module, cst.FunctionDef)) is None
+
+
+def test_a_refusal_the_code_does_not_call_deliberate_is_not_fail_closed():
+    source = FAIL_CLOSED.replace("Conservative static mirror", "Mirror")
+    module, parent = _parsed(source)
+    assert fail_closed(_isinstance_call(module), parent, _first(module, cst.FunctionDef)) is None
+
+
+def test_a_module_that_exists_for_benchmarks_says_so_in_its_docstring():
+    source = '"""DecodeBenchConnector: fills the KV cache with dummy values.\n\nUse it for benchmarking."""\n'
+    source += "def fill(spec):\n    return isinstance(spec, AttentionSpec)\n"
+    module, parent = _parsed(source)
+    assert benchmark_only(module, _isinstance_call(module), parent) == "Use it for benchmarking."
+    plain, plain_parent = _parsed(source.replace("for benchmarking", "in production"))
+    assert benchmark_only(plain, _isinstance_call(plain), plain_parent) is None
+
+
+def test_a_single_group_binding_is_none_with_several_groups():
+    source = (
+        "def f(kv_cache_config):\n"
+        "    single = kv_cache_config.kv_cache_groups[0].kv_cache_spec if len(kv_cache_config.kv_cache_groups) == 1"
+        " else None\n"
+        "    return isinstance(single, FullAttentionSpec)\n"
+    )
+    module, _ = _parsed(source)
+    function = _first(module, cst.FunctionDef)
+    assert single_group_binding("single", function)
+    other, _ = _parsed(source.replace("== 1", ">= 1"))
+    assert not single_group_binding("single", _first(other, cst.FunctionDef))
+
+
+def test_a_group_index_an_isinstance_test_chose_narrows_the_kinds():
+    source = (
+        "def f(self, groups, dcp):\n"
+        "    self.fa_gidx = -1\n"
+        "    for i, g in enumerate(groups):\n"
+        "        if isinstance(g.kv_cache_spec, FullAttentionSpec):\n"
+        "            self.fa_gidx = i\n"
+        "    return groups[self.fa_gidx].kv_cache_spec.block_size * dcp\n"
+    )
+    module, _ = _parsed(source)
+    spec = _first(
+        module, cst.Attribute, lambda n: n.attr.value == "kv_cache_spec" and isinstance(n.value, cst.Subscript)
+    )
+    tests = index_tests(spec, _first(module, cst.FunctionDef))
+    assert [cst.Module([]).code_for_node(t) for t in tests] == ["isinstance(g.kv_cache_spec, FullAttentionSpec)"]
+    chosen_otherwise, _ = _parsed(
+        source.replace("self.fa_gidx = i", "self.fa_gidx = pick(i)").replace(
+            "            self.fa_gidx = pick(i)", "            pass\n    self.fa_gidx = pick(0)"
+        )
+    )
+    spec = _first(
+        chosen_otherwise,
+        cst.Attribute,
+        lambda n: n.attr.value == "kv_cache_spec" and isinstance(n.value, cst.Subscript),
+    )
+    assert index_tests(spec, _first(chosen_otherwise, cst.FunctionDef)) == []
+
+
+def test_a_value_only_some_branches_read_serves_only_their_kinds():
+    source = (
+        "def f(groups, dcp):\n"
+        "    for g in groups:\n"
+        "        spec = g.kv_cache_spec\n"
+        "        block_size = spec.block_size * dcp\n"
+        "        if isinstance(spec, MambaSpec):\n"
+        "            target += 2\n"
+        "        elif isinstance(spec, SlidingWindowSpec):\n"
+        "            target += spec.sliding_window // block_size\n"
+    )
+    module, parent = _parsed(source)
+    product = _first(module, cst.BinaryOperation, lambda n: isinstance(n.operator, cst.Multiply))
+    test = use_test(product, parent)
+    assert (
+        cst.Module([]).code_for_node(test) == "not isinstance(spec, MambaSpec) and isinstance(spec, SlidingWindowSpec)"
+    )
+    read_after, parent_after = _parsed(source + "        use(block_size)\n")
+    product = _first(read_after, cst.BinaryOperation, lambda n: isinstance(n.operator, cst.Multiply))
+    assert use_test(product, parent_after) is None

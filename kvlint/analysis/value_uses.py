@@ -140,3 +140,28 @@ def _any_of(tests: list[cst.BaseExpression]) -> cst.BaseExpression:
 def _never() -> cst.BaseExpression:
     """A test no kind passes: the value is read in no branch."""
     return cst.Comparison(cst.Integer("0"), [cst.ComparisonTarget(cst.Equal(), cst.Integer("1"))])
+
+
+def single_group_binding(subject: str, function: cst.CSTNode | None) -> bool:
+    """`subject = groups[0].kv_cache_spec if len(groups) == 1 else None` (its only binding in the function):
+    the spec of a config's only group, None with several groups."""
+    if function is None:
+        return False
+    values = [value for node in preorder(function) for target, value in _assignments(node) if target == subject]
+    if len(values) != 1 or not isinstance(values[0], cst.IfExp):
+        return False
+    choice = values[0]
+    test = choice.test
+    return (
+        isinstance(choice.orelse, cst.Name)
+        and choice.orelse.value == "None"
+        and isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Equal)
+        and isinstance(test.comparisons[0].comparator, cst.Integer)
+        and test.comparisons[0].comparator.value == "1"
+        and isinstance(test.left, cst.Call)
+        and isinstance(test.left.func, cst.Name)
+        and test.left.func.value == "len"
+        and (dotted(test.left.args[0].value) or "").endswith("kv_cache_groups")
+    )
