@@ -68,7 +68,6 @@ import libcst as cst
 
 from kvlint import Example, Message, Rule, Severity
 from kvlint.analysis.consumers import unconsumed_divergence
-from kvlint.analysis.deliberate import benchmark_only, fail_closed
 from kvlint.analysis.layer_selection import built_containers, rank_witnesses, selection_at, whole_model
 from kvlint.analysis.provenance import Kind, dotted
 from kvlint.analysis.scaling import class_names
@@ -80,6 +79,7 @@ from kvlint.rules._container_remedy import (
     class_level_message,
     gated_scaling,
     remedy,
+    unmet_defect,
 )
 from kvlint.rules._kv101_examples import CENSUS_VALID_EXAMPLES, UNWRAP_EXAMPLES
 from kvlint.rules._resolver_call import resolver_call_fix
@@ -119,9 +119,6 @@ class ContainerIsinstance(DominatedChecks, Rule):
         "each layer answers True: {model}{setting} has its {layers} layers put in one container by `{path}` "
         "({where}); `{subject}` is {reason}, unflattened here: such a group takes the other branch"
     )
-    # Why a proven container is still a warning: no user meets the wrong answer as a defect.
-    FAIL_CLOSED = "a warning, not an error: the check refuses what it cannot vouch for on purpose (“{words}”)"
-    BENCHMARK_ONLY = "a warning, not an error: the code exists for benchmarks only (“{words}”)"
     FIX_TITLE = "Test every layer with the tree's unwrapping idiom (`is_full_attention_spec`, `iter_layer_specs`)"
     # A group spec only arises from a group list or a KVCacheGroupSpec in the same module.
     TRIGGERS = (("kv_cache_groups", "transfer_groups", "KVCacheGroupSpec"), ("isinstance(", "type("), ("Spec",))
@@ -369,7 +366,7 @@ class ContainerIsinstance(DominatedChecks, Rule):
             message = self._built_message(node, subject_code, provenance, checked, counterexample)
             severity = Severity.ERROR if counterexample.is_default else Severity.WARNING
             if severity is Severity.ERROR:
-                message, severity = self._unmet(node, function, message)
+                message, severity = unmet_defect(self, node, function, message)
         else:
             layer = self.containers.built_layer_class(checked, self.hierarchy, exact) if self.containers else None
             key = (id(self.flow.enclosing_function(node)), subject_code, layer or ",".join(sorted(checked)))
@@ -389,22 +386,6 @@ class ContainerIsinstance(DominatedChecks, Rule):
         if note:
             message = replace(message, remedy=f"{message.remedy}; {note}")
         self.report(node, message, fix=fix, severity=severity)
-
-    def _unmet(self, node, function, message: Message) -> tuple[Message, Severity]:
-        """A wrong answer no user meets as a defect (kvlint.analysis.deliberate) is a warning that says why."""
-        refusal = fail_closed(node, self.flow.parent, function)
-        why = (
-            self.FAIL_CLOSED.format(words=refusal)
-            if refusal
-            else self.BENCHMARK_ONLY.format(words=words)
-            if (words := benchmark_only(self.context.wrapper.module, node, self.flow.parent))
-            else None
-        )
-        if why is None:
-            return message, Severity.ERROR
-        return replace(message, detail=f"{message.detail}; {why}", statement=f"{message.statement}; {why}"), (
-            Severity.WARNING
-        )
 
     def _built_message(self, node, subject: str, provenance, checked: frozenset[str], built) -> Message:
         check = " ".join(self.code_of(node).split())

@@ -380,9 +380,8 @@ def build(kv_cache_config, parallel_config):
         function = self.flow.enclosing_function(node)
         # The resolver itself, or (without one) the scheduler's own path: the rule everything is compared with.
         own = {RESOLVER_NAME} | ({table.reference, SCHEDULER_REFERENCE} if table and not table.has_resolver else set())
-        classes = self.flow.enclosing_class_names(node) if function is not None else []
-        names = {function.name.value, *(f"{c}.{function.name.value}" for c in classes)} if function else set()
-        if names & own:
+        name = function.name.value if function is not None else None
+        if name and ({name} | {f"{c}.{name}" for c in self.flow.enclosing_class_names(node)}) & own:
             return  # the yardstick itself; where it disagrees with the scheduler, KV103 reports it
         unavailable = None
         if not project.has_resolver:
@@ -390,13 +389,8 @@ def build(kv_cache_config, parallel_config):
         elif scaling.spec is None or not isinstance(node, cst.BaseExpression):
             unavailable = f"no automatic fix for this shape: call `{RESOLVER_NAME}(spec, dcp)` by hand"
         spec = one_line(self.code_of(scaling.spec), 40) if scaling.spec is not None else None
-        by_name = remedy(
-            project.resolver_view,
-            table.reference if table else "",
-            spec,
-            one_line(self.code_of(scaling.dcp), 40),
-            allocator=table is not None and table.is_allocator,
-        )
+        dcp, allocator = one_line(self.code_of(scaling.dcp), 40), table is not None and table.is_allocator
+        by_name = remedy(project.resolver_view, table.reference if table else "", spec, dcp, allocator=allocator)
         self.report(
             node,
             describe(one_line(self.code_of(node)), verdict, by_name),
