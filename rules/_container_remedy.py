@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import libcst as cst
 
-from kvlint import Message
+from kvlint import Message, Severity
+from kvlint.analysis.deliberate import benchmark_only, fail_closed
 from kvlint.analysis.dominance import dominated, related_to
 from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, dcp_aliases
@@ -22,6 +23,23 @@ def remedy(functions, subject: str, checked: frozenset[str]) -> str:
     if "iter_layer_specs" in functions:
         return f"test its layers, `iter_layer_specs({subject})`, with `isinstance(layer, {classes})`"
     return f"test the layers of `{subject}.kv_cache_specs` when it is a {CONTAINER_CLASS}"
+
+
+# Why a proven container is still a warning: no user meets the wrong answer as a defect.
+FAIL_CLOSED = "a warning, not an error: the check refuses what it cannot vouch for on purpose (“{words}”)"
+BENCHMARK_ONLY = "a warning, not an error: the code exists for benchmarks only (“{words}”)"
+
+
+def unmet_defect(rule, node, function, message: Message) -> tuple[Message, Severity]:
+    """A wrong answer no user meets as a defect (kvlint.analysis.deliberate): a warning that says why."""
+    refusal = fail_closed(node, rule.flow.parent, function)
+    words = None if refusal else benchmark_only(rule.context.wrapper.module, node, rule.flow.parent)
+    why = FAIL_CLOSED.format(words=refusal) if refusal else BENCHMARK_ONLY.format(words=words) if words else None
+    if why is None:
+        return message, Severity.ERROR
+    return replace(message, detail=f"{message.detail}; {why}", statement=f"{message.statement}; {why}"), (
+        Severity.WARNING
+    )
 
 
 def built_by(composition) -> dict[str, str]:

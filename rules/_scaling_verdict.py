@@ -22,12 +22,15 @@ def severity_of(verdict: Verdict | None) -> Severity:
     return Severity.ERROR if verdict is not None and verdict.outcome == DIFFERS else Severity.WARNING
 
 
-def remedy(view: ResolverView, reference: str, spec: str | None, dcp: str) -> str:
-    """The fix by name, from the scan's one view of the resolver (TreeIndex.resolver_view)."""
+def remedy(view: ResolverView, reference: str, spec: str | None, dcp: str, allocator: bool = False) -> str:
+    """The fix by name, from the scan's one view of the resolver (TreeIndex.resolver_view). `allocator`: the
+    reference is the KV cache managers' allocation (a tree without the resolver)."""
     if view.source == "tree":
         return f"call `{RESOLVER_NAME}({spec or 'spec'}, {dcp})` instead"
     if view.source == "builtin":
         return f"call vLLM's `{RESOLVER_NAME}({spec or 'spec'}, {dcp})` (from `{view.module}`) instead"
+    if reference and allocator:
+        return f"this tree has no shared resolver: size it as the KV cache managers allocate (`{reference}`)"
     if reference:
         return f"this tree has no shared resolver: size it as the scheduler's `{reference}` does"
     return "this tree has no shared resolver to compare with or call"

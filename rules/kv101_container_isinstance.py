@@ -20,9 +20,15 @@ Which containers exist is read from the tree (kvlint.analysis.census.composition
 grouping paths. An error when a model builds by default a container whose every layer answers True (the
 message names model, path and line); a warning when only an opt-in setting does (named); else nothing. A
 spec-field test in the same `and` (`s.mamba_type in (…)`) or a layer flag the function picks layers by
-narrows the layers counted. Not reported: a worker-side answer no one consumes (analysis.consumers), a check
-no container reaches after an earlier one (its related location). Without a model registry, the classes the
-tree builds layers of stand in.
+narrows the layers counted; a name that holds the spec only when the config has one group (`spec = groups[0]
+.kv_cache_spec if len(groups) == 1 else None`) is reached only by a container that is the model's only group.
+The witness named is the composition most of the tree's models build by default, a model whose own module
+defines one of its layers first. A proven default is still a warning when no user meets it as a defect: a
+deliberate fail-closed check (the way a container takes refuses, and its docstring or comment says it is
+conservative, fails closed, refuses or rejects on purpose), or code whose module or class docstring says it
+exists for benchmarks (kvlint.analysis.deliberate); the message quotes the tree's words. Not reported: a
+worker-side answer no one consumes (analysis.consumers), a check no container reaches after an earlier one
+(its related location). Without a model registry, the classes the tree builds layers of stand in.
 
 ## Example
 ```python
@@ -62,9 +68,10 @@ import libcst as cst
 
 from kvlint import Example, Message, Rule, Severity
 from kvlint.analysis.consumers import unconsumed_divergence
-from kvlint.analysis.layer_selection import built_containers, selection_at
+from kvlint.analysis.layer_selection import built_containers, rank_witnesses, selection_at, whole_model
 from kvlint.analysis.provenance import Kind, dotted
 from kvlint.analysis.scaling import class_names
+from kvlint.analysis.value_uses import single_group_binding
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, sees_only_scheduler_config
 from kvlint.rules._container_remedy import (
     DominatedChecks,
@@ -72,6 +79,7 @@ from kvlint.rules._container_remedy import (
     class_level_message,
     gated_scaling,
     remedy,
+    unmet_defect,
 )
 from kvlint.rules._kv101_examples import CENSUS_VALID_EXAMPLES, UNWRAP_EXAMPLES
 from kvlint.rules._resolver_call import resolver_call_fix
@@ -345,15 +353,20 @@ class ContainerIsinstance(DominatedChecks, Rule):
             # The tree's models and grouping paths were read: a container some model builds, or nothing.
             function = self.flow.enclosing_function(node)
             selection = selection_at(node, subject_code, self.flow.parent, function)
-            built = built_containers(
-                compositions, self.context.project.census, self.hierarchy, checked, exact, selection
-            )
+            census = self.context.project.census
+            built = built_containers(compositions, census, self.hierarchy, checked, exact, selection)
+            if single_group_binding(subject_code, function):
+                # `spec` is None unless the config has one group: only a container that is the model's
+                # only group (the whole model in one container) reaches the check.
+                built = tuple(c for c in built if whole_model(c, census))
             if not built:
                 return
-            counterexample = built[0]  # defaults come first
+            counterexample = rank_witnesses(built, census)[0]
             key = (id(function), subject_code, ",".join(sorted(counterexample.layer_classes)))
             message = self._built_message(node, subject_code, provenance, checked, counterexample)
             severity = Severity.ERROR if counterexample.is_default else Severity.WARNING
+            if severity is Severity.ERROR:
+                message, severity = unmet_defect(self, node, function, message)
         else:
             layer = self.containers.built_layer_class(checked, self.hierarchy, exact) if self.containers else None
             key = (id(self.flow.enclosing_function(node)), subject_code, layer or ",".join(sorted(checked)))

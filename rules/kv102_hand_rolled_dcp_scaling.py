@@ -47,7 +47,7 @@ import libcst as cst
 
 from kvlint import Example, Rule, Severity
 from kvlint.analysis.scaling import match_scaling
-from kvlint.analysis.vocabulary import RESOLVER_NAME, dcp_aliases
+from kvlint.analysis.vocabulary import RESOLVER_NAME, SCHEDULER_REFERENCE, dcp_aliases
 from kvlint.rules._resolver_call import FIX_TITLE as _FIX_TITLE
 from kvlint.rules._resolver_call import no_resolver_note, resolver_call_fix, verdict_for
 from kvlint.rules._scaling_verdict import describe, one_line, remedy, severity_of
@@ -379,18 +379,18 @@ def build(kv_cache_config, parallel_config):
         table = project.kind_table()
         function = self.flow.enclosing_function(node)
         # The resolver itself, or (without one) the scheduler's own path: the rule everything is compared with.
-        own = {RESOLVER_NAME} | ({table.reference} if table is not None and not table.has_resolver else set())
-        if function is not None and function.name.value in own:
-            return
+        own = {RESOLVER_NAME} | ({table.reference, SCHEDULER_REFERENCE} if table and not table.has_resolver else set())
+        name = function.name.value if function is not None else None
+        if name and ({name} | {f"{c}.{name}" for c in self.flow.enclosing_class_names(node)}) & own:
+            return  # the yardstick itself; where it disagrees with the scheduler, KV103 reports it
         unavailable = None
         if not project.has_resolver:
             unavailable = no_resolver_note(project.resolver_view)
         elif scaling.spec is None or not isinstance(node, cst.BaseExpression):
             unavailable = f"no automatic fix for this shape: call `{RESOLVER_NAME}(spec, dcp)` by hand"
         spec = one_line(self.code_of(scaling.spec), 40) if scaling.spec is not None else None
-        by_name = remedy(
-            project.resolver_view, table.reference if table else "", spec, one_line(self.code_of(scaling.dcp), 40)
-        )
+        dcp, allocator = one_line(self.code_of(scaling.dcp), 40), table is not None and table.is_allocator
+        by_name = remedy(project.resolver_view, table.reference if table else "", spec, dcp, allocator=allocator)
         self.report(
             node,
             describe(one_line(self.code_of(node)), verdict, by_name),

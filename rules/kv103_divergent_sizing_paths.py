@@ -16,6 +16,11 @@ indexer layers merged into one `UniformTypeKVCacheSpecs`) loses its DCP factor w
 vLLM 0.29.0, CPU offload, DCP=2, DSA model: `AssertionError: tokens_per_block=16 not divisible by
 tokens_per_hash=32`.
 
+A tree without the shared resolver (vLLM < 0.29) sizes what it allocates in the KV cache managers: the
+coordinator hands each manager a DCP size and the manager scales its block size by it. Every other path is
+compared with that allocation, and a manager that disagrees with `resolve_kv_cache_block_sizes` for a
+config of several groups is itself the finding (the message names what the coordinator hands it, and where).
+
 An error when the counterexample is a kind vLLM accepts under DCP; a warning when every disagreeing kind
 is one the tree itself rejects when DCP > 1 (the message says which assertion).
 
@@ -135,6 +140,12 @@ class DivergentSizingPaths(SizingReport, Rule):
             expected=divergence.expected_tokens,
             also=f"; also differs for {listing(divergence.also)}" if divergence.also else "",
         )
+        if divergence.handed_by is not None:
+            handed, where = divergence.handed_by
+            message += (
+                f" for a config of several groups: the coordinator hands each manager `{handed}` ({where}) and "
+                f"the manager scales its blocks by it, so vLLM allocates other blocks than its scheduler sizes"
+            )
         if divergence.rejected_under_dcp is not None:
             message += ONLY_REJECTED.format(reasons=divergence.rejected_under_dcp)
         headline = cls.HEADLINE.format(

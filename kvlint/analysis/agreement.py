@@ -5,7 +5,8 @@ applies is worked out from what decides it — an inline gate (`dcp if isinstanc
 enclosing `if spec.dcp_sharded:` around `block_size *= dcp`, a factor set on an earlier line or by the
 callers (kvlint.analysis.dcp_factor) — and compared with the reference's factor. Kinds are narrowed first by
 what the function already established about the spec (`assert isinstance(spec, SlidingWindowSpec)`, an
-`if isinstance(spec, MambaSpec): return` above, the branch the site sits in). Containers count where the
+`if isinstance(spec, MambaSpec): return` above, the branch the site sits in), and by which kinds its value
+serves (kvlint.analysis.value_uses: a group index an `isinstance` test chose, a name only some branches read). Containers count where the
 spec may be one: a group's spec outside scheduler-only code (proven), or a spec of unknown origin
 (possible, never a counterexample on its own).
 
@@ -24,6 +25,7 @@ from kvlint.analysis.kind_tests import answer, tested_spec
 from kvlint.analysis.provenance import Kind, SpecFlow, dotted
 from kvlint.analysis.scaling import Scaling, is_dcp_size
 from kvlint.analysis.tree_index import TreeIndex
+from kvlint.analysis.value_uses import index_tests, use_test
 from kvlint.analysis.vocabulary import sees_only_scheduler_config
 
 DIFFERS = "differs"  # a kind that reaches the site, that vLLM accepts under DCP, gets another factor
@@ -193,6 +195,11 @@ def _context(scaling: Scaling, flow: SpecFlow, aliases) -> _Context:
             elif about_spec(test):
                 narrowing.append(condition)
         child, current = current, flow.parent(current)
+    # The kinds the site's value serves: a group index an isinstance test chose, a name only some branches read.
+    narrowing.extend(index_tests(scaling.spec, flow.enclosing_function(scaling.node)))
+    used = use_test(scaling.node, flow.parent)
+    if used is not None:
+        narrowing.append(used)
     return _Context(tuple(gates), 1 if scaling.gate is not None else 0, tuple(narrowing))
 
 

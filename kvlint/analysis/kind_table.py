@@ -49,6 +49,8 @@ class KindTable:
     # The rule compared with, as a message names it: `resolve_dcp_kv_block_size` or the scheduler's path.
     reference: str
     has_resolver: bool
+    # `reference` is the KV cache managers' allocation (a tree without the resolver), not a sizing function.
+    is_allocator: bool = False
 
 
 def _flag(hierarchy: SpecHierarchy, layer: Layer | str) -> bool | None:
@@ -66,7 +68,11 @@ def table_from_sizing(
     (`static`, from kvlint.analysis.resolver) answers for the same kind."""
     resolver = next((p for p in analysis.paths if p.name == analysis.resolver and p.role == "resolver"), None)
     reference = next((p for p in analysis.paths if p.name == analysis.reference and p.role == "reference"), None)
+    # Without the resolver, what the managers allocate is the yardstick (kvlint.analysis.sizing.allocator).
+    allocator = next((p for p in analysis.paths if p.name == analysis.allocator and p.role == "allocator"), None)
     factors = resolver.factors("group") if resolver is not None else None
+    if factors is None and allocator is not None:
+        factors, reference = allocator.factors("scheduler"), allocator
     if factors is None and reference is not None:
         factors = reference.factors("scheduler")
     if not factors or len(factors) != len(analysis.kinds):
@@ -93,7 +99,7 @@ def table_from_sizing(
             )
         )
     name = RESOLVER_NAME if resolver is not None else (reference.name.split(":")[-1] if reference else "")
-    return KindTable(tuple(rows), name, resolver is not None)
+    return KindTable(tuple(rows), name, resolver is not None, allocator is not None)
 
 
 def table_from_hierarchy(

@@ -13,6 +13,7 @@ Two shapes narrow a check to some layers:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from os.path import commonprefix
 
 import libcst as cst
 
@@ -129,3 +130,40 @@ def _selected(census: Census | None, layer_name: str, selection: LayerSelection)
         if value is not None and set(value.split("|")) <= _FALSY:
             return False
     return True
+
+
+def whole_model(composition: ContainerComposition, census: Census | None) -> bool:
+    """Whether the container holds every layer with a KV cache one checkpoint of its model builds: then it is
+    the model's only group (a bucketing path's containers are several groups, never the only one)."""
+    if census is None:
+        return False
+    model = next((m for m in census.models if m.name == composition.model), None)
+    if model is None:
+        return False
+    cached = {layer.name for layer in census.layers}
+    return any(composition.layer_classes == (alternative & cached) for alternative in model.alternatives)
+
+
+def rank_witnesses(
+    compositions: tuple[ContainerComposition, ...], census: Census | None
+) -> tuple[ContainerComposition, ...]:
+    """The witnesses to name, best first: by default before opt-in before possible; then the layers most of the
+    tree's models put in one container (the way most users meet it); then a model whose module lies nearest a
+    module defining one of those layers (the model the layers were written for, not one that borrows them)."""
+    sharing: dict[frozenset[str], int] = {}
+    for composition in compositions:
+        sharing[composition.layer_classes] = sharing.get(composition.layer_classes, 0) + 1
+
+    def nearness(composition: ContainerComposition) -> int:
+        """How much of its path the model's module shares with the module defining one of the layers."""
+        if census is None:
+            return 0
+        model = next((m for m in census.models if m.name == composition.model), None)
+        homes = [census.layer(name).where.split(":")[0] for name in composition.layer_classes if census.layer(name)]
+        return max((len(commonprefix([model.module, home])) for home in homes), default=0) if model else 0
+
+    def order(composition: ContainerComposition) -> tuple:
+        possible = composition.setting.startswith("possible: ")
+        return (not composition.is_default, possible, -sharing[composition.layer_classes], -nearness(composition))
+
+    return tuple(sorted(compositions, key=order))

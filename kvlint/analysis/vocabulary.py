@@ -15,6 +15,7 @@ INTERFACE_MODULE = "vllm/v1/kv_cache_interface.py"  # the spec class hierarchy; 
 RESOLVER_NAME = "resolve_dcp_kv_block_size"  # the shared resolver (vLLM 0.29.0+)
 RESOLVER_HOME = "vllm/v1/core/kv_cache_utils.py"  # where upstream defines it; searched first, then the tree
 SCHEDULER_REFERENCE = "resolve_kv_cache_block_sizes"  # the scheduler's own sizing path
+MANAGER_FACTORY = "get_manager_for_kv_cache_spec"  # how the coordinator builds each group's KV cache manager
 SPEC_ROOT = "KVCacheSpec"
 ATTENTION_ROOT = "AttentionSpec"
 CONTAINER_CLASS = "UniformTypeKVCacheSpecs"

@@ -32,6 +32,9 @@ class PathDivergence:
     # "module:line" of a helper another module defines, itself a divergent predicate, that this path calls
     # and that differs for the same kind: the root cause (the path is its related location).
     root_cause: str | None = None
+    # A KV cache manager's own scaling (a tree without the shared resolver): what the coordinator hands it, as
+    # written, and "module.py:line" of that call.
+    handed_by: tuple[str, str] | None = None
 
     @property
     def column(self) -> None:

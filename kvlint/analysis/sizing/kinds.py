@@ -2,7 +2,8 @@
 
 Every concrete spec class of the tree's hierarchy, and the containers vLLM builds (a DSA group's MLA and
 indexer layers, one of full-attention layers, a mixed one), each with the reason vLLM rejects it under
-DCP when an assertion in the tree says so.
+DCP when an assertion in the tree says so: one of the spec's own methods, or the coordinator's check of
+every group's kind when DCP > 1.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from kvlint.analysis.ast_helpers import dotted
+from kvlint.analysis.sizing import sites
 from kvlint.analysis.sizing.evaluator import Evaluator
 from kvlint.analysis.sizing.frame import Frame
 from kvlint.analysis.sizing.program import Program
 from kvlint.analysis.sizing.values import Container, Layer, truth
-from kvlint.analysis.vocabulary import ATTENTION_ROOT, CONTAINER_CLASS
+from kvlint.analysis.vocabulary import ATTENTION_ROOT, CONTAINER_CLASS, is_dcp_name
 
 
 @dataclass(frozen=True)
@@ -39,13 +42,72 @@ def spec_kinds(program: Program, evaluator: Evaluator) -> tuple[SpecKind, ...]:
     hierarchy = program.hierarchy
     roots = {n for n, bases in hierarchy.bases.items() if not any(b in hierarchy.bases for b in bases)}
     abstract = roots | {ATTENTION_ROOT, CONTAINER_CLASS}
-    rejected = {cls: dcp_rejection(program, evaluator, cls) for cls in hierarchy.bases if cls not in abstract}
+    group_checks = coordinator_checks(program)
+    rejected = {
+        cls: dcp_rejection(program, evaluator, cls) or _refused_group(program, group_checks, cls)
+        for cls in hierarchy.bases
+        if cls not in abstract
+    }
     kinds = [SpecKind(cls, Layer(cls), rejected[cls]) for cls in hierarchy.bases if cls not in abstract]
     if CONTAINER_CLASS in hierarchy.bases:
         for label, layers in _containers(program):
             reasons = [rejected.get(layer.cls) for layer in layers if rejected.get(layer.cls)]
             kinds.append(SpecKind(f"{CONTAINER_CLASS}{label}", Container(layers), reasons[0] if reasons else None))
     return tuple(kinds)
+
+
+def coordinator_checks(program: Program) -> list[tuple[frozenset[str], str]]:
+    """The group kinds the coordinator admits under DCP: `if dcp_world_size > 1: for g in …kv_cache_groups:
+    assert isinstance(g.kv_cache_spec, (A, B))` — (the admitted classes, why), one per such assertion."""
+    checks = []
+    for module in program.modules.values():
+        for qualname, function, _ in sites.functions(module):
+            for branch in ast.walk(function):
+                if not (isinstance(branch, ast.If) and _dcp_above_one(branch.test, module)):
+                    continue
+                for loop in branch.body:
+                    if not (isinstance(loop, ast.For) and "kv_cache_groups" in ast.unparse(loop.iter)):
+                        continue
+                    for statement in loop.body:
+                        admitted = _admitted(statement, loop.target)
+                        if admitted:
+                            text = " ".join(ast.unparse(statement.test).split())  # type: ignore[attr-defined]
+                            checks.append((admitted, f"{qualname} asserts `{text}` for every group when DCP > 1"))
+    return checks
+
+
+def _dcp_above_one(test: ast.expr, module) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Gt, ast.NotEq))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == 1
+        and (dotted(test.left) or "").split(".")[-1] != ""
+        and is_dcp_name((dotted(test.left) or "").split(".")[-1], module.dcp_aliases)
+    )
+
+
+def _admitted(statement: ast.stmt, target: ast.expr) -> frozenset[str]:
+    """`assert isinstance(<loop var>.kv_cache_spec, (A, B))`: {A, B}; else empty."""
+    if not isinstance(statement, ast.Assert) or not isinstance(statement.test, ast.Call):
+        return frozenset()
+    call = statement.test
+    if not (isinstance(call.func, ast.Name) and call.func.id == "isinstance" and len(call.args) == 2):
+        return frozenset()
+    subject = dotted(call.args[0]) or ""
+    if not (isinstance(target, ast.Name) and subject == f"{target.id}.kv_cache_spec"):
+        return frozenset()
+    classes = call.args[1].elts if isinstance(call.args[1], ast.Tuple) else [call.args[1]]
+    return frozenset(dotted(c) or "" for c in classes) - {""}
+
+
+def _refused_group(program: Program, checks, cls: str) -> str | None:
+    """Why the coordinator refuses a group of this class under DCP (its spec, as the scheduler sees it)."""
+    for admitted, why in checks:
+        if not any(program.hierarchy.is_subclass(cls, a) for a in admitted):
+            return why
+    return None
 
 
 def _containers(program: Program) -> list[tuple[str, tuple[Layer, ...]]]:

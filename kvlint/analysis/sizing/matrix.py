@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.sizing import sites
+from kvlint.analysis.sizing.allocator import Allocation, read_allocation
 from kvlint.analysis.sizing.divergences import Divergence, FirstLayerPick, PathDivergence, PredicateDivergence
 from kvlint.analysis.sizing.evaluator import Evaluator
 from kvlint.analysis.sizing.kinds import spec_kinds
@@ -201,8 +202,21 @@ class _Analyser:
         self.resolver_remedy = RESOLVER_NAME if resolver is not None else None
 
         divergences: list[Divergence] = []
+        # Without the shared resolver, what the managers allocate is what every other path must match; a
+        # manager that disagrees with the scheduler's own path is the defect (kvlint.analysis.sizing.allocator).
+        allocation = read_allocation(self.program, self.evaluator, self.kinds) if resolver is None else None
+        allocator = _allocator_column(allocation) if allocation is not None and scheduler is not None else None
+        if allocator is not None:
+            columns.insert(1, allocator)
+            # Against the scheduler's view of several groups: one group alone spans what the managers give it.
+            several = dataclasses.replace(scheduler, views=tuple(v for v in scheduler.views if v[0] == "scheduler"))
+            found_here = self.divergent_path(allocation.manager, allocator, several)
+            if found_here is not None:
+                divergences.append(dataclasses.replace(found_here, handed_by=(allocation.handed, allocation.handed_at)))
+            path_columns = [(c, col) for c, col in path_columns if c.function is not allocation.manager.function]
+        yardstick = allocator or scheduler
         if scheduler is not None:
-            found = (self.divergent_path(c, column, scheduler) for c, column in path_columns if column is not reference)
+            found = (self.divergent_path(c, column, yardstick) for c, column in path_columns if column is not reference)
             divergences.extend(d for d in found if d is not None)
         if resolver is not None:
             truth_table = resolver.factors("group")
@@ -223,6 +237,7 @@ class _Analyser:
             divergences=tuple(divergences),
             reference=scheduler.name if scheduler is not None else None,
             resolver=resolver.name if resolver is not None else None,
+            allocator=allocator.name if allocator is not None else None,
             source=self.program.source,
         )
 
@@ -338,6 +353,18 @@ class _Analyser:
             if any(b == ATTENTION_ROOT or b in roots for b in bases.get(name, ())):
                 return name
         return cls
+
+
+def _allocator_column(allocation: Allocation) -> SizingPath:
+    manager = allocation.manager
+    return SizingPath(
+        manager.name,
+        manager.module.path,
+        manager.qualname,
+        manager.function.lineno,
+        "allocator",
+        (("scheduler", allocation.factors),),
+    )
 
 
 def _is_resolver(candidate: Candidate) -> bool:

@@ -16,7 +16,13 @@ from pathlib import Path
 from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.sizing.values import Layer
 from kvlint.analysis.tree_files import TreeFiles
-from kvlint.analysis.vocabulary import DCP_WORDS, DEFAULT_SCHEDULER_ONLY_PATHS, INTERFACE_MODULE, dcp_aliases
+from kvlint.analysis.vocabulary import (
+    DCP_WORDS,
+    DEFAULT_SCHEDULER_ONLY_PATHS,
+    INTERFACE_MODULE,
+    MANAGER_FACTORY,
+    dcp_aliases,
+)
 
 # A function taking a spec and a DCP size: a helper that may decide the DCP factor itself.
 _HELPER_SIGNATURE = re.compile(r"def \w+\([^)]*spec\b[^)]*\bdcp\w*", re.IGNORECASE)
@@ -146,6 +152,12 @@ def helper_signature(text: str) -> bool:
     return _HELPER_SIGNATURE.search(text) is not None
 
 
+def _decides_allocation(text: str) -> bool:
+    """Builds the KV cache managers (the allocation, kvlint.analysis.sizing.allocator) or checks every group's
+    kind under DCP (a refusal, kvlint.analysis.sizing.kinds)."""
+    return MANAGER_FACTORY in text or ("assert isinstance(" in text and ".kv_cache_spec" in text)
+
+
 def _mentions_dcp(text: str) -> bool:
     return any(word in text for word in DCP_WORDS)
 
@@ -183,7 +195,11 @@ def read_program(
         if relative == INTERFACE_MODULE:
             selected[relative] = text
         elif _mentions_dcp(text):
-            if ("block_size" in text and _sizes_near_dcp(text)) or _HELPER_SIGNATURE.search(text):
+            if (
+                ("block_size" in text and _sizes_near_dcp(text))
+                or _HELPER_SIGNATURE.search(text)
+                or _decides_allocation(text)
+            ):
                 selected[relative] = text
             else:
                 maybe_callers[relative] = text

@@ -21,7 +21,7 @@ class SizingPath:
     module_path: str
     qualname: str
     line: int
-    role: str  # reference | resolver | predicate | scheduler | worker | both
+    role: str  # reference | resolver | allocator | predicate | scheduler | worker | both
     # Per view ("group" = container as given, "scheduler" = flattened, "single-group"): one factor per kind.
     views: tuple[tuple[str, tuple[str, ...]], ...]
 
@@ -49,6 +49,8 @@ class SizingAnalysis:
     divergences: tuple[Divergence, ...]
     reference: str | None  # the scheduler's path name
     resolver: str | None
+    # Without the shared resolver (vLLM < 0.29): the managers' allocation every other path is compared with.
+    allocator: str | None = None
     source: str = ""
     dcp: int = DCP
     block_size: int = BLOCK_SIZE
@@ -74,6 +76,8 @@ class SizingAnalysis:
             return None
         if path.role == "predicate":
             return next((p for p in self.paths if p.name == self.resolver), None)
+        if self.allocator is not None and path.role != "allocator":
+            return next((p for p in self.paths if p.name == self.allocator and p.role == "allocator"), None)
         found = next((p for p in self.paths if p.name == self.reference and p.role == "reference"), None)
         if found is None and self.reference == self.resolver:
             found = next((p for p in self.paths if p.name == self.resolver), None)

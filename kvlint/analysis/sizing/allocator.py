@@ -1,0 +1,126 @@
+"""What the KV cache managers allocate: the yardstick of a tree without the shared resolver (vLLM < 0.29).
+
+Before `resolve_dcp_kv_block_size` existed, what a group's block spans was decided by its manager, not by
+the scheduler's `resolve_kv_cache_block_sizes`: the coordinator hands each group's manager a DCP size (the
+`dcp_world_size=` of its call to the manager factory — vLLM 0.27.1 hands every manager the plain size,
+0.29.0 a per-kind helper's answer), and the manager scales its block size by what it is handed (`if
+dcp_world_size > 1: self.block_size *= dcp_world_size`). Both are evaluated per kind with the tree's own
+code (the scheduler's view: the coordinator sees flattened groups). Code that agrees with the managers
+sizes what vLLM allocates; a manager that disagrees with `resolve_kv_cache_block_sizes` is the defect.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from kvlint.analysis.ast_helpers import dotted
+from kvlint.analysis.sizing import sites
+from kvlint.analysis.sizing.evaluator import Evaluator
+from kvlint.analysis.sizing.kinds import SpecKind
+from kvlint.analysis.sizing.program import Module, Program
+from kvlint.analysis.sizing.sites import Candidate
+from kvlint.analysis.sizing.values import Opaque, join, known_number
+from kvlint.analysis.vocabulary import MANAGER_FACTORY, is_dcp_name
+
+_HANDED = "dcp_world_size"  # the keyword the coordinator hands a manager its DCP size by
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """The managers' factor per kind, and where it is decided."""
+
+    manager: Candidate  # the manager constructor that scales its block size
+    handed_at: str  # "module.py:line" of the coordinator's call that hands the DCP size
+    handed: str  # what it hands, as written (`dcp_world_size`, `dcp_world_size_for_kv_cache_spec(…)`)
+    factors: tuple[str, ...]  # per kind: "dcp", "1" or "?"
+
+
+def read_allocation(program: Program, evaluator: Evaluator, kinds: tuple[SpecKind, ...]) -> Allocation | None:
+    """The allocation of the tree's managers; None when its code does not show both steps."""
+    handing = _handing(program)
+    manager = _manager(program)
+    if handing is None or manager is None:
+        return None
+    module, candidate, value = handing
+    factors = []
+    for kind in kinds:
+        spec = kind.flattened()
+        handed, _ = _recorded(evaluator, candidate, spec, value)
+        factors.append(_allocated(evaluator, manager, spec, handed))
+    where = f"{module.path.rsplit('/', 1)[-1]}:{value.lineno}"
+    return Allocation(manager, where, " ".join(ast.unparse(value).split()), tuple(factors))
+
+
+def _handing(program: Program) -> tuple[Module, Candidate, ast.expr] | None:
+    """The coordinator's call of the manager factory with the DCP size it hands (upstream's core first)."""
+    found = []
+    for module in program.modules.values():
+        for qualname, function, classes in sites.functions(module):
+            for node in ast.walk(function):
+                if not (isinstance(node, ast.Call) and _called(node) == MANAGER_FACTORY):
+                    continue
+                for keyword in node.keywords:
+                    if keyword.arg == _HANDED:
+                        candidate = Candidate(module, qualname, function, classes, set(), {})
+                        found.append((module, candidate, keyword.value))
+    found.sort(key=lambda f: (not f[0].path.startswith("vllm/v1/core/"), f[0].path, f[2].lineno))
+    return found[0] if found else None
+
+
+def _manager(program: Program) -> Candidate | None:
+    """The constructor, in the module that defines the manager factory, that scales the manager's own block
+    size by its DCP parameter (`self.block_size *= dcp_world_size`)."""
+    for module in program.modules.values():
+        if f"def {MANAGER_FACTORY}(" not in module.text:
+            continue
+        for qualname, function, classes in sites.functions(module):
+            if function.name != "__init__":
+                continue
+            params = {a.arg for a in [*function.args.args, *function.args.kwonlyargs]}
+            for node in ast.walk(function):
+                if (
+                    isinstance(node, ast.AugAssign)
+                    and isinstance(node.op, ast.Mult)
+                    and dotted(node.target) == "self.block_size"
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in params
+                    and is_dcp_name(node.value.id, module.dcp_aliases)
+                ):
+                    return Candidate(module, qualname, function, classes, set(), {id(node): node})
+    return None
+
+
+def _called(call: ast.Call) -> str | None:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _recorded(evaluator: Evaluator, candidate: Candidate, spec, node: ast.AST):
+    receiver = Opaque("self") if candidate.classes else None
+    _, frame = evaluator.call(
+        candidate.module, candidate.function, [], {}, receiver=receiver, group_spec=spec, sites={id(node): node}
+    )
+    values = frame.recorded.get(id(node), [])
+    return (join(values) if values else None), frame
+
+
+def _allocated(evaluator: Evaluator, manager: Candidate, spec, handed) -> str:
+    """The manager's factor when handed `handed`: its scaling site's value, or no scaling where its own test
+    (`if dcp_world_size > 1`) keeps the site from running."""
+    if not known_number(handed):
+        return "?"
+    parameter = next(iter(manager.sites.values())).value.id  # type: ignore[attr-defined]
+    _, frame = evaluator.call(
+        manager.module,
+        manager.function,
+        [],
+        {parameter: handed, "kv_cache_spec": spec},
+        receiver=Opaque("self"),
+        group_spec=spec,
+        sites=manager.sites,
+    )
+    ran = any(frame.recorded.get(k) for k in manager.sites)
+    if not ran or handed == 1:
+        return "1" if handed == 1 or not ran else "?"
+    return "dcp" if handed == evaluator.dcp else "?"

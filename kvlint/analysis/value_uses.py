@@ -1,0 +1,167 @@
+"""Which kinds of group spec a hand-written sizing site really serves, read from the code around it.
+
+Two shapes keep kinds from a site's value even though the site itself runs for them:
+- the group is picked by an index an earlier `isinstance` test chose (`for i, g in enumerate(groups): if
+  isinstance(g.kv_cache_spec, FullAttentionSpec): self.fa_gidx = i` … `groups[self.fa_gidx].kv_cache_spec
+  .block_size * dcp`): only kinds that pass the test are sized there;
+- the value is assigned to a name that only some branches of the `if`/`elif` chain right after read
+  (`block_size = spec.block_size * dcp; if isinstance(spec, MambaSpec): n += 2 elif …: use(block_size)`):
+  a kind whose branch never reads it gets no wrong size from it.
+
+Each answer is a test (a libcst expression kvlint.analysis.kind_tests can answer per kind) that holds for
+every kind the site serves.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from kvlint.analysis.cst_walk import preorder
+from kvlint.analysis.provenance import dotted
+
+
+def index_tests(spec: cst.BaseExpression | None, function: cst.CSTNode | None) -> list[cst.BaseExpression]:
+    """`groups[I].kv_cache_spec` where every non-constant assignment of `I` in the function sits under an
+    `isinstance(<loop group>.kv_cache_spec, C)` test: that test."""
+    if function is None or not isinstance(spec, cst.Attribute) or not isinstance(spec.value, cst.Subscript):
+        return []
+    elements = spec.value.slice
+    if len(elements) != 1 or not isinstance(elements[0].slice, cst.Index):
+        return []
+    index = dotted(elements[0].slice.value)
+    if not index:
+        return []
+    tests: list[cst.BaseExpression] = []
+    for node in preorder(function):
+        for target, value in _assignments(node):
+            if target != index or _constant(value):
+                continue  # a sentinel (`-1`) is no group index
+            test = _guard(node, function)
+            if test is None:
+                return []  # chosen some other way: every kind may reach the site
+            tests.append(test)
+    return [_any_of(tests)] if tests else []
+
+
+def _guard(statement: cst.CSTNode, function: cst.CSTNode) -> cst.BaseExpression | None:
+    """The group `isinstance` test whose body holds `statement`, if any."""
+    for node in preorder(function):
+        if isinstance(node, cst.If) and _is_group_isinstance(node.test):
+            if any(inner is statement for inner in preorder(node.body)):
+                return node.test
+    return None
+
+
+def use_test(node: cst.CSTNode, parent) -> cst.BaseExpression | None:
+    """The site is the value of `name = <site>`, read only in some branches of the `if`/`elif` chain that
+    follows it (and nowhere after the chain): the test that a kind takes one of those branches."""
+    assign = parent(node)
+    if not isinstance(assign, cst.Assign) or assign.value is not node or len(assign.targets) != 1:
+        return None
+    target = assign.targets[0].target
+    if not isinstance(target, cst.Name):
+        return None
+    line = parent(assign)
+    block = parent(line) if isinstance(line, cst.SimpleStatementLine) else None
+    if not isinstance(block, cst.IndentedBlock):
+        return None
+    body = list(block.body)
+    position = next((i for i, s in enumerate(body) if s is line), None)
+    if position is None or position + 1 >= len(body) or not isinstance(body[position + 1], cst.If):
+        return None
+    if any(_reads(s, target.value) for s in body[position + 2 :]):
+        return None
+    reading: list[cst.BaseExpression] = []
+    earlier: list[cst.BaseExpression] = []
+    branch: cst.If | cst.Else | None = body[position + 1]
+    while isinstance(branch, cst.If):
+        if _reads(branch.test, target.value):
+            return None
+        if _reads(branch.body, target.value):
+            reading.append(_all_of([*(_not(t) for t in earlier), branch.test]))
+        earlier.append(branch.test)
+        branch = branch.orelse
+    if isinstance(branch, cst.Else) and _reads(branch.body, target.value):
+        reading.append(_all_of([_not(t) for t in earlier]))
+    if not reading:
+        return _never()
+    return _any_of(reading)
+
+
+def _assignments(statement: cst.CSTNode):
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return
+    for small in statement.body:
+        if isinstance(small, cst.Assign):
+            for target in small.targets:
+                yield dotted(target.target), small.value
+        elif isinstance(small, cst.AnnAssign) and small.value is not None:
+            yield dotted(small.target), small.value
+
+
+def _constant(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Integer) or (
+        isinstance(value, cst.UnaryOperation) and isinstance(value.expression, cst.Integer)
+    )
+
+
+def _is_group_isinstance(test: cst.BaseExpression) -> bool:
+    return (
+        isinstance(test, cst.Call)
+        and isinstance(test.func, cst.Name)
+        and test.func.value == "isinstance"
+        and len(test.args) == 2
+        and (dotted(test.args[0].value) or "").endswith(".kv_cache_spec")
+    )
+
+
+def _reads(node: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(n, cst.Name) and n.value == name for n in preorder(node))
+
+
+def _not(test: cst.BaseExpression) -> cst.BaseExpression:
+    return cst.UnaryOperation(cst.Not(), test)
+
+
+def _all_of(tests: list[cst.BaseExpression]) -> cst.BaseExpression:
+    result = tests[0]
+    for test in tests[1:]:
+        result = cst.BooleanOperation(result, cst.And(), test)
+    return result
+
+
+def _any_of(tests: list[cst.BaseExpression]) -> cst.BaseExpression:
+    result = tests[0]
+    for test in tests[1:]:
+        result = cst.BooleanOperation(result, cst.Or(), test)
+    return result
+
+
+def _never() -> cst.BaseExpression:
+    """A test no kind passes: the value is read in no branch."""
+    return cst.Comparison(cst.Integer("0"), [cst.ComparisonTarget(cst.Equal(), cst.Integer("1"))])
+
+
+def single_group_binding(subject: str, function: cst.CSTNode | None) -> bool:
+    """`subject = groups[0].kv_cache_spec if len(groups) == 1 else None` (its only binding in the function):
+    the spec of a config's only group, None with several groups."""
+    if function is None:
+        return False
+    values = [value for node in preorder(function) for target, value in _assignments(node) if target == subject]
+    if len(values) != 1 or not isinstance(values[0], cst.IfExp):
+        return False
+    choice = values[0]
+    test = choice.test
+    return (
+        isinstance(choice.orelse, cst.Name)
+        and choice.orelse.value == "None"
+        and isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Equal)
+        and isinstance(test.comparisons[0].comparator, cst.Integer)
+        and test.comparisons[0].comparator.value == "1"
+        and isinstance(test.left, cst.Call)
+        and isinstance(test.left.func, cst.Name)
+        and test.left.func.value == "len"
+        and (dotted(test.left.args[0].value) or "").endswith("kv_cache_groups")
+    )

@@ -1,0 +1,290 @@
+"""What a sizing finding is measured against, and which counterexamples count (issue 26, items 3 and 4):
+the managers' allocation in a tree without the shared resolver; kinds the coordinator refuses under DCP;
+the kinds a site's value really serves. Miniature trees, one per behaviour."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kvlint.analysis.sizing.divergences import PathDivergence, PredicateDivergence
+from kvlint.engine.registry import all_rules
+from kvlint.rules._sizing_report import sizing_findings
+from kvlint.scan.config import Config
+from kvlint.scan.runner import scan
+from kvlint.types import Severity
+from tests.test_semantics import INTERFACE_029, KV_CACHE_UTILS, RESOLVER_029, analyse, make_tree
+
+COORDINATOR = "vllm/v1/core/kv_cache_coordinator.py"
+MANAGERS = "vllm/v1/core/single_type_kv_cache_manager.py"
+
+# vLLM 0.27.1's scheduler path: attention groups scaled, Mamba not, and no shared resolver.
+SCHEDULER_027 = """
+def resolve_kv_cache_block_sizes(kv_cache_config, vllm_config):
+    cache_config = vllm_config.cache_config
+    dcp = vllm_config.parallel_config.decode_context_parallel_size
+    groups = kv_cache_config.kv_cache_groups
+    if len(groups) <= 1:
+        bs = cache_config.block_size * dcp
+        return bs, bs
+    group_block_sizes = [
+        g.kv_cache_spec.block_size * dcp if isinstance(g.kv_cache_spec, AttentionSpec) else g.kv_cache_spec.block_size
+        for g in groups
+    ]
+    return max(group_block_sizes), min(group_block_sizes)
+"""
+
+# 0.27.1's coordinator hands every manager the DCP size; the manager scales its own block size by it.
+COORDINATOR_RAW = """
+class KVCacheCoordinator:
+    def __init__(self, kv_cache_config, dcp_world_size):
+        self.kv_cache_config = kv_cache_config
+        self.single_type_managers = tuple(
+            get_manager_for_kv_cache_spec(
+                kv_cache_spec=kv_cache_group.kv_cache_spec,
+                dcp_world_size=dcp_world_size,
+            )
+            for kv_cache_group in kv_cache_config.kv_cache_groups
+        )
+"""
+
+COORDINATOR_PER_KIND = COORDINATOR_RAW.replace(
+    "dcp_world_size=dcp_world_size,",
+    "dcp_world_size=dcp_world_size if isinstance(kv_cache_group.kv_cache_spec, AttentionSpec) else 1,",
+)
+
+MANAGER = """
+class SingleTypeKVCacheManager:
+    def __init__(self, kv_cache_spec, dcp_world_size):
+        self.block_size = kv_cache_spec.block_size
+        if dcp_world_size > 1:
+            self.block_size *= dcp_world_size
+
+
+def get_manager_for_kv_cache_spec(kv_cache_spec, **kwargs):
+    return SingleTypeKVCacheManager(kv_cache_spec, **kwargs)
+"""
+
+# A worker-side path that sizes every group as the managers allocate it (Mamba scaled too).
+RUNNER = """
+class GPUModelRunner:
+    def initialize_kv_cache(self, kv_cache_config):
+        return [g.kv_cache_spec.block_size * self.dcp_size for g in kv_cache_config.kv_cache_groups]
+"""
+RUNNER_PATH = "vllm/v1/worker/gpu/model_runner.py"
+
+
+def _tree_027(root: Path, coordinator: str = COORDINATOR_RAW) -> Path:
+    interface = INTERFACE_029.replace(
+        "def iter_layer_specs", "def unused_iter_layer_specs"
+    )  # 0.27.1 has no iter_layer_specs either
+    return make_tree(
+        root,
+        {
+            "vllm/v1/kv_cache_interface.py": interface,
+            KV_CACHE_UTILS: SCHEDULER_027,
+            COORDINATOR: coordinator,
+            MANAGERS: MANAGER,
+            RUNNER_PATH: RUNNER,
+        },
+    )
+
+
+def _findings(root: Path, path: str):
+    result = scan([root / path], Config(), None, [], jobs=1)
+    return [f for r in result.files for f in r.findings]
+
+
+def test_without_a_resolver_the_managers_allocation_is_the_yardstick(tmp_path):
+    analysis = analyse(_tree_027(tmp_path))
+    assert analysis.allocator == "vllm.v1.core.single_type_kv_cache_manager:SingleTypeKVCacheManager.__init__"
+    paths = {d.qualname: d for d in analysis.divergences if isinstance(d, PathDivergence)}
+    # The runner scales Mamba as the managers do: what vLLM allocates, no divergence.
+    assert "GPUModelRunner.initialize_kv_cache" not in paths
+    # The manager against the scheduler's path for several groups: the defect, with what it is handed.
+    manager = paths["SingleTypeKVCacheManager.__init__"]
+    assert manager.kind == "MambaSpec" and manager.tokens == "32" and manager.expected_tokens == "16"
+    assert manager.handed_by == ("dcp_world_size", "kv_cache_coordinator.py:7")
+    kv103 = next(f for f in sizing_findings(analysis, all_rules()) if f.qualname == "SingleTypeKVCacheManager.__init__")
+    assert kv103.severity is Severity.ERROR
+    assert "the coordinator hands each manager `dcp_world_size` (kv_cache_coordinator.py:7)" in kv103.message
+
+
+def test_hand_written_scaling_that_matches_the_managers_is_no_error(tmp_path):
+    root = _tree_027(tmp_path)
+    findings = [f for f in _findings(root, RUNNER_PATH) if f.code == "KV102"]
+    assert [f.severity for f in findings] == [Severity.WARNING]
+    assert "restates `SingleTypeKVCacheManager.__init__` by hand" in findings[0].message
+    assert "size it as the KV cache managers allocate" in findings[0].message
+
+
+def test_managers_that_agree_with_the_scheduler_leave_the_runner_the_divergence(tmp_path):
+    analysis = analyse(_tree_027(tmp_path, COORDINATOR_PER_KIND))
+    paths = {d.qualname: d for d in analysis.divergences if isinstance(d, PathDivergence)}
+    assert "SingleTypeKVCacheManager.__init__" not in paths
+    runner = paths["GPUModelRunner.initialize_kv_cache"]
+    assert runner.kind == "MambaSpec" and runner.tokens == "32" and runner.expected_tokens == "16"
+
+
+# 0.29.0's hybrid coordinator: under DCP every group must be full attention or Mamba.
+HYBRID_CHECK = """
+class HybridKVCacheCoordinator:
+    def __init__(self, kv_cache_config, dcp_world_size):
+        if dcp_world_size > 1:
+            for g in kv_cache_config.kv_cache_groups:
+                assert isinstance(g.kv_cache_spec, (FullAttentionSpec, MambaSpec)), "DCP: full and Mamba only"
+"""
+
+INTERFACE_WITH_CHUNKED = INTERFACE_029.replace(
+    "class MambaSpec(KVCacheSpec):",
+    "class ChunkedLocalAttentionSpec(AttentionSpec):\n    pass\n\nclass MambaSpec(KVCacheSpec):",
+)
+
+
+def _predicate_tree(root: Path, coordinator: str | None) -> Path:
+    files = {"vllm/v1/kv_cache_interface.py": INTERFACE_WITH_CHUNKED, KV_CACHE_UTILS: RESOLVER_029}
+    if coordinator is not None:
+        files[COORDINATOR] = coordinator
+    return make_tree(root, files)
+
+
+def test_kinds_the_coordinator_refuses_under_dcp_are_no_counterexample(tmp_path):
+    analysis = analyse(_predicate_tree(tmp_path, HYBRID_CHECK))
+    refused = {k.label: k.rejected_under_dcp for k in analysis.kinds}
+    assert refused["ChunkedLocalAttentionSpec"] == (
+        "HybridKVCacheCoordinator.__init__ asserts `isinstance(g.kv_cache_spec, (FullAttentionSpec, MambaSpec))` "
+        "for every group when DCP > 1"
+    )
+    assert refused["FullAttentionSpec"] is None and refused["MambaSpec"] is None
+    predicate = next(d for d in analysis.divergences if isinstance(d, PredicateDivergence))
+    assert predicate.rejected_under_dcp  # every kind it differs for is refused: a warning
+    kv105 = next(f for f in sizing_findings(analysis, all_rules()) if f.code == "KV105")
+    assert kv105.severity is Severity.WARNING
+
+
+def test_without_the_coordinator_check_the_same_predicate_is_an_error(tmp_path):
+    analysis = analyse(_predicate_tree(tmp_path, None))
+    kv105 = next(f for f in sizing_findings(analysis, all_rules()) if f.code == "KV105")
+    assert kv105.severity is Severity.ERROR
+
+
+# -- the kinds a check's or a site's value serves, and checks no user meets as a defect (kvlint.analysis) --
+
+import libcst as cst  # noqa: E402
+
+from kvlint.analysis.cst_walk import parent_map, preorder  # noqa: E402
+from kvlint.analysis.deliberate import benchmark_only, fail_closed  # noqa: E402
+from kvlint.analysis.value_uses import index_tests, single_group_binding, use_test  # noqa: E402
+
+
+def _parsed(source: str):
+    module = cst.parse_module(source)
+    parents = parent_map(module)
+    return module, parents.get
+
+
+def _first(module, kind, test=lambda n: True):
+    return next(n for n in preorder(module) if isinstance(n, kind) and test(n))
+
+
+def _isinstance_call(module):
+    return _first(module, cst.Call, lambda n: isinstance(n.func, cst.Name) and n.func.value == "isinstance")
+
+
+FAIL_CLOSED = '''
+def spec_certifiable(spec):
+    """Conservative static mirror of the per-layer checks."""
+    if not isinstance(spec, AttentionSpec):
+        return False
+    return True
+'''
+
+
+def test_a_conservative_refusal_is_a_deliberate_fail_closed_check():
+    module, parent = _parsed(FAIL_CLOSED)
+    words = fail_closed(_isinstance_call(module), parent, _first(module, cst.FunctionDef))
+    assert words == "Conservative static mirror of the per-layer checks."
+
+
+def test_a_check_that_lets_a_container_through_is_not_fail_closed():
+    source = FAIL_CLOSED.replace("if not isinstance", "if isinstance")
+    module, parent = _parsed(source)
+    assert fail_closed(_isinstance_call(module), parent, _first(module, cst.FunctionDef)) is None
+
+
+def test_a_refusal_the_code_does_not_call_deliberate_is_not_fail_closed():
+    source = FAIL_CLOSED.replace("Conservative static mirror", "Mirror")
+    module, parent = _parsed(source)
+    assert fail_closed(_isinstance_call(module), parent, _first(module, cst.FunctionDef)) is None
+
+
+def test_a_module_that_exists_for_benchmarks_says_so_in_its_docstring():
+    source = '"""DecodeBenchConnector: fills the KV cache with dummy values.\n\nUse it for benchmarking."""\n'
+    source += "def fill(spec):\n    return isinstance(spec, AttentionSpec)\n"
+    module, parent = _parsed(source)
+    assert benchmark_only(module, _isinstance_call(module), parent) == "Use it for benchmarking."
+    plain, plain_parent = _parsed(source.replace("for benchmarking", "in production"))
+    assert benchmark_only(plain, _isinstance_call(plain), plain_parent) is None
+
+
+def test_a_single_group_binding_is_none_with_several_groups():
+    source = (
+        "def f(kv_cache_config):\n"
+        "    single = kv_cache_config.kv_cache_groups[0].kv_cache_spec if len(kv_cache_config.kv_cache_groups) == 1"
+        " else None\n"
+        "    return isinstance(single, FullAttentionSpec)\n"
+    )
+    module, _ = _parsed(source)
+    function = _first(module, cst.FunctionDef)
+    assert single_group_binding("single", function)
+    other, _ = _parsed(source.replace("== 1", ">= 1"))
+    assert not single_group_binding("single", _first(other, cst.FunctionDef))
+
+
+def test_a_group_index_an_isinstance_test_chose_narrows_the_kinds():
+    source = (
+        "def f(self, groups, dcp):\n"
+        "    self.fa_gidx = -1\n"
+        "    for i, g in enumerate(groups):\n"
+        "        if isinstance(g.kv_cache_spec, FullAttentionSpec):\n"
+        "            self.fa_gidx = i\n"
+        "    return groups[self.fa_gidx].kv_cache_spec.block_size * dcp\n"
+    )
+    module, _ = _parsed(source)
+    spec = _first(
+        module, cst.Attribute, lambda n: n.attr.value == "kv_cache_spec" and isinstance(n.value, cst.Subscript)
+    )
+    tests = index_tests(spec, _first(module, cst.FunctionDef))
+    assert [cst.Module([]).code_for_node(t) for t in tests] == ["isinstance(g.kv_cache_spec, FullAttentionSpec)"]
+    chosen_otherwise, _ = _parsed(
+        source.replace("self.fa_gidx = i", "self.fa_gidx = pick(i)").replace(
+            "            self.fa_gidx = pick(i)", "            pass\n    self.fa_gidx = pick(0)"
+        )
+    )
+    spec = _first(
+        chosen_otherwise,
+        cst.Attribute,
+        lambda n: n.attr.value == "kv_cache_spec" and isinstance(n.value, cst.Subscript),
+    )
+    assert index_tests(spec, _first(chosen_otherwise, cst.FunctionDef)) == []
+
+
+def test_a_value_only_some_branches_read_serves_only_their_kinds():
+    source = (
+        "def f(groups, dcp):\n"
+        "    for g in groups:\n"
+        "        spec = g.kv_cache_spec\n"
+        "        block_size = spec.block_size * dcp\n"
+        "        if isinstance(spec, MambaSpec):\n"
+        "            target += 2\n"
+        "        elif isinstance(spec, SlidingWindowSpec):\n"
+        "            target += spec.sliding_window // block_size\n"
+    )
+    module, parent = _parsed(source)
+    product = _first(module, cst.BinaryOperation, lambda n: isinstance(n.operator, cst.Multiply))
+    test = use_test(product, parent)
+    assert (
+        cst.Module([]).code_for_node(test) == "not isinstance(spec, MambaSpec) and isinstance(spec, SlidingWindowSpec)"
+    )
+    read_after, parent_after = _parsed(source + "        use(block_size)\n")
+    product = _first(read_after, cst.BinaryOperation, lambda n: isinstance(n.operator, cst.Multiply))
+    assert use_test(product, parent_after) is None
