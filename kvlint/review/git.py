@@ -132,6 +132,32 @@ def resolve_commit(repo: Path, ref: str) -> str:
     return commit
 
 
+def unborn_head(repo: Path) -> bool:
+    """Whether HEAD names a branch with no commit yet (a repository before its first commit)."""
+    try:
+        git(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    except ReviewError:
+        try:
+            return bool(git(repo, "symbolic-ref", "--quiet", "HEAD").strip())
+        except ReviewError:
+            return False
+    return False
+
+
+def renamed_paths(repo: Path, old: str, new: str, environment: dict[str, str] | None = None) -> dict[str, str]:
+    """new path -> old path of each file git finds renamed from tree-ish `old` to `new` (`--find-renames`)."""
+    listing = git(
+        repo, "diff-tree", "-r", "-z", "--find-renames", "--diff-filter=R", "--name-status", old, new,
+        environment=environment,
+    )  # fmt: skip
+    fields = listing.split(b"\0")
+    renames: dict[str, str] = {}
+    for position in range(0, len(fields) - 2, 3):  # R<score>, old path, new path
+        if fields[position].startswith(b"R"):
+            renames[decoded_path(fields[position + 2])] = decoded_path(fields[position + 1])
+    return renames
+
+
 def merge_base(repo: Path, base_commit: str, head_commit: str) -> str:
     """Where the pull request branched off: GitHub diffs a pull request against it (`base...head`)."""
     try:
