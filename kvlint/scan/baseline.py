@@ -2,12 +2,13 @@
 
 `kvlint check --baseline-commit REF` (semgrep's option and meaning) reports only the root causes REF does
 not have. A finding is matched by what it is, never by its line: its rule, its file (followed through a
-rename), the qualified name of the function it lies in, and the code it flags as Python's tokens (comments,
-line breaks, indentation and string statements such as docstrings left out), with each of its related
-locations the same way. So a function moved within its file keeps its finding old, and so does a comment or
-docstring edited anywhere; a change to the flagged code, or a new finding folded into an old root cause,
-makes the root cause new. Equal identities are matched as many times as REF has them: a file that now holds
-one defect twice reports the second.
+rename), the qualified name of the function it lies in, the code it flags as its syntax tree (else its
+tokens: either way comments, parentheses, line breaks, indentation and docstrings left out), each of its
+related locations the same way, and its severity (a warning the change makes an error is the change's).
+So a function moved within its file keeps its finding old, and so does a comment or docstring edited
+anywhere; a change to the flagged code, or a new finding folded into an old root cause, makes the root cause
+new. Equal identities are matched as many times as REF has them: a file that now holds one defect twice
+reports the second.
 """
 
 from __future__ import annotations
@@ -181,7 +182,8 @@ def identity(finding: Finding, side: Side) -> tuple | None:
     related = []
     for location in finding.related:
         related.append((location.code, *_place(location, side)))
-    return (finding.code, *_place(finding, side), tuple(sorted(related, key=repr)))
+    # The severity too: a warning at REF that the change makes an error is a failure the change brings.
+    return (finding.code, finding.severity.value, *_place(finding, side), tuple(sorted(related, key=repr)))
 
 
 def _place(location, side: Side) -> tuple[str | None, str, str]:
