@@ -162,10 +162,10 @@ def test_before_the_first_commit_every_finding_is_new(tmp_path):
     [
         ("no-such-branch", True, "kvlint: error: unknown git revision 'no-such-branch'"),
         ("--output=/tmp/x", True, "kvlint: error: '--output=/tmp/x' is not a git revision"),
-        ("HEAD", False, "kvlint: error: {folder}: not inside a git checkout"),
+        ("HEAD", False, "kvlint: error: {folder}/pkg: not inside a git checkout"),
     ],
 )
-def test_a_bad_ref_is_one_line_and_exit_2(repo, tmp_path, ref, in_repo, said):
+def test_a_bad_ref_or_place_is_one_line_and_exit_2(repo, tmp_path, ref, in_repo, said):
     folder = repo if in_repo else tmp_path / "elsewhere"
     if not in_repo:
         (folder / "pkg").mkdir(parents=True)
@@ -175,6 +175,11 @@ def test_a_bad_ref_is_one_line_and_exit_2(repo, tmp_path, ref, in_repo, said):
     assert run.stdout == ""
     [line] = run.stderr.splitlines()
     assert line.startswith(said.format(folder=folder)), line
+
+
+def test_a_missing_path_is_said_before_git_is_asked(repo):
+    run = kvlint("check", "nowhere.py", "--baseline-commit", "HEAD", cwd=repo.parent)
+    assert (run.returncode, run.stderr) == (2, "kvlint: error: nowhere.py: no such file or directory\n")
 
 
 def test_a_release_has_no_commit_to_compare_with(repo):

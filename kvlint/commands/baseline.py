@@ -20,6 +20,7 @@ import click
 
 from kvlint.commands.options import Options
 from kvlint.commands.quiet import progress_display
+from kvlint.errors import TargetError
 from kvlint.escaping import printable
 from kvlint.filesystem import read_file_inside, read_regular_file
 from kvlint.review.git import (
@@ -55,9 +56,13 @@ class Baseline:
     commit: str | None  # None: HEAD before the first commit, which has no finding
 
 
-def resolve_baseline(ref: str) -> Baseline:
-    """REF in the git checkout of the working folder; a one-line error when there is none or it is unknown."""
-    repo = repository_root(Path.cwd())
+def resolve_baseline(ref: str, paths: tuple[str, ...]) -> Baseline:
+    """REF in the git checkout that holds the first PATH (else the working folder); a one-line error when
+    there is none or REF is unknown there."""
+    start = Path(paths[0]).absolute() if paths else Path.cwd()
+    if not start.exists():  # said as the scan says it, before git is asked about a folder nobody named
+        raise TargetError(f"{printable(paths[0])}: no such file or directory")
+    repo = repository_root(start if start.is_dir() else start.parent)
     if ref == "HEAD" and unborn_head(repo):
         return Baseline(ref, repo, printable(ref), None)
     return Baseline(ref, repo, printable(ref), resolve_commit(repo, ref))

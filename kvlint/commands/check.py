@@ -60,8 +60,8 @@ def check(
     # Status and progress go to stderr whatever the format (a CI log wants them; stdout stays the report).
     if baseline_commit is not None and release:
         raise click.UsageError("--baseline-commit compares with a git commit: give PATHs, not --vllm-release")
-    baseline = resolve_baseline(baseline_commit) if baseline_commit is not None else None
     options = resolve_options(paths, release, config_path, select, ignore, jobs, no_cache, cache_dir, quiet=False)
+    baseline = resolve_baseline(baseline_commit, paths) if baseline_commit is not None else None
     reporter = load_reporter(output_format)(options.base)
     result = run_scan(options)
     findings, left_out = without_old_findings(result.findings, options, baseline) if baseline else (result.findings, 0)
