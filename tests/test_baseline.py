@@ -157,6 +157,32 @@ def test_before_the_first_commit_every_finding_is_new(tmp_path):
     assert "0 finding(s) present at HEAD not shown" in run.stderr
 
 
+def test_refs_tree_is_read_without_hooks_or_filters(repo, tmp_path):
+    """REF's blobs come through `git cat-file` and a rename through the review's snapshot (`hash-object
+    --no-filters`): a filter or hook the repository configures never runs."""
+    (repo / ".gitattributes").write_text("*.py filter=evil\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-qm", "a filter")
+    marker = tmp_path / "ran"
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for name in ("post-checkout", "post-index-change", "reference-transaction", "fsmonitor-watchman"):
+        (hooks / name).write_text(f"#!/bin/sh\ntouch {marker}\n")
+        (hooks / name).chmod(0o755)
+    git(repo, "config", "core.hooksPath", str(hooks))
+    git(repo, "config", "filter.evil.smudge", f"touch {marker}; cat")
+    git(repo, "config", "filter.evil.clean", f"touch {marker}; cat")
+    git(repo, "config", "filter.evil.required", "true")
+    (repo / MODULE).rename(repo / "pkg" / "moved.py")  # a file missing at REF: the rename is looked for
+    git(repo, "rm", "-q", "--cached", MODULE)
+    git(repo, "update-index", "--add", "--info-only", "pkg/moved.py")
+    marker.unlink(missing_ok=True)
+    run = check(repo)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "2 finding(s) present at HEAD not shown" in run.stderr
+    assert not marker.exists()
+
+
 @pytest.mark.parametrize(
     ("ref", "in_repo", "said"),
     [

@@ -1,6 +1,6 @@
 """git, run so that nothing a pull request ships is executed: the runner, revisions, and blobs.
 
-git gets an argument list (never a shell), no attributes file outside the trees, no replace refs, no
+git gets an argument list (never a shell), no attributes file outside the trees, no replace refs, no hook, no
 fsmonitor and no external diff from the environment. Blobs are read with `git cat-file`, which applies no
 filter, and a path is refused before anything is written for it.
 """
@@ -29,6 +29,7 @@ _GIT_TIMEOUT_S = 300
 _GIT_CONFIG = (
     "-c", "core.quotepath=off",
     "-c", "core.fsmonitor=false",
+    "-c", "core.hooksPath=/dev/null",  # no hook runs: update-index would run post-index-change
     "-c", "core.attributesFile=/dev/null",
     "-c", "diff.suppressBlankEmpty=false",
 )  # fmt: skip
