@@ -82,8 +82,7 @@ def without_old_findings(findings: list[Finding], options: Options, baseline: Ba
         tree.mkdir()
         materialise_python_tree(repo, baseline.commit, tree)
         names = _names_at(repo, baseline.commit, tree, scratch, findings, now)
-        before_path = {path: names[path] for path in names if names[path] is not None}
-        targets = sorted(set(before_path.values()))
+        targets = sorted({name for name in names.values() if name is not None})
         old: list[Finding] = []
         if targets:
             meter.phase(f"scanning {baseline.name}'s version of {len(targets)} file(s), to tell new findings from old")
