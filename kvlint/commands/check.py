@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from kvlint.commands.baseline import baseline_option, resolve_baseline, without_old_findings
 from kvlint.commands.options import (
     fail_on_option,
     output_format_options,
@@ -26,6 +27,7 @@ from kvlint.reporters import load_reporter
 @output_format_options
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @fail_on_option
+@baseline_option
 @click.option(
     "--statistics",
     is_flag=True,
@@ -46,6 +48,7 @@ def check(
     legacy_format,
     exit_zero,
     fail_on,
+    baseline_commit,
     statistics,
 ):
     """Report findings, one per root cause (the other findings of that cause are its related locations).
@@ -55,17 +58,21 @@ def check(
     """
     output_format = resolve_output_format(output_format, legacy_format)
     # Status and progress go to stderr whatever the format (a CI log wants them; stdout stays the report).
+    if baseline_commit is not None and release:
+        raise click.UsageError("--baseline-commit compares with a git commit: give PATHs, not --vllm-release")
     options = resolve_options(paths, release, config_path, select, ignore, jobs, no_cache, cache_dir, quiet=False)
+    baseline = resolve_baseline(baseline_commit, paths) if baseline_commit is not None else None
     reporter = load_reporter(output_format)(options.base)
     result = run_scan(options)
-    summary = Summary(result.findings, len(result.files), resolve_fail_on(fail_on, options.config))
+    findings, left_out = without_old_findings(result.findings, options, baseline) if baseline else (result.findings, 0)
+    summary = Summary(findings, len(result.files), resolve_fail_on(fail_on, options.config))
     if statistics and output_format in ("full", "concise"):
         for line in summary.statistics():
             click.echo(line)
     else:
-        click.echo(reporter.render(result.findings, result.rules if reporter.USES_RULE_DOCS else ()), nl=False)
+        click.echo(reporter.render(findings, result.rules if reporter.USES_RULE_DOCS else ()), nl=False)
     if not reporter.MACHINE:
-        click.echo(summary.line(), err=True)
+        click.echo(summary.line(baseline=(baseline.name, left_out) if baseline else None), err=True)
     if verbose:
         for file_result in result.files:
             if file_result.detail:
