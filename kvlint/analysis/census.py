@@ -19,7 +19,10 @@ import re
 from dataclasses import dataclass
 from posixpath import dirname, join, normpath
 
-from kvlint.analysis.class_texts import ClassText, attribute_values, classes_of
+from kvlint.analysis.census_budget import Budget
+from kvlint.analysis.census_layouts import block_outermost, layout_setting
+from kvlint.analysis.census_reach import Reachable
+from kvlint.analysis.class_texts import ClassText, attribute_values, classes_of, returned_texts
 
 # Text that selects a module for the census (the project cache rebuilds the index when such a file changes).
 _WORDS = (
@@ -30,7 +33,10 @@ _WORDS = (
     b"uniform_type_base_spec",  # the spec registry (kvlint.analysis.compositions)
 )
 _MODEL_DIRS = ("/models/", "/layers/")
-_REGISTRY_ENTRY = re.compile(r'^\s*"(\w+)":\s*\(\s*"([\w.]+)",\s*"(\w+)",?\s*\)', re.MULTILINE)
+# No pattern of the census has two unbounded quantifiers side by side over characters both accept: each
+# would backtrack over the other on a crafted module (issue 27 item 2). `^[ \t]*`, never `^\s*`, which
+# crosses blank lines from every line start.
+_REGISTRY_ENTRY = re.compile(r'^[ \t]*"(\w+)":\s*\(\s*"([\w.]+)",\s*"(\w+)",?\s*\)', re.MULTILINE)
 _CALLED = re.compile(r"\b([A-Z]\w*)\s*\(")
 _CALLED_BYTES = re.compile(rb"\b([A-Z]\w*)\(")
 _KEYWORD_FROM_SELF = re.compile(r"\b(\w+)\s*=\s*self\.(\w+)\b(?!\s*\()")
@@ -47,7 +53,7 @@ def census_words(data: bytes) -> bool:
 
 _SHAPE_LINES = re.compile(
     rb"^[ \t]*(?:class[ \t].*|(?:from|import)[ \t].*|def[ \t]+\w+|return[ \t]+[\w.]+[ \t]*)$"
-    rb"|self\.\w+[ \t]*(?::[^=\n]+)?=(?!=)|^[ \t]+\w+[ \t]*(?::[^=\n]+)?=[ \t]*(?:True|False|None)\b",
+    rb"|self\.\w+[ \t]*(?::[^=\n]{1,200})?=(?!=)|^[ \t]+\w+[ \t]*(?::[^=\n]{1,200})?=[ \t]*(?:True|False|None)\b",
     re.MULTILINE,
 )
 
@@ -97,14 +103,17 @@ class Census:
         return next((layer for layer in self.layers if layer.name == name), None)
 
 
-def read_census(texts: dict[str, bytes], spec_classes: frozenset[str]) -> Census | None:
-    """The census from the selected modules' texts (relative path → bytes); None without a model registry."""
+def read_census(texts: dict[str, bytes], spec_classes: frozenset[str], budget: Budget | None = None) -> Census | None:
+    """The census from the selected modules' texts (relative path → bytes); None without a model registry.
+    Raises BudgetExceeded past `budget`."""
+    budget = budget if budget is not None else Budget()
     registry = _registry(texts)
     if not registry:
         return None
     classes: dict[str, list[ClassText]] = {}
     by_module: dict[str, list[ClassText]] = {}
     for relative, data in texts.items():
+        budget.spend(len(data), relative)
         if b"class " in data:
             by_module[relative] = classes_of(relative, data)
             for cls in by_module[relative]:
@@ -114,21 +123,13 @@ def read_census(texts: dict[str, bytes], spec_classes: frozenset[str]) -> Census
     layers = reader.layer_classes(_flags(classes, roots), roots)
     names = {layer.name for layer in layers}
     models = []
-    called: dict[str, set[str]] = {}
-    closures: dict[str, list[str]] = {}
-    imports: dict[str, list[str]] = {}
+    reachable = Reachable(texts, names, lambda module: _imports(texts, module), budget)
     for name, relative, _class_name in registry:
-        if relative not in closures:
-            closures[relative] = _closure(texts, relative, imports)
-        used: set[str] = set()
-        for module in closures[relative]:
-            if module not in called:
-                called[module] = {found.decode() for found in _CALLED_BYTES.findall(texts[module])}
-            used |= called[module] & names
+        used = set(reachable.of(relative))
         used |= reader.nested_layers(used, names)
         if used:
             models.append(Model(name, relative, frozenset(used)))
-    return Census(tuple(layers), tuple(models), _block_outermost(texts), _layout_setting(texts))
+    return Census(tuple(layers), tuple(models), block_outermost(texts), layout_setting(texts))
 
 
 def _registry(texts: dict[str, bytes]) -> list[tuple[str, str, str]]:
@@ -158,7 +159,7 @@ def _module_path(texts: dict[str, bytes], module: str, package: str) -> str | No
     return None
 
 
-_IMPORT_BYTES = re.compile(rb"^[ \t]*from[ \t]+(\.+[\w.]*|vllm[\w.]*)[ \t]+import\b", re.MULTILINE)
+_IMPORT_BYTES = re.compile(rb"^[ \t]*from[ \t]+([\w.]+)[ \t]+import\b", re.MULTILINE)
 
 
 def _imports(texts: dict[str, bytes], relative: str) -> list[str]:
@@ -167,6 +168,8 @@ def _imports(texts: dict[str, bytes], relative: str) -> list[str]:
     found = []
     for target in _IMPORT_BYTES.findall(texts[relative]):
         target = target.decode()
+        if not target.startswith((".", "vllm")):
+            continue
         if target.startswith("."):
             dots = len(target) - len(target.lstrip("."))
             base = normpath(join(package, *([".."] * (dots - 1)), target.lstrip(".").replace(".", "/")))
@@ -176,21 +179,6 @@ def _imports(texts: dict[str, bytes], relative: str) -> list[str]:
             if candidate in texts and "/models/" in candidate:
                 found.append(candidate)
     return found
-
-
-def _closure(texts: dict[str, bytes], start: str, imports: dict[str, list[str]]) -> list[str]:
-    """The module and the modules of the tree's model folders it imports, transitively."""
-    seen = {start}
-    order = [start]
-    while order:
-        relative = order.pop()
-        if relative not in imports:
-            imports[relative] = _imports(texts, relative)
-        for candidate in imports[relative]:
-            if candidate not in seen:
-                seen.add(candidate)
-                order.append(candidate)
-    return sorted(seen)
 
 
 _FLAG = re.compile(r"^[ \t]+(\w+)[ \t]*:[ \t]*bool[ \t]*=[ \t]*(?:True|False)[ \t]*$", re.MULTILINE)
@@ -212,64 +200,14 @@ def _spec_roots(texts: dict[str, bytes], by_module: dict[str, list[ClassText]]) 
     for relative, data in texts.items():
         if b"def get_kv_cache_spec" not in data:
             continue
+        line, position = 1, 0
         for match in _SPEC_METHOD.finditer(data):
-            line, indent = data.count(b"\n", 0, match.start()) + 1, len(match.group(1).expandtabs())
+            line, position = line + data.count(b"\n", position, match.start()), match.start()
+            indent = len(match.group(1).expandtabs())
             around = [c for c in by_module.get(relative, ()) if c.line < line and c.indent < indent]
             if around:
                 roots.add(max(around, key=lambda c: c.line).name)
     return roots
-
-
-def _block_outermost(texts: dict[str, bytes]) -> frozenset[str]:
-    """The layout enum's members whose `is_block_outermost` holds: `self.value[K] == NAME` read from it."""
-    for data in texts.values():
-        text = data.decode("utf-8", "replace") if b"def is_block_outermost" in data else ""
-        test = re.search(
-            r"def is_block_outermost\b[^\n]*\n(?:[^\n]*\n){0,4}?\s*return self\.value\[(\d)\] == (\w+)", text
-        )
-        if test is None:
-            continue
-        position, name = int(test.group(1)), test.group(2)
-        constant = _constant(text, name)
-        if constant is None:
-            continue
-        members = re.findall(r"^\s+([A-Z]\w*)\s*=\s*\(([\d,\s]+)\)", text, re.MULTILINE)
-        return frozenset(
-            member for member, value in members if int(value.split(",")[position].strip() or -1) == constant
-        )
-    return frozenset()
-
-
-def _constant(text: str, name: str) -> int | None:
-    single = re.search(rf"^{name}\s*=\s*(\d+)\s*$", text, re.MULTILINE)
-    if single:
-        return int(single.group(1))
-    for names, values in re.findall(r"^([\w, ]+)=\s*([\d, ]+)$", text, re.MULTILINE):
-        names_list = [n.strip() for n in names.split(",")]
-        values_list = [v.strip() for v in values.split(",")]
-        if name in names_list and len(names_list) == len(values_list):
-            return int(values_list[names_list.index(name)])
-    return None
-
-
-def _layout_setting(texts: dict[str, bytes]) -> str:
-    """The environment variable the KV cache layout resolution reads (`envs.VLLM_KV_CACHE_LAYOUT`): read in a
-    module that uses the layout enum (the class defining `is_block_outermost`)."""
-    enums = {
-        found.group(1)
-        for data in texts.values()
-        if b"def is_block_outermost" in data
-        for found in [
-            re.search(rb"class\s+(\w+)\([^)]*Enum[^)]*\):(?:(?!\nclass ).)*def is_block_outermost", data, re.S)
-        ]
-        if found
-    }
-    for data in texts.values():
-        if b"envs." in data and any(enum in data for enum in enums):
-            found = re.search(rb"envs\.(VLLM_\w*LAYOUT\w*)", data)
-            if found:
-                return found.group(1).decode()
-    return ""
 
 
 class _Reader:
@@ -328,7 +266,7 @@ class _Reader:
             method = cls.methods.get("get_attn_backend")
             if method is None:
                 continue
-            backend = re.findall(r"^\s*return\s+(\w+)\s*$", method, re.MULTILINE)
+            backend = [name for name in returned_texts(method) if name.isidentifier()]
             if len(backend) != 1:
                 return None
             for backend_cls in self._mro(backend[0]):

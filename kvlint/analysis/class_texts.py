@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 
 # Starts with the literal word so that the search runs at memchr speed; the line's indentation is checked after.
-_CLASS = re.compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
+# The bases are read to a bounded length: an unclosed `(` must not send every match to the end of the file.
+_CLASS = re.compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^)]{0,2000})\))?[ \t]*:")
 _DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(")
 _CONSTANT = re.compile(r"^(True|False|None|[A-Za-z_][\w.]*)$")
 
@@ -94,9 +95,11 @@ def classes_of(module: str, data: bytes) -> list[ClassText]:
     """Every class the module defines (nested ones too); bodies are read when first asked for."""
     found = []
     source = _Module(data)
-    line, position = 0, 0
+    line, position, line_start, searched = 0, 0, 0, 0
     for match in _CLASS.finditer(data):
-        line_start = data.rfind(b"\n", 0, match.start()) + 1
+        # The start of the match's line, searched back only to the previous match (each byte looked at once).
+        line_start = max(line_start, data.rfind(b"\n", searched, match.start()) + 1)
+        searched = match.start()
         indentation = data[line_start : match.start()]
         if indentation.strip(b" \t"):
             continue  # not at the start of a line
@@ -112,9 +115,19 @@ def classes_of(module: str, data: bytes) -> list[ClassText]:
     return found
 
 
+def returned_texts(method: str) -> list[str]:
+    """What each `return X` line of the method returns, stripped (string operations: nothing backtracks)."""
+    found = []
+    for line in method.split("\n"):
+        words = line.strip().split(None, 1)
+        if len(words) == 2 and words[0] == "return":
+            found.append(words[1].strip())
+    return found
+
+
 def returned_constant(method: str) -> str | None:
     """`return E.MEMBER` / `return True` as the method's only return: the constant's last part."""
-    returns = re.findall(r"^\s*return\s+(.+?)\s*$", method, re.MULTILINE)
+    returns = returned_texts(method)
     if len(returns) != 1 or not _CONSTANT.match(returns[0]):
         return None
     return returns[0].rsplit(".", 1)[-1]
@@ -132,10 +145,13 @@ def attribute_values(cls: ClassText, attribute: str) -> set[str] | None:
     depth = next(
         (_indent(line) for line in cls.body.split("\n")[1:] if line.strip() and not line.strip().startswith("#")), 4
     )
-    own = re.compile(rf"^[ \t]{{{depth}}}{attribute}[ \t]*(?::[^=\n]+)?=(?!=)[ \t]*(.+?)[ \t]*$", re.MULTILINE)
-    assigned = re.compile(rf"self\.{attribute}[ \t]*(?::[^=\n]+)?=(?!=)[ \t]*(.+?)[ \t]*$", re.MULTILINE)
+    # The value is the rest of the line, stripped afterwards: a lazy group before trailing blanks backtracks.
+    own = re.compile(rf"^[ \t]{{{depth}}}{attribute}[ \t]*(?::[^=\n]{{1,200}})?=(?!=)(.*)$", re.MULTILINE)
+    assigned = re.compile(rf"self\.{attribute}[ \t]*(?::[^=\n]{{1,200}})?=(?!=)(.*)$", re.MULTILINE)
     for pattern in (own, assigned):
         for value in pattern.findall(cls.body):
             value = value.split("#")[0].strip()
+            if not value:
+                continue
             values.add(value.rsplit(".", 1)[-1] if _CONSTANT.match(value) and "(" not in value else "?")
     return values or None

@@ -13,7 +13,10 @@ under vllm/v1/core (0.34: kv_cache_planning.py; earlier kv_cache_utils.py) is a 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
+
+from kvlint.analysis.census_budget import Budget
 
 _FUNCTION = re.compile(r"^([ \t]*)def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
 
@@ -35,24 +38,30 @@ class GroupingPath:
         return f"{self.module}:{self.function}"
 
 
-def read_grouping_paths(texts: dict[str, bytes], container_class: str) -> tuple[GroupingPath, ...]:
+def read_grouping_paths(
+    texts: dict[str, bytes], container_class: str, budget: Budget | None = None
+) -> tuple[GroupingPath, ...]:
     call = f"{container_class}.from_specs("
     paths = []
     for relative, data in sorted(texts.items()):
         if not relative.startswith("vllm/v1/core/") or call.encode() not in data:
             continue
         text = data.decode("utf-8", "replace")
-        functions = _functions(text)
-        for match in re.finditer(re.escape(call) + r"\s*(\w+)", text):
-            line = text.count("\n", 0, match.start()) + 1
+        if budget is not None:
+            budget.spend(len(text), relative)
+        lines = _Lines(text)
+        functions = _functions(lines)
+        for match in re.finditer(re.escape(call) + r"[ \t]*(\w+)", text):
+            line = lines.number(match.start())
             owner = next((f for f in reversed(functions) if f[1] < line <= f[2]), None)
             if owner is None:
                 continue
             name, first, last = owner
-            body = "\n".join(text.split("\n")[first - 1 : last])
+            body = "\n".join(lines.lines[first - 1 : last])
             argument = match.group(1)
-            split = rf"\b{re.escape(argument)}\s*(?::[^=\n]+)?=\s*(?:\{{[^{{}}]*|[^\n]*)\.kv_cache_specs\["
-            if re.search(split, body):
+            if budget is not None:
+                budget.spend(len(body), relative)
+            if any(".kv_cache_specs[" in value for value in _assigned(body, argument)):
                 continue  # re-splits a container another path built: no composition of its own
             paths.append(
                 GroupingPath(
@@ -62,23 +71,36 @@ def read_grouping_paths(texts: dict[str, bytes], container_class: str) -> tuple[
                     "is_block_outermost" in body,
                     "is_uniform_type(" in body,
                     _filtered(body, argument, keep=True) | _filled(body, argument),
-                    _excluded_by_callers(text, functions, name) | _filtered(body, argument, keep=False),
+                    _excluded_by_callers(lines, functions, name) | _filtered(body, argument, keep=False),
                     _required(body),
                 )
             )
     return tuple(paths)
 
 
-def _functions(text: str) -> list[tuple[str, int, int]]:
+class _Lines:
+    """A text's lines and where each starts: line numbers found by bisection, the text split once."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.lines = text.split("\n")
+        self.starts = [0]
+        for line in self.lines[:-1]:
+            self.starts.append(self.starts[-1] + len(line) + 1)
+
+    def number(self, offset: int) -> int:
+        return bisect_right(self.starts, offset)
+
+
+def _functions(lines: _Lines) -> list[tuple[str, int, int]]:
     """(name, first line, last line) of every def, by indentation."""
-    lines = text.split("\n")
     found = []
-    for match in _FUNCTION.finditer(text):
-        first = text.count("\n", 0, match.start())
+    for match in _FUNCTION.finditer(lines.text):
+        first = lines.number(match.start()) - 1
         indent = len(match.group(1))
         last = first + 1
-        while last < len(lines):
-            line = lines[last]
+        while last < len(lines.lines):
+            line = lines.lines[last]
             if line.strip() and not line.strip().startswith("#") and len(line) - len(line.lstrip()) <= indent:
                 if not line.lstrip().startswith((")", "]", "}")):
                     break
@@ -87,26 +109,76 @@ def _functions(text: str) -> list[tuple[str, int, int]]:
     return found
 
 
+# No pattern here has two unbounded quantifiers side by side over characters both accept (each would
+# backtrack over the other: a long run of spaces in a PR's module made one cubic, issue 27 item 2).
+_IS_INSTANCE = re.compile(r"\bif\s+(not\s+)?isinstance\(")
+_IDENTIFIER = re.compile(r"\w+")
+_COMPREHENSION_LIMIT = 4000  # characters of a `{…}` read for its filter
+
+
+def _assignments(body: str, name: str) -> list[int]:
+    """The offsets just after each `name =` / `name: T =` in the body."""
+    pattern = rf"\b{re.escape(name)}[ \t]*(?::[^=\n]{{0,200}})?=(?!=)"
+    return [match.end() for match in re.finditer(pattern, body)]
+
+
+def _assigned(body: str, name: str) -> list[str]:
+    """What each assignment of `name` holds: its `{…}` (no nested braces) or the rest of its line."""
+    values = []
+    for end in _assignments(body, name):
+        rest = body[end : end + _COMPREHENSION_LIMIT].lstrip(" \t")
+        if rest.startswith("{"):
+            close = rest.find("}", 1)
+            opened = rest.find("{", 1)
+            if close != -1 and (opened == -1 or opened > close):
+                values.append(rest[: close + 1])
+                continue
+        values.append(rest.split("\n", 1)[0])
+    return values
+
+
+def _isinstance_classes(text: str, start: int) -> list[str] | None:
+    """The class names of the `isinstance(x, C)` / `isinstance(x, (A, B))` call whose arguments start at
+    `start`; None unless the second argument is a name or a tuple of names."""
+    depth, end = 1, start
+    while end < len(text) and depth:
+        depth += {"(": 1, ")": -1}.get(text[end], 0)
+        end += 1
+    if depth:
+        return None
+    arguments = text[start : end - 1].split(",", 1)
+    if len(arguments) != 2 or not _IDENTIFIER.fullmatch(arguments[0].strip()):
+        return None
+    second = arguments[1].strip()
+    if second.startswith("(") and second.endswith(")"):
+        second = second[1:-1]
+    names = [part.strip() for part in second.split(",") if part.strip()]
+    return names if names and all(_IDENTIFIER.fullmatch(part) for part in names) else None
+
+
 def _filtered(body: str, name: str, keep: bool) -> frozenset[str]:
     """The classes of `name = {k: v for … if [not] isinstance(v, C)}` in the body."""
-    negation = r"not\s+" if not keep else r"(?<!not )"
-    pattern = (
-        rf"\b{re.escape(name)}\s*(?::[^=\n]+)?=\s*\{{[^{{}}]*?\bif\s+{negation}"
-        r"isinstance\(\s*\w+\s*,\s*\(?([\w\s,]+?)\)?\s*\)"
-    )
-    found = re.findall(pattern, body, re.DOTALL)
-    return frozenset(c.strip() for classes in found for c in classes.split(",") if c.strip())
+    found: set[str] = set()
+    for value in _assigned(body, name):
+        if not value.startswith("{"):
+            continue
+        for test in _IS_INSTANCE.finditer(value):
+            if bool(test.group(1)) is keep:
+                continue
+            found.update(_isinstance_classes(value, test.end()) or ())
+    return frozenset(found)
 
 
+# Neighbouring quantifiers here accept disjoint characters (`\s` then a word or a bracket): linear.
 _ANY_OF = r"any\(\s*isinstance\(\s*\w+\s*,\s*(\w+)\s*\)"
 
 
 def _required(body: str) -> frozenset[str]:
     """Classes the function returns early without: `if not any(isinstance(s, C) …): return None`, and
     `has_c = any(isinstance(s, C) …)` … `if not (has_a and has_b): return None`."""
-    required = set(re.findall(r"if\s+not\s+" + _ANY_OF, body))
-    flags = dict(re.findall(r"(\w+)\s*=\s*" + _ANY_OF, body))
-    for names in re.findall(r"if\s+not\s+\(([\w\s]+)\)\s*:\s*\n\s*return\s+None", body):
+    required = set(re.findall(r"\bif\s+not\s+" + _ANY_OF, body))
+    flags = dict(re.findall(r"\b(\w+)\s*=\s*" + _ANY_OF, body))
+    for names in re.findall(r"\bif[ \t]+not[ \t]+\(([\w \t]+)\)[ \t]*:[ \t]*\n[ \t]*return[ \t]+None\b", body):
         parts = [part.strip() for part in names.split(" and ")]
         if all(part in flags for part in parts):
             required |= {flags[part] for part in parts}
@@ -115,20 +187,19 @@ def _required(body: str) -> frozenset[str]:
 
 def _filled(body: str, name: str) -> frozenset[str]:
     """The classes of `if isinstance(spec, C): name[key] = spec` (or `elif`) in a loop that fills `name`."""
-    pattern = rf"isinstance\(\s*\w+\s*,\s*(\w+)\s*\)\s*:\s*\n\s*{re.escape(name)}\["
+    pattern = rf"isinstance\(\s*\w+\s*,\s*(\w+)\s*\)[ \t]*:[ \t]*\n[ \t]*{re.escape(name)}\["
     return frozenset(re.findall(pattern, body))
 
 
-def _excluded_by_callers(text: str, functions: list[tuple[str, int, int]], name: str) -> frozenset[str]:
+def _excluded_by_callers(lines: _Lines, functions: list[tuple[str, int, int]], name: str) -> frozenset[str]:
     """Classes every call of `name` in this module filters out of the specs it passes (`filtered_spec`)."""
-    lines = text.split("\n")
     excluded: set[str] | None = None
-    for match in re.finditer(rf"\b{re.escape(name)}\(\s*[^,()]*,\s*(\w+)\s*\)", text):
-        line = text.count("\n", 0, match.start()) + 1
+    for match in re.finditer(rf"\b{re.escape(name)}\([^,()]*,[ \t]*(\w+)[ \t]*\)", lines.text):
+        line = lines.number(match.start())
         caller = next((f for f in reversed(functions) if f[1] < line <= f[2]), None)
         if caller is None:
             continue
-        body = "\n".join(lines[caller[1] - 1 : line])
+        body = "\n".join(lines.lines[caller[1] - 1 : line])
         found = set(_filtered(body, match.group(1), keep=False))
         excluded = found if excluded is None else excluded & found
     return frozenset(excluded or ())

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvlint.analysis.census import Census, could_shape_census, read_census
+from kvlint.analysis.census_budget import Budget, BudgetExceeded
 from kvlint.analysis.compositions import ContainerComposition, compose, uniform_bases
 from kvlint.analysis.consumers import scheduler_consumed_members
 from kvlint.analysis.containers import ContainerReachability, container_reachability
@@ -132,7 +133,7 @@ def build_tree_index(
     sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths, files)
     census_wanted = CONTAINER_CLASS in hierarchy.bases
     census_texts, consumer_texts = _selected_texts(files, census_wanted)
-    census, compositions = _read_compositions(census_texts if census_wanted else None, hierarchy)
+    census, compositions = _read_compositions(census_texts if census_wanted else None, hierarchy, files)
     if compositions is not None:
         # The census replaces the class-level reading: which layers the tree builds is not which containers.
         default = {spec for c in compositions if c.is_default for spec in c.spec_classes}
@@ -197,12 +198,21 @@ def _selected_texts(files: TreeFiles, census_wanted: bool) -> tuple[dict[str, by
     return census_texts, consumer_texts
 
 
-def _read_compositions(texts: dict[str, bytes] | None, hierarchy: SpecHierarchy):
-    """(census, compositions) of the tree; (None, None) without a model registry or a container class."""
+def _read_compositions(texts: dict[str, bytes] | None, hierarchy: SpecHierarchy, files: TreeFiles, budget=None):
+    """(census, compositions) of the tree; (None, None) without a model registry or a container class, or
+    when the census ran past its budget (a crafted tree: said as a failure, never a stall)."""
     if texts is None:
         return None, None
-    census = read_census(texts, frozenset(hierarchy.bases))
-    if census is None:
+    budget = budget if budget is not None else Budget()
+    try:
+        census = read_census(texts, frozenset(hierarchy.bases), budget)
+        if census is None:
+            return None, None
+        paths = read_grouping_paths(texts, CONTAINER_CLASS, budget)
+    except BudgetExceeded as exceeded:
+        files.note(
+            f"cross-file analysis incomplete: the census of the tree's models ran past its budget at "
+            f"{exceeded.where}; which containers the tree builds was not read"
+        )
         return None, None
-    paths = read_grouping_paths(texts, CONTAINER_CLASS)
     return census, compose(census, paths, hierarchy, uniform_bases(texts))
