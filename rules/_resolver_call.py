@@ -59,7 +59,9 @@ def resolver_call_fix(rule: Rule, scaling: Scaling) -> Fix | None:
     if not project.has_resolver or scaling.spec is None or not isinstance(scaling.node, cst.BaseExpression):
         return None
     source = rule.context.source
-    start, end = _span_with_own_parentheses(source, *rule.span(scaling.node), len(scaling.node.lpar))
+    start, end = _span_with_own_parentheses(
+        source, *rule.span(scaling.node, own_parentheses=False), len(scaling.node.lpar)
+    )
     spec_code, dcp_code = _one_line(rule.code_of(scaling.spec)), _one_line(rule.code_of(scaling.dcp))
     single = f"{RESOLVER_NAME}({spec_code}, {dcp_code})"
     original = source[start:end]

@@ -13,7 +13,6 @@ fix where the tree has neither such a helper nor `iter_layer_specs`, or was not 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -26,12 +25,11 @@ from kvlint.analysis.layer_mixes import class_test, spec_class_mixes, split_comp
 from kvlint.analysis.provenance import STATEMENTS, Kind
 from kvlint.analysis.scaling import class_names
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, INTERFACE_MODULE
+from kvlint.rules._fix_scope import free_name, rebinding, resolved_calls, same_value
 from kvlint.rules._resolver_call import LINE_LIMIT, _imported_from, _indent_of_line, _one_line
 
 _OPERATORS = {cst.Is: "is", cst.Equal: "==", cst.In: "in", cst.IsNot: "is not", cst.NotEqual: "!=", cst.NotIn: "not in"}
 _NEGATIVE = (cst.IsNot, cst.NotEqual, cst.NotIn)
-# The loop name of the rewritten test: the first not already used in the code it wraps.
-_LOOP_NAMES = ("spec", "layer_spec", "layer")
 # A block that ends so skips what follows it: after `if not check: continue`, the rest is narrowed.
 _EXITS = (cst.Continue, cst.Break, cst.Return, cst.Raise)
 
@@ -52,15 +50,19 @@ class UnwrapPlan:
     guarded_use: str | None = None
     # The calls that hand the per-spec function a group spec, with that argument (form "call-site").
     calls: tuple[tuple[cst.Call, cst.BaseExpression], ...] = ()
+    # How the scope rebinds a name the rewrite calls (`all`, `iter_layer_specs`, the helper): no fix.
+    rebound: str | None = None
 
     @property
     def safe(self) -> bool:
-        return self.split is None and self.guarded_use is None
+        return self.split is None and self.guarded_use is None and self.rebound is None
 
     def note(self, check: str) -> str:
         """What the finding says of an unsafe fix: the composition that splits `any` and `all`."""
         if self.safe:
             return ""
+        if self.rebound is not None:  # no fix: the rewrite would call what the scope binds
+            return f"no automatic fix: {self.rebound}, and the rewrite would call that: unwrap the layers by hand"
         if self.guarded_use is not None:  # no fix: rewriting the check alone would let a container reach it
             return (
                 f"no automatic fix: `{self.guarded_use}` is used where the check lets it through, and a container "
@@ -100,23 +102,32 @@ def unwrap_plan(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression, clas
         split = split_composition(compositions, lambda name: tuple(a(name) for a in answers), hierarchy)
         outer = calls[0][0]
         quantifier = rule.flow.parent(rule.flow.parent(rule.flow.parent(outer))).func.value
-        return UnwrapPlan("call-site", quantifier, None, node, subject, None, split, calls=tuple(calls))
+        rebound = next(filter(None, (_rebinding(rule, call, (LAYER_ITERATOR,)) for call, _ in calls)), None)
+        return UnwrapPlan("call-site", quantifier, None, node, subject, None, split, calls=tuple(calls), rebound=rebound)
     helper = None
     if not exact and isinstance(classes, cst.Name):
         helper = next((h for h, (_, c) in sorted(hierarchy.layer_helpers.items()) if c == classes.value), None)
     use = _guarded_use(rule, node, subject)
     if helper is not None:
         quantifier = hierarchy.layer_helpers[helper][0]
-        return UnwrapPlan("helper", quantifier, helper, node, subject, classes, split, use)
+        rebound = _rebinding(rule, node, (helper,))
+        return UnwrapPlan("helper", quantifier, helper, node, subject, classes, split, use, rebound=rebound)
     if not iterates:
         return None
-    return UnwrapPlan("layers", quantifier, None, node, subject, classes, split, use)
+    rebound = _rebinding(rule, node, (quantifier, LAYER_ITERATOR))
+    return UnwrapPlan("layers", quantifier, None, node, subject, classes, split, use, rebound=rebound)
+
+
+def _rebinding(rule: Rule, node: cst.CSTNode, names: tuple[str, ...]) -> str | None:
+    own = rule.context.module_path.removesuffix(".py").replace("/", ".")
+    return rebinding(rule.flow, node, names, own)
 
 
 def _guarded_use(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression) -> str | None:
     """A read of the checked expression in the statement holding the check (outside the check and other
     class tests), or after it in its block when that statement exits early or binds the check's answer."""
-    flow, wanted = rule.flow, dotted(subject)
+    # `spec = g.kv_cache_spec` before the check: a read of either is a read of the checked value
+    flow, wanted = rule.flow, same_value(rule.flow, subject)
     statement = flow.enclosing(node, STATEMENTS)
     if statement is None:
         return None
@@ -131,7 +142,7 @@ def _guarded_use(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression) -> 
         for found in preorder(top):
             if found in inside or not isinstance(found, (cst.Name, cst.Attribute, cst.Subscript)):
                 continue
-            if dotted(found) == wanted and not _is_class_test_argument(flow, found):
+            if dotted(found) in wanted and not _is_class_test_argument(flow, found):
                 parent = flow.parent(found)
                 shown = parent if isinstance(parent, cst.Attribute) and parent.value is found else found
                 return dotted(shown)
@@ -160,7 +171,7 @@ _LOOKS = ("isinstance", "type", LAYER_ITERATOR, "is_full_attention_spec")
 
 
 def unwrap_fix(rule: Rule, plan: UnwrapPlan | None) -> Fix | None:
-    if plan is None or plan.guarded_use is not None:
+    if plan is None or plan.guarded_use is not None or plan.rebound is not None:
         return None
     if plan.form == "call-site":
         edits = [edit for call, argument in plan.calls for edit in _call_site_edits(rule, call, argument)]
@@ -187,14 +198,15 @@ def unwrap_fix(rule: Rule, plan: UnwrapPlan | None) -> Fix | None:
 
 def _check_edit(rule: Rule, plan: UnwrapPlan) -> TextEdit:
     source = rule.context.source
-    start, end = rule.span(plan.node)
+    # The check without its own parentheses: they stay, with any comment between them and the check.
+    start, end = rule.span(plan.node, own_parentheses=False)
     subject = _one_line(rule.code_of(plan.subject))
     if plan.form == "helper":
         single = f"{plan.helper}({subject})"
         parts = (f"{plan.helper}(", subject + ",")
     else:
         classes = _one_line(rule.code_of(plan.classes))
-        name = _free_name(subject + " " + classes)
+        name = free_name(subject + " " + classes)
         if isinstance(plan.node, cst.Comparison):
             test = f"type({name}) {_OPERATORS[type(plan.node.comparisons[0].operator)]} {classes}"
         else:
@@ -202,22 +214,29 @@ def _check_edit(rule: Rule, plan: UnwrapPlan) -> TextEdit:
         loop = f"for {name} in {LAYER_ITERATOR}({subject})"
         single = f"{plan.quantifier}({test} {loop})"
         parts = (f"{plan.quantifier}(", test, loop)
+    # Comments between the check's parts (after `isinstance(`, after an argument) have no place in the
+    # one-line form: they end the lines of the wrapped form, in their order, a `# kvlint: ignore` among them.
+    kept = [n for part in (plan.subject, plan.classes) if part is not None for n in preorder(part)]
+    comments = [n.value for n in preorder(plan.node) if isinstance(n, cst.Comment) and n not in set(kept)]
     line_start = max(source.rfind("\n", 0, start), source.rfind("\r", 0, start)) + 1
     line_end = min((i for i in (source.find("\n", end), source.find("\r", end)) if i >= 0), default=len(source))
-    original = source[start:end]
+    # As ruff format writes it: on one line when that fits (a wrapped check whose rewrite fits is joined)
     too_long = (start - line_start) + len(single) + (line_end - end) > LINE_LIMIT
-    if ("\n" in original or "\r" in original or too_long) and "\n" not in subject:
+    if comments or too_long and "\n" not in subject:
         indent = _indent_of_line(source, start)
+        unit = rule.flow.module.default_indent  # a tab-indented file's unit is a tab
         newline = "\r\n" if "\r\n" in source else "\n"
-        body = "".join(f"{newline}{indent}    {part}" for part in parts[1:])
+        lines = [f"{indent}{unit}{part}" for part in parts[1:]]
+        for index, comment in enumerate(comments):
+            if index < len(lines):
+                lines[index] += f"  {comment}"
+            else:
+                lines.append(f"{indent}{unit}{comment}")
+        body = "".join(f"{newline}{line}" for line in lines)
         replacement = f"{parts[0]}{body}{newline}{indent})"
     else:
         replacement = single
     return _edit(rule, plan.node, start, end, replacement)
-
-
-def _free_name(code: str) -> str:
-    return next(n for n in (*_LOOP_NAMES, "layer_spec_") if not re.search(rf"\b{n}\b", code))
 
 
 # ------------------------------------------------------------------------------------ the call site
@@ -243,7 +262,13 @@ def _group_spec_calls(rule: Rule, subject: cst.BaseExpression) -> list[tuple[cst
     flow = rule.flow
     position = positional_index(function, param)
     calls = []
-    for call in flow.callers(function.name.value):
+    reaching, unknown = resolved_calls(flow, function)
+    for call in unknown:  # may reach another function of the name: its tests are not these
+        via_attribute = isinstance(call.func, cst.Attribute) and not is_static(function)
+        argument = argument_for(call, param.name.value, position, via_attribute)
+        if argument is not None and flow.classify(argument).kind is Kind.GROUP_SPEC:
+            return None
+    for call in reaching:
         via_attribute = isinstance(call.func, cst.Attribute) and not is_static(function)
         argument = argument_for(call, param.name.value, position, via_attribute)
         if argument is None or flow.classify(argument).kind is not Kind.GROUP_SPEC:
@@ -284,7 +309,7 @@ def _parameter_tests(rule: Rule, subject: cst.Name) -> list[tuple[frozenset[str]
 def _call_site_edits(rule: Rule, call: cst.Call, argument: cst.BaseExpression) -> list[TextEdit]:
     source = rule.context.source
     generator = rule.flow.parent(call)
-    name = _free_name(rule.code_of(generator))
+    name = free_name(rule.code_of(generator))
     argument_code = _one_line(rule.code_of(argument))
     start, end = rule.span(argument)
     loops_start, loops_end = rule.span(generator.for_in)
@@ -342,8 +367,24 @@ def _imports(rule: Rule, plan: UnwrapPlan, name: str) -> tuple[ImportChange, ...
     imports = []
     if own != home and not defined and _imported_from(module, name) is None:
         imports.append(ImportChange(home, name))
-    if plan.form == "helper" and isinstance(plan.classes, cst.Name):
+    if plan.form == "helper" and isinstance(plan.classes, cst.Name) and not _reexports(rule, plan.classes.value):
         origin = _imported_from(module, plan.classes.value)
         if origin is not None:  # the class may be used nowhere else now
             imports.append(ImportChange(origin, plan.classes.value, add=False))
     return tuple(imports)
+
+
+def _reexports(rule: Rule, name: str) -> bool:
+    """A package's `__init__.py`, or a module whose `__all__` names it: its imports are its interface, so an
+    import no code of the file uses is not unused."""
+    if rule.context.module_path.rsplit("/", 1)[-1] == "__init__.py":
+        return True
+    for node in rule.flow.module.body:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
+                if isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+                    targets = [small.target]
+                if any(isinstance(t, cst.Name) and t.value == "__all__" for t in targets):
+                    return True
+    return False
