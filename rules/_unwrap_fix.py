@@ -103,7 +103,9 @@ def unwrap_plan(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression, clas
         outer = calls[0][0]
         quantifier = rule.flow.parent(rule.flow.parent(rule.flow.parent(outer))).func.value
         rebound = next(filter(None, (_rebinding(rule, call, (LAYER_ITERATOR,)) for call, _ in calls)), None)
-        return UnwrapPlan("call-site", quantifier, None, node, subject, None, split, calls=tuple(calls), rebound=rebound)
+        return UnwrapPlan(
+            "call-site", quantifier, None, node, subject, None, split, calls=tuple(calls), rebound=rebound
+        )
     helper = None
     if not exact and isinstance(classes, cst.Name):
         helper = next((h for h, (_, c) in sorted(hierarchy.layer_helpers.items()) if c == classes.value), None)
@@ -203,7 +205,7 @@ def _check_edit(rule: Rule, plan: UnwrapPlan) -> TextEdit:
     subject = _one_line(rule.code_of(plan.subject))
     if plan.form == "helper":
         single = f"{plan.helper}({subject})"
-        parts = (f"{plan.helper}(", subject + ",")
+        parts = (f"{plan.helper}(", subject)
     else:
         classes = _one_line(rule.code_of(plan.classes))
         name = free_name(subject + " " + classes)
@@ -220,13 +222,18 @@ def _check_edit(rule: Rule, plan: UnwrapPlan) -> TextEdit:
     comments = [n.value for n in preorder(plan.node) if isinstance(n, cst.Comment) and n not in set(kept)]
     line_start = max(source.rfind("\n", 0, start), source.rfind("\r", 0, start)) + 1
     line_end = min((i for i in (source.find("\n", end), source.find("\r", end)) if i >= 0), default=len(source))
-    # As ruff format writes it: on one line when that fits (a wrapped check whose rewrite fits is joined)
-    too_long = (start - line_start) + len(single) + (line_end - end) > LINE_LIMIT
-    if comments or too_long and "\n" not in subject:
-        indent = _indent_of_line(source, start)
-        unit = rule.flow.module.default_indent  # a tab-indented file's unit is a tab
+    # As ruff format writes it: on one line when that fits (a wrapped check whose rewrite fits is joined),
+    # else the call's content on one line of its own when that fits, else one part a line.
+    prefix, suffix = start - line_start, line_end - end
+    indent = _indent_of_line(source, start)
+    unit = rule.flow.module.default_indent  # a tab-indented file's unit is a tab
+    middle = f"{indent}{unit}{' '.join(parts[1:])}"
+    if not comments and (prefix + len(single) + suffix <= LINE_LIMIT or "\n" in subject):
+        replacement = single
+    else:
         newline = "\r\n" if "\r\n" in source else "\n"
-        lines = [f"{indent}{unit}{part}" for part in parts[1:]]
+        lines = [middle] if not comments and len(middle.expandtabs(4)) <= LINE_LIMIT else []
+        lines = lines or [f"{indent}{unit}{part}" for part in parts[1:]]
         for index, comment in enumerate(comments):
             if index < len(lines):
                 lines[index] += f"  {comment}"
@@ -234,8 +241,6 @@ def _check_edit(rule: Rule, plan: UnwrapPlan) -> TextEdit:
                 lines.append(f"{indent}{unit}{comment}")
         body = "".join(f"{newline}{line}" for line in lines)
         replacement = f"{parts[0]}{body}{newline}{indent})"
-    else:
-        replacement = single
     return _edit(rule, plan.node, start, end, replacement)
 
 
