@@ -50,19 +50,20 @@ class UnwrapPlan:
     guarded_use: str | None = None
     # The calls that hand the per-spec function a group spec, with that argument (form "call-site").
     calls: tuple[tuple[cst.Call, cst.BaseExpression], ...] = ()
-    # How the scope rebinds a name the rewrite calls (`all`, `iter_layer_specs`, the helper): no fix.
-    rebound: str | None = None
+    # Why the rewrite cannot be written here (a name it calls that the scope rebinds, a walrus that would
+    # land in a comprehension's iterable): no fix.
+    blocker: str | None = None
 
     @property
     def safe(self) -> bool:
-        return self.split is None and self.guarded_use is None and self.rebound is None
+        return self.split is None and self.guarded_use is None and self.blocker is None
 
     def note(self, check: str) -> str:
         """What the finding says of an unsafe fix: the composition that splits `any` and `all`."""
         if self.safe:
             return ""
-        if self.rebound is not None:  # no fix: the rewrite would call what the scope binds
-            return f"no automatic fix: {self.rebound}, and the rewrite would call that: unwrap the layers by hand"
+        if self.blocker is not None:
+            return f"no automatic fix: {self.blocker}: unwrap the layers by hand"
         if self.guarded_use is not None:  # no fix: rewriting the check alone would let a container reach it
             return (
                 f"no automatic fix: `{self.guarded_use}` is used where the check lets it through, and a container "
@@ -102,9 +103,9 @@ def unwrap_plan(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression, clas
         split = split_composition(compositions, lambda name: tuple(a(name) for a in answers), hierarchy)
         outer = calls[0][0]
         quantifier = rule.flow.parent(rule.flow.parent(rule.flow.parent(outer))).func.value
-        rebound = next(filter(None, (_rebinding(rule, call, (LAYER_ITERATOR,)) for call, _ in calls)), None)
+        blocker = next(filter(None, (_blocker(rule, c, a, (LAYER_ITERATOR,)) for c, a in calls)), None)
         return UnwrapPlan(
-            "call-site", quantifier, None, node, subject, None, split, calls=tuple(calls), rebound=rebound
+            "call-site", quantifier, None, node, subject, None, split, calls=tuple(calls), blocker=blocker
         )
     helper = None
     if not exact and isinstance(classes, cst.Name):
@@ -112,17 +113,23 @@ def unwrap_plan(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression, clas
     use = _guarded_use(rule, node, subject)
     if helper is not None:
         quantifier = hierarchy.layer_helpers[helper][0]
-        rebound = _rebinding(rule, node, (helper,))
-        return UnwrapPlan("helper", quantifier, helper, node, subject, classes, split, use, rebound=rebound)
+        blocker = _blocker(rule, node, subject, (helper,))
+        return UnwrapPlan("helper", quantifier, helper, node, subject, classes, split, use, blocker=blocker)
     if not iterates:
         return None
-    rebound = _rebinding(rule, node, (quantifier, LAYER_ITERATOR))
-    return UnwrapPlan("layers", quantifier, None, node, subject, classes, split, use, rebound=rebound)
+    blocker = _blocker(rule, node, subject, (quantifier, LAYER_ITERATOR))
+    return UnwrapPlan("layers", quantifier, None, node, subject, classes, split, use, blocker=blocker)
 
 
-def _rebinding(rule: Rule, node: cst.CSTNode, names: tuple[str, ...]) -> str | None:
+def _blocker(rule: Rule, node: cst.CSTNode, moved: cst.BaseExpression, names: tuple[str, ...]) -> str | None:
+    """Why the rewrite of `node`, which calls `names` and moves `moved` into a comprehension's iterable,
+    cannot be written: a name the scope rebinds would be called instead; a walrus there is a SyntaxError."""
+    if any(isinstance(n, cst.NamedExpr) for n in preorder(moved)):
+        shown = " ".join(rule.code_of(moved).split())
+        return f"`{shown}` holds an assignment expression, which a comprehension's iterable cannot hold"
     own = rule.context.module_path.removesuffix(".py").replace("/", ".")
-    return rebinding(rule.flow, node, names, own)
+    rebound = rebinding(rule.flow, node, names, own)
+    return None if rebound is None else f"{rebound}, and the rewrite would call that"
 
 
 def _guarded_use(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression) -> str | None:
@@ -173,7 +180,7 @@ _LOOKS = ("isinstance", "type", LAYER_ITERATOR, "is_full_attention_spec")
 
 
 def unwrap_fix(rule: Rule, plan: UnwrapPlan | None) -> Fix | None:
-    if plan is None or plan.guarded_use is not None or plan.rebound is not None:
+    if plan is None or plan.guarded_use is not None or plan.blocker is not None:
         return None
     if plan.form == "call-site":
         edits = [edit for call, argument in plan.calls for edit in _call_site_edits(rule, call, argument)]
@@ -228,7 +235,9 @@ def _check_edit(rule: Rule, plan: UnwrapPlan) -> TextEdit:
     indent = _indent_of_line(source, start)
     unit = rule.flow.module.default_indent  # a tab-indented file's unit is a tab
     middle = f"{indent}{unit}{' '.join(parts[1:])}"
-    if not comments and (prefix + len(single) + suffix <= LINE_LIMIT or "\n" in subject):
+    # Inside an f-string a line break is valid only on Python 3.12 and later: one line there.
+    in_fstring = rule.flow.enclosing(plan.node, (cst.FormattedString,)) is not None
+    if in_fstring or not comments and (prefix + len(single) + suffix <= LINE_LIMIT or "\n" in subject):
         replacement = single
     else:
         newline = "\r\n" if "\r\n" in source else "\n"
