@@ -3,8 +3,8 @@
 - the names the rewrite calls (`all`, `iter_layer_specs`, the tree's helper) that the check's scope rebinds:
   a parameter or local `all`, `from numpy import all`, a module's own `iter_layer_specs` — the rewrite would
   call that instead, so there is no fix;
-- every expression bound to the checked value (`spec = g.kv_cache_spec` makes `g.kv_cache_spec` and `spec`
-  one value): a guarded use through any of them is a use;
+- a use of the checked value the check guards (`spec.mamba_type` after it), through any expression bound to
+  that value (`spec = g.kv_cache_spec` makes `g.kv_cache_spec` and `spec` one value);
 - the calls of a per-spec function that reach that very function, not another class's method of its name;
 - a loop name the rewritten check does not already use.
 """
@@ -25,11 +25,15 @@ from kvlint.analysis.cst_bindings import (
     target_names,
 )
 from kvlint.analysis.cst_walk import children, preorder, walk
+from kvlint.analysis.layer_helpers import LAYER_ITERATOR
+from kvlint.analysis.provenance import STATEMENTS
 from kvlint.analysis.vocabulary import INTERFACE_MODULE
 
 # The names a rewrite may call that live in no import: the builtins it relies on.
 BUILTINS = ("all", "any", "isinstance", "type")
 _LOOP_NAMES = ("spec", "layer_spec", "layer")
+# A block that ends so skips what follows it: after `if not check: continue`, the rest is narrowed.
+_EXITS = (cst.Continue, cst.Break, cst.Return, cst.Raise)
 INTERFACE = INTERFACE_MODULE.removesuffix(".py").replace("/", ".")
 
 
@@ -109,6 +113,53 @@ def _bound_by(node: cst.CSTNode) -> set[str]:
             for a in node.names
         }
     return set()
+
+
+def guarded_use(flow, node: cst.CSTNode, subject: cst.BaseExpression) -> str | None:
+    """A read of the checked expression in the statement holding the check (outside the check and other
+    class tests), or after it in its block when that statement exits early or binds the check's answer."""
+    # `spec = g.kv_cache_spec` before the check: a read of either is a read of the checked value
+    wanted = same_value(flow, subject)
+    statement = flow.enclosing(node, STATEMENTS)
+    if statement is None:
+        return None
+    region: list[cst.CSTNode] = [statement]
+    block = flow.parent(statement)
+    exits = isinstance(statement, cst.If) and _ends_in_exit(statement.body)
+    if (exits or isinstance(statement, cst.SimpleStatementLine)) and hasattr(block, "body"):
+        siblings = list(block.body)
+        region += siblings[siblings.index(statement) + 1 :] if statement in siblings else []
+    inside = set(preorder(node))
+    for top in region:
+        for found in preorder(top):
+            if found in inside or not isinstance(found, (cst.Name, cst.Attribute, cst.Subscript)):
+                continue
+            if dotted(found) in wanted and not _is_class_test_argument(flow, found):
+                parent = flow.parent(found)
+                shown = parent if isinstance(parent, cst.Attribute) and parent.value is found else found
+                return dotted(shown)
+    return None
+
+
+def _ends_in_exit(body: cst.BaseSuite) -> bool:
+    statements = list(body.body)
+    last = statements[-1] if statements else None
+    small = last.body if isinstance(last, cst.SimpleStatementLine) else [last] if last is not None else []
+    return (
+        any(isinstance(s, _EXITS) for s in small)
+        or isinstance(body, cst.SimpleStatementSuite)
+        and any(isinstance(s, _EXITS) for s in body.body)
+    )
+
+
+def _is_class_test_argument(flow, node: cst.CSTNode) -> bool:
+    """`isinstance(x, …)`, `type(x)`, `iter_layer_specs(x)`: a look at the spec, not a use of it as a layer."""
+    argument = flow.parent(node)
+    call = flow.parent(argument) if isinstance(argument, cst.Arg) else None
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _LOOKS
+
+
+_LOOKS = ("isinstance", "type", LAYER_ITERATOR, "is_full_attention_spec")
 
 
 def same_value(flow, subject: cst.BaseExpression) -> set[str]:

@@ -44,7 +44,30 @@ def verdict_for(rule: Rule, scaling: Scaling) -> Verdict | None:
 def applicability_of(rule: Rule, scaling: Scaling) -> Applicability:
     """Safe when the call keeps every plain kind's span: only containers change, which is the fix."""
     verdict = verdict_for(rule, scaling)
-    return Applicability.SAFE if verdict is not None and verdict.rewrite_keeps_plain_kinds else Applicability.UNSAFE
+    safe = verdict is not None and verdict.rewrite_keeps_plain_kinds and called_elsewhere(rule, scaling) is None
+    return Applicability.SAFE if safe else Applicability.UNSAFE
+
+
+def called_elsewhere(rule: Rule, scaling: Scaling) -> str | None:
+    """The function whose parameter an ungated product's DCP size is, when modules other than this one may
+    call it: the verdict saw only this module's callers (they pass the gated size), and a caller elsewhere
+    that passes the raw size would get another span for the kinds the resolver leaves unscaled. None when
+    the product is gated itself (the resolver gives it the same for any size) or the function is this
+    module's own (nested, or named with a leading underscore)."""
+    if scaling.gate is not None or not isinstance(scaling.dcp, cst.Name):
+        return None
+    bindings = rule.flow.bindings_of(scaling.dcp)
+    if not bindings or any(b.param is None or b.function is None for b in bindings):
+        return None
+    function = bindings[0].function
+    name = function.name.value
+    if (
+        rule.flow.enclosing(function, (cst.FunctionDef,)) is not None
+        or name.startswith("_")
+        and not name.endswith("__")
+    ):
+        return None
+    return name
 
 
 def _indent_of_line(source: str, offset: int) -> str:

@@ -18,20 +18,18 @@ from dataclasses import dataclass
 import libcst as cst
 
 from kvlint import Applicability, Fix, ImportChange, Rule, TextEdit
-from kvlint.analysis.cst_bindings import argument_for, dotted, is_static, positional_index
+from kvlint.analysis.cst_bindings import argument_for, is_static, positional_index
 from kvlint.analysis.cst_walk import preorder
 from kvlint.analysis.layer_helpers import LAYER_ITERATOR, QUANTIFIERS
 from kvlint.analysis.layer_mixes import class_test, spec_class_mixes, split_composition
-from kvlint.analysis.provenance import STATEMENTS, Kind
+from kvlint.analysis.provenance import Kind
 from kvlint.analysis.scaling import class_names
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, INTERFACE_MODULE
-from kvlint.rules._fix_scope import free_name, rebinding, resolved_calls, same_value
+from kvlint.rules._fix_scope import free_name, guarded_use, rebinding, resolved_calls
 from kvlint.rules._resolver_call import LINE_LIMIT, _imported_from, _indent_of_line, _one_line
 
 _OPERATORS = {cst.Is: "is", cst.Equal: "==", cst.In: "in", cst.IsNot: "is not", cst.NotEqual: "!=", cst.NotIn: "not in"}
 _NEGATIVE = (cst.IsNot, cst.NotEqual, cst.NotIn)
-# A block that ends so skips what follows it: after `if not check: continue`, the rest is narrowed.
-_EXITS = (cst.Continue, cst.Break, cst.Return, cst.Raise)
 
 
 @dataclass
@@ -110,7 +108,7 @@ def unwrap_plan(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression, clas
     helper = None
     if not exact and isinstance(classes, cst.Name):
         helper = next((h for h, (_, c) in sorted(hierarchy.layer_helpers.items()) if c == classes.value), None)
-    use = _guarded_use(rule, node, subject)
+    use = guarded_use(rule.flow, node, subject)
     if helper is not None:
         quantifier = hierarchy.layer_helpers[helper][0]
         blocker = _blocker(rule, node, subject, (helper,))
@@ -130,53 +128,6 @@ def _blocker(rule: Rule, node: cst.CSTNode, moved: cst.BaseExpression, names: tu
     own = rule.context.module_path.removesuffix(".py").replace("/", ".")
     rebound = rebinding(rule.flow, node, names, own)
     return None if rebound is None else f"{rebound}, and the rewrite would call that"
-
-
-def _guarded_use(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression) -> str | None:
-    """A read of the checked expression in the statement holding the check (outside the check and other
-    class tests), or after it in its block when that statement exits early or binds the check's answer."""
-    # `spec = g.kv_cache_spec` before the check: a read of either is a read of the checked value
-    flow, wanted = rule.flow, same_value(rule.flow, subject)
-    statement = flow.enclosing(node, STATEMENTS)
-    if statement is None:
-        return None
-    region: list[cst.CSTNode] = [statement]
-    block = flow.parent(statement)
-    exits = isinstance(statement, cst.If) and _ends_in_exit(statement.body)
-    if (exits or isinstance(statement, cst.SimpleStatementLine)) and hasattr(block, "body"):
-        siblings = list(block.body)
-        region += siblings[siblings.index(statement) + 1 :] if statement in siblings else []
-    inside = set(preorder(node))
-    for top in region:
-        for found in preorder(top):
-            if found in inside or not isinstance(found, (cst.Name, cst.Attribute, cst.Subscript)):
-                continue
-            if dotted(found) in wanted and not _is_class_test_argument(flow, found):
-                parent = flow.parent(found)
-                shown = parent if isinstance(parent, cst.Attribute) and parent.value is found else found
-                return dotted(shown)
-    return None
-
-
-def _ends_in_exit(body: cst.BaseSuite) -> bool:
-    statements = list(body.body)
-    last = statements[-1] if statements else None
-    small = last.body if isinstance(last, cst.SimpleStatementLine) else [last] if last is not None else []
-    return (
-        any(isinstance(s, _EXITS) for s in small)
-        or isinstance(body, cst.SimpleStatementSuite)
-        and any(isinstance(s, _EXITS) for s in body.body)
-    )
-
-
-def _is_class_test_argument(flow, node: cst.CSTNode) -> bool:
-    """`isinstance(x, …)`, `type(x)`, `iter_layer_specs(x)`: a look at the spec, not a use of it as a layer."""
-    argument = flow.parent(node)
-    call = flow.parent(argument) if isinstance(argument, cst.Arg) else None
-    return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _LOOKS
-
-
-_LOOKS = ("isinstance", "type", LAYER_ITERATOR, "is_full_attention_spec")
 
 
 def unwrap_fix(rule: Rule, plan: UnwrapPlan | None) -> Fix | None:

@@ -143,3 +143,86 @@ def run_worker(namespace: dict, group_specs: list) -> tuple[list, list]:
     seen: list = []
     found = namespace["worker"](types.SimpleNamespace(kv_cache_groups=groups), seen)
     return found, seen
+
+
+def sample(count: int, seed: int) -> list[Program]:
+    """A fixed draw of programs (the slow test runs each in the real vLLM: the same ones every run)."""
+    import random
+
+    chooser = random.Random(seed)
+    return [
+        Program(
+            chooser.choice(CLASSES),
+            chooser.choice(FORMS),
+            chooser.choice(SHAPES),
+            chooser.choice(SUBJECTS),
+            # most programs without a use or a shadowed name: those get no fix, the rest do
+            chooser.choice(USES) if chooser.random() < 0.4 else "none",
+            chooser.choice(SHADOWS) if chooser.random() < 0.3 else "none",
+            chooser.choice(["    ", "\t"]),
+            chooser.random() < 0.5,
+            chooser.choice(["\n", "\r\n"]),
+        )
+        for _ in range(count)
+    ]
+
+
+# Run by the vLLM runtime's interpreter (tests/test_fix_safety_runtime.py): each program as written and as
+# fixed, on a group of a plain spec of every class and of a container of every composition; JSON out.
+RUNTIME_SCRIPT = r"""
+import dataclasses, importlib.util, json, sys, types
+import torch
+import vllm.v1.kv_cache_interface as interface
+
+job = json.load(open(sys.argv[1]))
+FIELDS = {
+    "block_size": 16, "num_kv_heads": 8, "head_size": 128, "dtype": torch.bfloat16, "sliding_window": 1024,
+    "attention_chunk_size": 1024, "rswa_window": 1024, "shapes": ((4, 1024), (16, 64, 128)),
+    "dtypes": (torch.bfloat16, torch.float32), "mamba_cache_mode": "align",
+}
+
+def build(name):
+    cls = getattr(interface, name)
+    fields = {f.name for f in dataclasses.fields(cls) if f.init}
+    return cls(**{k: v for k, v in FIELDS.items() if k in fields})
+
+plain = {}
+for name in job["classes"]:
+    try:
+        plain[name] = build(name)
+    except Exception as error:  # a class this vLLM builds with fields kvlint does not know
+        pass
+containers = []
+for layers in job["compositions"]:
+    if all(name in plain for name in layers):
+        specs = {f"model.layers.{i}": plain[name] for i, name in enumerate(layers)}
+        containers.append((layers, interface.UniformTypeKVCacheSpecs(block_size=16, kv_cache_specs=specs)))
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+def answer(module, spec):
+    groups = [types.SimpleNamespace(kv_cache_spec=spec, layer_names=["layer"])]
+    seen = []
+    try:
+        found = module.worker(types.SimpleNamespace(kv_cache_groups=groups), seen)
+    except Exception as error:
+        return {"error": f"{type(error).__name__}: {error}"}
+    return {"found": [str(f) for f in found], "seen": [type(s).__name__ for s in seen]}
+
+results = {}
+for index, (original, fixed) in enumerate(job["programs"]):
+    try:
+        before, after = load(original, f"original_{index}"), load(fixed, f"fixed_{index}")
+    except Exception as error:
+        results[fixed] = {"load_error": f"{type(error).__name__}: {error}"}
+        continue
+    results[fixed] = {
+        "plain": {name: [answer(before, spec), answer(after, spec)] for name, spec in plain.items()},
+        "containers": [[layers, answer(after, spec)] for layers, spec in containers],
+    }
+json.dump({"classes": sorted(plain), "results": results}, open(sys.argv[2], "w"))
+"""

@@ -319,3 +319,58 @@ def test_shadowing_cases_add_no_ruff_finding(case, tmp_path):
     )
     new = [line for line in result.stdout.decode().splitlines() if "F811" in line or "iter_layer_specs" in line]
     assert not new, result.stdout.decode()
+
+
+# ------------------------------------------------------------------ walrus and f-strings (issue 27, item 7)
+
+
+def test_a_walrus_in_the_checked_expression_gets_no_fix():
+    """`iter_layer_specs(s := g.kv_cache_spec)` in a comprehension's iterable is a SyntaxError."""
+    source = """
+    def worker(kv_cache_config):
+        for g in kv_cache_config.kv_cache_groups:
+            if isinstance(s := g.kv_cache_spec, MambaSpec):
+                yield s
+    """
+    findings, _ = fixed(source, unsafe=True)
+    assert all(f.fix is None for f in findings)
+    assert "`s := g.kv_cache_spec` holds an assignment expression" in findings[0].message
+
+
+def test_a_check_inside_an_f_string_stays_on_one_line():
+    """A line break inside an f-string's braces is valid only from Python 3.12 on."""
+    source = IMPORTS + (
+        "def worker(kv_cache_config):\n"
+        "    for g in kv_cache_config.kv_cache_groups:\n"
+        "        yield f'{isinstance(g.kv_cache_spec, (MambaSpec, CrossAttentionSpec))} is the answer for this group'\n"
+    )
+    _, text = fixed(source)
+    line = next(line for line in text.splitlines() if "yield" in line)
+    assert "for spec in iter_layer_specs(g.kv_cache_spec))} is the answer" in line
+    ast.parse(text, feature_version=(3, 10))
+
+
+# ------------------------------------------- a maintainer's reading: callers of an ungated product elsewhere
+
+
+CALLED_WITH_A_GATED_SIZE = """
+from vllm.v1.kv_cache_interface import AttentionSpec
+
+def {name}(spec, dcp):
+    return spec.block_size * dcp
+
+def caller(kv_cache_config, dcp):
+    groups = kv_cache_config.kv_cache_groups
+    return [{name}(g.kv_cache_spec, dcp if isinstance(g.kv_cache_spec, AttentionSpec) else 1) for g in groups]
+"""
+
+
+@pytest.mark.parametrize(("name", "safe"), [("span", False), ("_span", True)])
+def test_an_ungated_product_is_safe_only_when_no_other_module_can_pass_a_raw_size(name, safe):
+    """This module's callers pass the gated size; another module may call a public `span(spec, dcp)` with
+    the raw one, and the resolver would stop scaling Mamba there."""
+    kv102 = rule_by_code("KV102")
+    source = CALLED_WITH_A_GATED_SIZE.format(name=name).lstrip("\n")
+    findings = lint_text(LintRequest(PATH, PATH, project_for(kv102.INVALID[0]), (kv102,)), source).findings
+    fixes = [f.fix for f in findings if f.code == "KV102" and f.fix is not None]
+    assert fixes and all((f.applicability.value == "safe") == safe for f in fixes)

@@ -45,7 +45,7 @@ programs = st.builds(
 
 
 def container(layers: list[str]):
-    spec = getattr(INTERFACE, "UniformTypeKVCacheSpecs")()
+    spec = INTERFACE.UniformTypeKVCacheSpecs()
     spec.kv_cache_specs = {f"model.layers.{i}": getattr(INTERFACE, name)() for i, name in enumerate(layers)}
     return spec
 
