@@ -71,7 +71,7 @@ def answers(text: str, specs: list) -> list:
     return results
 
 
-@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=60)
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs, st.booleans())
 def test_every_fix_of_a_generated_check_compiles_keeps_its_classes_and_answers_as_before(program, unsafe):
     source = program.source
@@ -94,7 +94,9 @@ def test_the_generator_reaches_the_fixes_it_tests():
     """The property is not vacuous: the shapes it draws get safe fixes, and the stand-ins tell them apart."""
     fixed = 0
     for shape in generated.SHAPES:
-        program = generated.Program("(MambaSpec, CrossAttentionSpec)", "isinstance", shape, "spec", "none", "none", "    ", True)
+        program = generated.Program(
+            "(MambaSpec, CrossAttentionSpec)", "isinstance", shape, "spec", "none", "none", "    ", True
+        )
         findings = lint_text(LintRequest(PATH, PATH, PROJECT, (RULE,)), program.source).findings
         safe = [f for f in findings if f.fix is not None and f.fix.applicability.value == "safe"]
         text = apply_fixes(program.source, safe, unsafe=False).text
