@@ -8,6 +8,7 @@ import libcst as cst
 
 from kvlint import Applicability, Fix, ImportChange, Rule, TextEdit
 from kvlint.analysis.agreement import Verdict, judge
+from kvlint.analysis.cst_bindings import argument_for, is_static, positional_index
 from kvlint.analysis.provenance import dotted
 from kvlint.analysis.scaling import Scaling
 from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS, RESOLVER_NAME, dcp_aliases
@@ -49,17 +50,18 @@ def applicability_of(rule: Rule, scaling: Scaling) -> Applicability:
 
 
 def called_elsewhere(rule: Rule, scaling: Scaling) -> str | None:
-    """The function whose parameter an ungated product's DCP size is, when modules other than this one may
-    call it: the verdict saw only this module's callers (they pass the gated size), and a caller elsewhere
-    that passes the raw size would get another span for the kinds the resolver leaves unscaled. None when
-    the product is gated itself (the resolver gives it the same for any size) or the function is this
-    module's own (nested, or named with a leading underscore)."""
+    """The function whose parameter an ungated product's DCP size is, when this module's callers gate that
+    size per kind (`dcp if isinstance(spec, AttentionSpec) else 1`) and other modules may call it too: the
+    verdict counted on the gating, and a caller elsewhere that passes the raw size would get another span
+    for the kinds the resolver leaves unscaled. None when the product is gated itself (the resolver gives
+    it the same for any size), no caller here gates it, or the function is this module's own (nested, or
+    named with a leading underscore)."""
     if scaling.gate is not None or not isinstance(scaling.dcp, cst.Name):
         return None
     bindings = rule.flow.bindings_of(scaling.dcp)
     if not bindings or any(b.param is None or b.function is None for b in bindings):
         return None
-    function = bindings[0].function
+    function, param = bindings[0].function, bindings[0].param
     name = function.name.value
     if (
         rule.flow.enclosing(function, (cst.FunctionDef,)) is not None
@@ -67,7 +69,13 @@ def called_elsewhere(rule: Rule, scaling: Scaling) -> str | None:
         and not name.endswith("__")
     ):
         return None
-    return name
+    position = positional_index(function, param)
+    for call in rule.flow.callers(name):
+        via_attribute = isinstance(call.func, cst.Attribute) and not is_static(function)
+        argument = argument_for(call, param.name.value, position, via_attribute)
+        if isinstance(argument, cst.IfExp):
+            return name
+    return None
 
 
 def _indent_of_line(source: str, offset: int) -> str:

@@ -391,7 +391,7 @@ def build(kv_cache_config, parallel_config):
         )
         self.report(
             node,
-            describe(one_line(self.code_of(node)), verdict, by_name),
+            describe(one_line(self.code_of(node, own_parentheses=False)), verdict, by_name),
             fix=None if unavailable else (lambda: resolver_call_fix(self, scaling)),
             severity=severity_of(verdict),
             fix_unavailable=unavailable,

@@ -106,8 +106,8 @@ class Rule(cst.BatchableCSTVisitor):
     def flow(self) -> SpecFlow:
         return self.context.flow
 
-    def code_of(self, node: cst.CSTNode) -> str:
-        start, end = self.span(node)
+    def code_of(self, node: cst.CSTNode, own_parentheses: bool = True) -> str:
+        start, end = self.span(node, own_parentheses)
         return self.context.source[start:end]
 
     def span(self, node: cst.CSTNode, own_parentheses: bool = True) -> tuple[int, int]:
