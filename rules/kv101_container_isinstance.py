@@ -369,13 +369,13 @@ class ContainerIsinstance(DominatedChecks, Rule):
         scaling = gated_scaling(self, node)
         plan = None if scaling is not None else unwrap_plan(self, node, subject, classes_node, exact)
         fix = lambda: resolver_call_fix(self, scaling) if scaling else unwrap_fix(self, plan)  # noqa: E731 - needs positions
-        note = plan.note(" ".join(self.code_of(node).split())) if plan is not None else ""
+        note = plan.note(" ".join(self.code_of(node, own_parentheses=False).split())) if plan is not None else ""
         if note:
             message = replace(message, remedy=f"{message.remedy}; {note}")
         self.report(node, message, fix=fix, severity=severity)
 
     def _built_message(self, node, subject: str, provenance, checked: frozenset[str], built) -> Message:
-        check = " ".join(self.code_of(node).split())
+        check = " ".join(self.code_of(node, own_parentheses=False).split())
         fields = built_by(built)
         statement = self.BUILT.format(check=check, subject=subject, reason=provenance.reason, **fields)
         headline = self.BUILT_HEADLINE.format(
