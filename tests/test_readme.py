@@ -130,6 +130,15 @@ def test_every_generated_block_is_there_once():
     assert script.rewrite(README, {}) == README
 
 
+def test_the_first_screen_is_a_terminals_width_and_shows_whole_findings():
+    script = load_script()
+    block = script.current(README)["first-screen"].splitlines()
+    assert max(map(len, block)) <= script.SCREEN_COLUMNS == 120 and len(block) <= script.SCREEN_ROWS + 2
+    assert block[3].startswith("KV101 [*] error: ") and any(line.startswith("    --> vllm/") for line in block)
+    assert any(set(line.partition(" | ")[2].strip()) == {"^"} for line in block)  # carets in the source frame
+    assert any(line.startswith("help: ") and "…" not in line for line in block)
+
+
 @pytest.mark.slow
 def test_the_readme_shows_what_kvlint_prints_now(vllm_release):
     for version in load_script().RELEASES:
@@ -153,7 +162,7 @@ def test_the_first_screen_reads_well_and_its_summary_stands_in_the_readme(vllm_r
     assert completed.returncode == 1, completed.stderr
     lines = completed.stdout.splitlines()
     assert lines and not any(line.startswith(("/", "~")) for line in lines)
-    assert max(map(len, lines)) <= 200
+    assert max(map(len, lines)) <= 100  # stdout is no terminal here: 100 columns
     summary = completed.stderr.splitlines()[-1]
     assert summary.startswith("kvlint: ") and "files checked" in summary
     assert f"\n{summary}\n" in README

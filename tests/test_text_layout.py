@@ -34,13 +34,16 @@ GUTTER = re.compile(r" *(\d+|…)? \|")
 def located(text: str) -> list[str]:
     """Each finding of the full layout as `path:line:column CODE`, in order: its headline's code and its
     ` --> ` line's place (for tests that ask where findings are, not how they are worded)."""
-    found, code = [], None
+    found, code, place = [], None, None
     for line in plain(text).splitlines():
         if (head := HEADLINE.match(line)) is not None:
             code = head.group(1)
-        elif (arrow := ARROW.fullmatch(line)) is not None and code is not None:
-            found.append(f"{arrow.group(1)} {code}")
-            code = None
+        elif code is not None and (place is not None or line.lstrip().startswith("--> ")):
+            # A path wider than the terminal goes on over the next lines, broken after a `/`.
+            place = (place or "") + line.strip().removeprefix("--> ")
+            if (arrow := ARROW.fullmatch(f"--> {place}")) is not None:
+                found.append(f"{arrow.group(1)} {code}")
+                code = place = None
     return found
 
 
@@ -310,8 +313,8 @@ def test_every_finding_has_its_frame_and_its_remedy_whole(tmp_path, monkeypatch)
 def assert_framed(block: list[str]) -> None:
     """The block has ` --> path:line:col`, then a frame whose flagged line has carets under it; no `help:`
     line is cut."""
-    arrow = next(i for i, line in enumerate(block) if ARROW.fullmatch(line))
-    line = ARROW.fullmatch(block[arrow]).group(1).rsplit(":", 2)[1]
+    arrow = next(i for i, line in enumerate(block) if line.lstrip().startswith("--> "))
+    line = located("\n".join(block))[0].split()[0].rsplit(":", 2)[1]
     numbered = next(i for i, text in enumerate(block) if re.match(rf" *{line} \|", text))
     assert arrow < numbered and set(block[numbered + 1].split("|", 1)[1].strip()) == {"^"}, block
     assert not any("…" in text for text in block if text.startswith("help: "))
@@ -334,3 +337,20 @@ def test_in_a_terminal_the_layout_is_the_terminals_width_and_coloured(tmp_path):
     screen = script.drawn(output, None).splitlines()
     assert max(map(len, screen[:-1])) <= 80  # the summary, stderr's, aside
     assert located("\n".join(screen))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_real_release_in_a_terminal_of_each_width(vllm_release, width):
+    """vLLM 0.29.0 as a terminal `width` columns wide shows it: every line within the width, every finding
+    with its frame, no remedy cut."""
+    script = load_readme_script()
+    command = [sys.executable, "-m", "kvlint", "check", "-q", "vllm"]
+    output = script.in_terminal(command, width, cwd=vllm_release("0.29.0"), timeout=900)
+    *report, summary = script.drawn(output, None).rstrip("\n").split("\n")
+    assert summary.startswith("kvlint: 16 finding(s)"), summary
+    assert "\x1b[1;31mKV10" in output and max(map(display_width, report)) <= width
+    findings = blocks("\n".join(report))
+    assert len(findings) == len(located("\n".join(report))) == 16
+    for block in findings:
+        assert_framed(block)
