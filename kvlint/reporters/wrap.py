@@ -19,8 +19,9 @@ DEFAULT_WIDTH = 100
 # Narrower than this and the source frame's gutter leaves no room for code.
 MINIMUM_WIDTH = 40
 
-# A word: a run of characters without spaces, where a code span (spaces and all) counts as one character.
-_ATOM = re.compile(r"(?:`[^`]*`|[^\s`])+|`")
+# A word: a run of characters without spaces, where a code span (spaces and all) counts as one character; a
+# backtick that opens no span is a character like another.
+_ATOM = re.compile(r"(?:`[^`]*`|\S)+")
 # Where a code span longer than a line may break, tried in turn: at spaces; also after an opening bracket or a
 # comma; also after a dot or a slash (a path).
 _BREAKS = (re.compile(r"(?<= )"), re.compile(r"(?<=[ (\[{,])"), re.compile(r"(?<=[ (\[{,./])"))
