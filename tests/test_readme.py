@@ -16,6 +16,7 @@ import yaml
 from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
 from kvlint.scan.config import KNOWN_KEYS, Config
 from test_precommit import hook_repo, pre_commit_home  # noqa: F401 - fixtures: a local kvlint repo, pre-commit's home
+from test_text_layout import located
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -117,7 +118,7 @@ def test_the_precommit_entry_runs_as_written(tmp_path, hook_repo, pre_commit_hom
     run = _pre_commit(project, pre_commit_home)
     output = run.stdout + run.stderr
     assert run.returncode == 1 and "kvlint" in output and "Failed" in output, output
-    assert "pkg/sizing.py:1:1: KV103" in output
+    assert "pkg/sizing.py:1:1 KV103" in located(output)
 
 
 # ------------------------------------------------------------------------------------------ generated blocks

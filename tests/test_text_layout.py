@@ -364,3 +364,12 @@ def test_a_real_release_in_a_terminal_of_each_width(vllm_release, width):
     assert len(findings) == len(located("\n".join(report))) == 16
     for block in findings:
         assert_framed(block)
+
+
+def test_a_line_of_megabytes_is_read_only_as_far_as_a_frame_shows(tmp_path):
+    path = tmp_path / "generated.py"
+    path.write_text("x = [" + "\x07, " * 3_000_000 + "]\n")  # control characters, each escaped when shown
+    started = time.monotonic()
+    lines = finding_lines(Finding(str(path), 1, 1, 1, 2, "KV000", "n", "m"), None, width=100)
+    assert time.monotonic() - started < 1 and max(map(display_width, lines)) <= 100
+    assert lines[3].startswith("1 | x = [\\x07, ") and lines[3].endswith("…")

@@ -31,6 +31,9 @@ from kvlint.types import Finding
 MOST_LINES = 4
 FIRST_LINES = 3
 TAB = 4  # columns a tab takes, as ruff shows it
+# A source line is read this far (a generated or hostile file may hold megabytes on one line): the window
+# shown is a terminal's width, and a range that starts further right has its carets at this edge.
+MOST_COLUMNS = 1000
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what Python (and so the finding's line numbers) counts as a line break
 
 SourceLines = Callable[[str], "list[str] | None"]
@@ -71,10 +74,11 @@ def frame_lines(lines: list[str] | None, finding: Finding, width: int, paint) ->
     after = [last + 1] if not elided and last < len(lines) else []
     gutter = len(str(max([*flagged, *after])))
     room = max(width - gutter - 3, 1)  # `N | ` before the code
-    shown = {n: printable(lines[n - 1].expandtabs(TAB)) for n in [*before, *flagged, *after]}
+    source = {n: lines[n - 1][:MOST_COLUMNS] for n in [*before, *flagged, *after]}
+    shown = {n: printable(text.expandtabs(TAB)) for n, text in source.items()}
     # Carets under the range's first line only (to that line's end when the range goes on): a range over
     # several lines is told by the lines the frame shows, not by a row of carets under each.
-    carets = {first: _caret_span(lines[first - 1], first, finding)}
+    carets = {first: _caret_span(source[first], first, finding)}
     left = _window_start(*carets[first], display_width(shown[first]), room)
     blank = paint(" " * gutter + " |", "gutter")
     out = [blank]
