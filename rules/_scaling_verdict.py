@@ -88,7 +88,8 @@ def describe(expression: str, verdict: Verdict | None, fix_by_name: str) -> Mess
     )
 
 
-def one_line(code: str, limit: int = 60) -> str:
-    """One line, no padding inside brackets (`groups[\n    g\n]` → `groups[g]`), cut at `limit`."""
+def one_line(code: str, limit: int | None = 60) -> str:
+    """One line, no padding inside brackets (`groups[\n    g\n]` → `groups[g]`), cut at `limit` (None: whole,
+    as a remedy quotes code: to be copied)."""
     flat = re.sub(r"([(\[{]) | ([)\]}])", lambda m: m.group(1) or m.group(2), " ".join(code.split()))
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return flat if limit is None or len(flat) <= limit else flat[: limit - 1] + "…"

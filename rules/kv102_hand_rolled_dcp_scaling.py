@@ -385,9 +385,9 @@ def build(kv_cache_config, parallel_config):
             unavailable = no_resolver_note(project.resolver_view)
         elif scaling.spec is None or not isinstance(node, cst.BaseExpression):
             unavailable = f"no automatic fix for this shape: call `{RESOLVER_NAME}(spec, dcp)` by hand"
-        spec = one_line(self.code_of(scaling.spec), 40) if scaling.spec is not None else None
+        spec = one_line(self.code_of(scaling.spec), None) if scaling.spec is not None else None
         by_name = remedy(
-            project.resolver_view, table.reference if table else "", spec, one_line(self.code_of(scaling.dcp), 40)
+            project.resolver_view, table.reference if table else "", spec, one_line(self.code_of(scaling.dcp), None)
         )
         self.report(
             node,

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from test_text_layout import located
+
 ROOT = Path(__file__).resolve().parents[1]
 BUGGY = "def tokens_per_block(group, dcp_size):\n    return group.kv_cache_spec.block_size * dcp_size\n"
 CLEAN = "def double(value):\n    return value * 2\n"
@@ -130,7 +132,7 @@ def test_hook_fails_on_a_finding_and_names_it(tmp_path, hook_repo, pre_commit_ho
     assert run.returncode == 1, output
     assert "kvlint" in output and "Failed" in output
     # The root cause on the function, the scaling in it as its related location (a line of the same file).
-    assert "pkg/sizing.py:1:1: KV103" in output and "related: line 2: KV102" in output
+    assert "pkg/sizing.py:1:1 KV103" in located(output) and "\nrelated: line 2: KV102" in output
     assert "pkg/other.py" not in output.replace("files checked", "")
 
 

@@ -102,6 +102,19 @@ def resolve_output_format(output_format: str | None, legacy_format: str | None) 
     return output_format or legacy or "full"
 
 
+def color_option(function):
+    """`--color auto|always|never`: colour in the text output (kvlint.reporters.colour says how `auto` decides)."""
+    return click.option(
+        "--color",
+        "color",
+        type=click.Choice(["auto", "always", "never"]),
+        default="auto",
+        show_default=True,
+        help="Colour the full layout: `auto` on a terminal unless NO_COLOR is set (FORCE_COLOR forces it); "
+        "`always` and `never` win over the environment.",
+    )(function)
+
+
 def fail_on_option(function):
     """`--fail-on`: which findings fail the run (`check`, `review`, and `fix` for the findings it leaves)."""
     return click.option(
