@@ -18,6 +18,7 @@ from kvlint.scan.vllm_requirement import find_vllm_requirement
 from tests.kvlint_runner import run_kvlint
 from tests.mini_vllm import write_tree
 from tests.plugin_packages import CONNECTOR, connector_package, install_fake_releases
+from tests.review_repos import git
 
 WORKER = "range_connector/worker.py"
 
@@ -185,3 +186,51 @@ def test_fix_on_a_range_writes_nothing_and_on_a_pin_imports_from_the_targets_res
     assert "resolve_dcp_kv_block_size(group.kv_cache_spec, dcp)" in fixed
     assert "from vllm.v1.kv_cache_interface import AttentionSpec, iter_layer_specs" in fixed
     assert not (tmp_path / "releases" / "vllm-0.30.0" / "vllm" / WORKER).exists()
+
+
+# ------------------------------------------------------------------------------------------ review of a plugin's pull request
+
+
+BEFORE = """
+    class RangeConnectorWorker:
+        def attention_groups(self, kv_cache_config):
+            return list(kv_cache_config.kv_cache_groups)
+    """
+
+
+def plugin_pull_request(root, requirement: str):
+    """A plugin repository: `main` keeps every group; the checked-out `pr` adds a container-blind check."""
+    package = connector_package(root, requirement=requirement)
+    worker = package / WORKER
+    before = textwrap.dedent(BEFORE).lstrip()
+    after = before.replace(
+        "list(kv_cache_config.kv_cache_groups)",
+        "[g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, AttentionSpec)]",
+    )
+    worker.write_text(before)
+    after = "from vllm.v1.kv_cache_interface import AttentionSpec\n\n\n" + after
+    git(package, "init", "-q", "-b", "main")
+    git(package, "add", "-A")
+    git(package, "commit", "-qm", "base")
+    git(package, "checkout", "-qb", "pr")
+    worker.write_text(after)
+    git(package, "commit", "-qam", "pr: attention groups only")
+    return package
+
+
+def test_review_of_a_plugin_judges_its_change_against_the_base_revisions_target(tmp_path, fake_releases):
+    targeted = plugin_pull_request(tmp_path / "targeted", "vllm==0.29.0")
+    completed = run_kvlint("review", "--base", "main", "--head", "pr", "--format", "markdown", cwd=targeted)
+    assert completed.stderr.splitlines()[0].startswith("kvlint: judging against vLLM 0.29.0, from the requirement")
+    assert completed.returncode == 1 and "DsaHybridForCausalLM" in completed.stdout
+    # The same change in a repository that names no vLLM: kvlint's built-in classes prove nothing, exit 0.
+    plain = plugin_pull_request(tmp_path / "plain", "torch")
+    completed = run_kvlint("review", "--base", "main", "--head", "pr", "--format", "markdown", cwd=plain)
+    assert "assuming kvlint's built-in vLLM 0.29.0" in completed.stderr.splitlines()[0]
+    assert completed.returncode == 0
+
+
+def test_review_takes_the_release_on_the_command_line(tmp_path, fake_releases):
+    package = plugin_pull_request(tmp_path / "pkg", "torch")
+    completed = run_kvlint("review", "--base", "main", "--head", "pr", "--vllm-release", "0.30.0", cwd=package)
+    assert completed.returncode == 1 and fake_releases == ["0.30.0"]

@@ -181,15 +181,21 @@ def judged_against(
     """For PATHs outside the vLLM tree: the releases they are judged against (--vllm-release, else
     [tool.kvlint] vllm, else the project's requirement on vllm), fetched; said on stderr's first line.
     None (and the built-in reference said) when nothing names one."""
-    from kvlint.scan.targets import VllmTarget, admitted_versions, choose_target, no_target_line
+    from kvlint.scan.targets import choose_target, no_target_line
 
     chosen = choose_target(release, config.vllm, config.source, [Path(p) for p in paths])
     if chosen is None:
         if not quiet:
             click.echo(no_target_line(), err=True)
         return None
+    return fetch_target(chosen, quiet, cache_dir)
+
+
+def fetch_target(chosen: tuple[str, str], quiet: bool, cache_dir: Path | None) -> dict:
+    """The releases a chosen target (specifier, origin) admits, fetched, and what every one defines."""
     from kvlint.analysis.target_names import read_target_names
     from kvlint.scan.releases import release_sources  # pip and zip handling: only when fetching
+    from kvlint.scan.targets import VllmTarget, admitted_versions
 
     specifier, origin = chosen
     versions = admitted_versions(specifier, origin, cache_dir, quiet)
