@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -152,14 +153,14 @@ def resolve_options(
     config = load_config(pyproject)
     config = replace(config, ignore=[*config.ignore, *split_codes(ignore)])
     cache = Path(cache_dir) if cache_dir else None
-    in_tree = any(Path(p).exists() and find_tree_root(Path(p)) is not None for p in paths)
+    in_tree = any(os.path.exists(p) and find_tree_root(Path(p)) is not None for p in paths)
     if release and in_tree:
         raise click.UsageError(
             "--vllm-release with PATHs judges code outside the vLLM tree against that release: these PATHs are "
             "in a vLLM tree, judged against it"
         )
     # Code outside the vLLM tree (a PATH that is not there is the scan's error to say, before any fetch).
-    outside = bool(paths) and not in_tree and all(Path(p).exists() for p in paths)
+    outside = bool(paths) and not in_tree and all(os.path.exists(p) for p in paths)
     reference = judged_against(paths, release, config, quiet, cache) if outside else None
     targets = _targets(paths, None if paths else release, quiet, cache)
     base = targets[0].parent if release and not paths else Path.cwd()
