@@ -22,6 +22,17 @@ OUTSIDE_VLLM = (
 )
 
 
+def target_gap(project, module: str | None, name: str) -> str | None:
+    """Why no fix may import `name` from `module` for code outside the vLLM tree: a release it targets lacks
+    it (TreeIndex.lacked_by); None when every targeted release defines it."""
+    lacking = project.lacked_by(module, name) if module else ()
+    if not lacking:
+        return None
+    return (
+        f"no automatic fix: vLLM {', '.join(lacking)}, which this code also targets, defines no `{name}` in `{module}`"
+    )
+
+
 def no_resolver_note(view) -> str:
     """Why a scaling gets no fix where the scan's resolver view (TreeIndex.resolver_view) has none to call."""
     return OUTSIDE_VLLM if view.source == "builtin" else NO_RESOLVER
@@ -88,6 +99,8 @@ def resolver_call_fix(rule: Rule, scaling: Scaling) -> Fix | None:
     """The rewrite for one scaling site, or None when no call can express it."""
     project = rule.context.project
     if not project.has_resolver or scaling.spec is None or not isinstance(scaling.node, cst.BaseExpression):
+        return None
+    if target_gap(project, project.resolver_module, RESOLVER_NAME):  # a targeted release lacks it
         return None
     source = rule.context.source
     start, end = _span_with_own_parentheses(

@@ -24,9 +24,10 @@ from kvlint.analysis.layer_helpers import LAYER_ITERATOR, QUANTIFIERS
 from kvlint.analysis.layer_mixes import class_test, spec_class_mixes, split_composition
 from kvlint.analysis.provenance import Kind
 from kvlint.analysis.scaling import class_names
-from kvlint.analysis.vocabulary import CONTAINER_CLASS, INTERFACE_MODULE
+from kvlint.analysis.target_names import dotted as dotted_module
+from kvlint.analysis.vocabulary import CONTAINER_CLASS, INTERFACE_MODULE, RESOLVER_NAME
 from kvlint.rules._fix_scope import free_name, guarded_use, rebinding, resolved_calls
-from kvlint.rules._resolver_call import LINE_LIMIT, _imported_from, _indent_of_line, _one_line
+from kvlint.rules._resolver_call import LINE_LIMIT, _imported_from, _indent_of_line, _one_line, target_gap
 
 _OPERATORS = {cst.Is: "is", cst.Equal: "==", cst.In: "in", cst.IsNot: "is not", cst.NotEqual: "!=", cst.NotIn: "not in"}
 _NEGATIVE = (cst.IsNot, cst.NotEqual, cst.NotIn)
@@ -89,7 +90,7 @@ def unwrap_plan(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression, clas
     named = class_names(classes)
     if compositions is None or not named:
         return None
-    iterates = LAYER_ITERATOR in hierarchy.functions
+    iterates = LAYER_ITERATOR in project.interface_functions()  # every targeted release defines it
     negative = isinstance(node, cst.Comparison) and isinstance(node.comparisons[0].operator, _NEGATIVE)
     quantifier = "any" if negative else "all"
     split = split_composition(compositions, class_test(hierarchy, named, exact), hierarchy)
@@ -107,7 +108,10 @@ def unwrap_plan(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression, clas
         )
     helper = None
     if not exact and isinstance(classes, cst.Name):
-        helper = next((h for h, (_, c) in sorted(hierarchy.layer_helpers.items()) if c == classes.value), None)
+        usable = project.interface_functions()  # the helpers every targeted release defines
+        helper = next(
+            (h for h, (_, c) in sorted(hierarchy.layer_helpers.items()) if c == classes.value and h in usable), None
+        )
     use = guarded_use(rule.flow, node, subject)
     if helper is not None:
         quantifier = hierarchy.layer_helpers[helper][0]
@@ -128,6 +132,14 @@ def _blocker(rule: Rule, node: cst.CSTNode, moved: cst.BaseExpression, names: tu
     own = rule.context.module_path.removesuffix(".py").replace("/", ".")
     rebound = rebinding(rule.flow, node, names, own)
     return None if rebound is None else f"{rebound}, and the rewrite would call that"
+
+
+def target_fix_gap(project, plan: UnwrapPlan | None, gated_scaling: bool) -> str | None:
+    """Why KV101 gives no fix to code outside the vLLM tree: what it would import (the unwrapping idiom, or
+    the resolver for a gated scaling) is missing from a release the code targets. None otherwise."""
+    if gated_scaling:
+        return target_gap(project, project.resolver_module, RESOLVER_NAME)
+    return target_gap(project, dotted_module(INTERFACE_MODULE), LAYER_ITERATOR) if plan is None else None
 
 
 def unwrap_fix(rule: Rule, plan: UnwrapPlan | None) -> Fix | None:

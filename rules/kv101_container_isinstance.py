@@ -76,7 +76,7 @@ from kvlint.rules._container_remedy import (
 from kvlint.rules._kv101_examples import CENSUS_VALID_EXAMPLES, UNWRAP_EXAMPLES
 from kvlint.rules._resolver_call import resolver_call_fix
 from kvlint.rules._scaling_verdict import one_line
-from kvlint.rules._unwrap_fix import unwrap_fix, unwrap_plan
+from kvlint.rules._unwrap_fix import target_fix_gap, unwrap_fix, unwrap_plan
 
 
 class ContainerIsinstance(DominatedChecks, Rule):
@@ -374,7 +374,8 @@ class ContainerIsinstance(DominatedChecks, Rule):
         note = plan.note(" ".join(self.code_of(node, own_parentheses=False).split())) if plan is not None else ""
         if note:
             message = replace(message, remedy=f"{message.remedy}; {note}")
-        self.report(node, message, fix=fix, severity=severity)
+        gap = target_fix_gap(self.context.project, plan, scaling is not None)  # a targeted release lacks the import
+        self.report(node, message, fix=fix, severity=severity, fix_unavailable=gap)
 
     def _built_message(self, node, subject: str, provenance, checked: frozenset[str], built) -> Message:
         check = " ".join(self.code_of(node, own_parentheses=False).split())
@@ -384,4 +385,6 @@ class ContainerIsinstance(DominatedChecks, Rule):
             check=one_line(check), spec=", ".join(sorted(built.spec_classes)), **fields
         )
         detail = self.BUILT_DETAIL.format(subject=subject, reason=provenance.reason, **fields)
-        return Message(headline, detail, remedy(self.hierarchy.functions, subject, checked), statement=statement)
+        return Message(
+            headline, detail, remedy(self.context.project.interface_functions(), subject, checked), statement=statement
+        )

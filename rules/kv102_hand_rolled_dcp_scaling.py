@@ -52,7 +52,7 @@ from kvlint import Example, Rule, Severity
 from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import RESOLVER_NAME, dcp_aliases
 from kvlint.rules._resolver_call import FIX_TITLE as _FIX_TITLE
-from kvlint.rules._resolver_call import no_resolver_note, resolver_call_fix, verdict_for
+from kvlint.rules._resolver_call import no_resolver_note, resolver_call_fix, target_gap, verdict_for
 from kvlint.rules._scaling_verdict import describe, one_line, remedy, severity_of
 
 _IMPORTS = """\
@@ -380,7 +380,7 @@ def build(kv_cache_config, parallel_config):
         own = {RESOLVER_NAME} | ({table.reference} if table is not None and not table.has_resolver else set())
         if function is not None and function.name.value in own:
             return
-        unavailable = None
+        unavailable = target_gap(project, project.resolver_module, RESOLVER_NAME)  # a targeted release lacks it
         if not project.has_resolver:
             unavailable = no_resolver_note(project.resolver_view)
         elif scaling.spec is None or not isinstance(node, cst.BaseExpression):

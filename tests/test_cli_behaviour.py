@@ -84,7 +84,7 @@ def kvlint_process(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
         ["review", "--pr", "many"],
         ["verify", "--nope"],
         ["rules", "extra"],
-        ["check", "--vllm-release", "0.29.0", "pkg"],  # kvlint's own usage error
+        ["check", "--vllm-release", "0.29.0", "--baseline-commit", "HEAD", "pkg"],  # kvlint's own usage error
     ],
     ids=lambda arguments: " ".join(arguments),
 )

@@ -83,7 +83,7 @@ def _dependency_shim(folder: Path) -> Path:
     from packaging.requirements import Requirement
 
     folder.mkdir(exist_ok=True)
-    pending = ["libcst", "click", "unidiff"]
+    pending = ["libcst", "click", "unidiff", "packaging"]
     if sys.version_info < (3, 11):  # kvlint reads its configuration with tomli there
         pending.append("tomli")
     if sys.version_info >= (3, 12):  # virtualenv seeds no setuptools there, and the hook builds kvlint with it

@@ -34,6 +34,7 @@ from kvlint.review.snapshot import snapshot_working_tree
 from kvlint.scan.baseline import Side, file_code, subtract
 from kvlint.scan.progress import Progress
 from kvlint.scan.runner import scan
+from kvlint.scan.target_scan import merge_scans
 from kvlint.types import Finding
 
 
@@ -86,16 +87,23 @@ def without_old_findings(findings: list[Finding], options: Options, baseline: Ba
         old: list[Finding] = []
         if targets:
             meter.phase(f"scanning {baseline.name}'s version of {len(targets)} file(s), to tell new findings from old")
-            result = scan(
-                [Path(p) for p in targets],
-                options.config,
-                options.select,
-                options.ignore,
-                options.jobs,
-                cache_dir=None,
-                progress=progress_display(),
-                display_root=tree,
-            )
+            # Judged as the scan it is compared with: against the same releases, for code outside the vLLM tree.
+            results = [
+                scan(
+                    [Path(p) for p in targets],
+                    options.config,
+                    options.select,
+                    options.ignore,
+                    options.jobs,
+                    cache_dir=None,
+                    progress=progress_display(),
+                    display_root=tree,
+                    reference=reference,
+                    target=options.target_names,
+                )
+                for reference in options.references or (None,)
+            ]
+            result = merge_scans(results, options.versions)
             old = result.findings
             for line in result.degradations:
                 click.echo(
