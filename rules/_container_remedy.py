@@ -74,7 +74,7 @@ def gated_scaling(rule, node: cst.CSTNode):
 def class_level_message(rule, node, subject: str, provenance, checked: frozenset[str], layer: str | None) -> Message:
     """Without a census (no model registry read): the class the tree builds layers of, or unsettled."""
     check = " ".join(rule.code_of(node).split())
-    fix = remedy(rule.hierarchy.functions, subject, checked)
+    fix = remedy(rule.context.project.interface_functions(), subject, checked)
     if layer is not None:
         where = rule.containers.member_evidence.get(layer, "").split(": ")[0]
         statement = rule.MESSAGE.format(

@@ -105,8 +105,7 @@ UNWRAP_EXAMPLES = [
             def mamba_groups(kv_cache_config):
                 # the packed layout merges Mamba layers into one group spec
                 return [g for g in kv_cache_config.kv_cache_groups if all(
-                    isinstance(spec, MambaSpec)
-                    for spec in iter_layer_specs(g.kv_cache_spec)
+                    isinstance(spec, MambaSpec) for spec in iter_layer_specs(g.kv_cache_spec)
                 )]
             """,
         severity=Severity.ERROR,
@@ -122,8 +121,7 @@ UNWRAP_EXAMPLES = [
 
             def mla_groups(kv_cache_config):
                 return [g for g in kv_cache_config.kv_cache_groups if all(
-                    isinstance(spec, MLAAttentionSpec)
-                    for spec in iter_layer_specs(g.kv_cache_spec)
+                    isinstance(spec, MLAAttentionSpec) for spec in iter_layer_specs(g.kv_cache_spec)
                 )]
             """,
         unsafe=True,

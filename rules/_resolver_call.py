@@ -8,6 +8,7 @@ import libcst as cst
 
 from kvlint import Applicability, Fix, ImportChange, Rule, TextEdit
 from kvlint.analysis.agreement import Verdict, judge
+from kvlint.analysis.cst_bindings import argument_for, is_static, positional_index
 from kvlint.analysis.provenance import dotted
 from kvlint.analysis.scaling import Scaling
 from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS, RESOLVER_NAME, dcp_aliases
@@ -19,6 +20,17 @@ OUTSIDE_VLLM = (
     f"no automatic fix: this code is not in a vLLM tree, so kvlint cannot tell whether the vLLM it runs with "
     f"defines `{RESOLVER_NAME}` (vLLM 0.29.0 and later do): call it by hand"
 )
+
+
+def target_gap(project, module: str | None, name: str) -> str | None:
+    """Why no fix may import `name` from `module` for code outside the vLLM tree: a release it targets lacks
+    it (TreeIndex.lacked_by); None when every targeted release defines it."""
+    lacking = project.lacked_by(module, name) if module else ()
+    if not lacking:
+        return None
+    return (
+        f"no automatic fix: vLLM {', '.join(lacking)}, which this code also targets, defines no `{name}` in `{module}`"
+    )
 
 
 def no_resolver_note(view) -> str:
@@ -44,7 +56,37 @@ def verdict_for(rule: Rule, scaling: Scaling) -> Verdict | None:
 def applicability_of(rule: Rule, scaling: Scaling) -> Applicability:
     """Safe when the call keeps every plain kind's span: only containers change, which is the fix."""
     verdict = verdict_for(rule, scaling)
-    return Applicability.SAFE if verdict is not None and verdict.rewrite_keeps_plain_kinds else Applicability.UNSAFE
+    safe = verdict is not None and verdict.rewrite_keeps_plain_kinds and called_elsewhere(rule, scaling) is None
+    return Applicability.SAFE if safe else Applicability.UNSAFE
+
+
+def called_elsewhere(rule: Rule, scaling: Scaling) -> str | None:
+    """The function whose parameter an ungated product's DCP size is, when this module's callers gate that
+    size per kind (`dcp if isinstance(spec, AttentionSpec) else 1`) and other modules may call it too: the
+    verdict counted on the gating, and a caller elsewhere that passes the raw size would get another span
+    for the kinds the resolver leaves unscaled. None when the product is gated itself (the resolver gives
+    it the same for any size), no caller here gates it, or the function is this module's own (nested, or
+    named with a leading underscore)."""
+    if scaling.gate is not None or not isinstance(scaling.dcp, cst.Name):
+        return None
+    bindings = rule.flow.bindings_of(scaling.dcp)
+    if not bindings or any(b.param is None or b.function is None for b in bindings):
+        return None
+    function, param = bindings[0].function, bindings[0].param
+    name = function.name.value
+    if (
+        rule.flow.enclosing(function, (cst.FunctionDef,)) is not None
+        or name.startswith("_")
+        and not name.endswith("__")
+    ):
+        return None
+    position = positional_index(function, param)
+    for call in rule.flow.callers(name):
+        via_attribute = isinstance(call.func, cst.Attribute) and not is_static(function)
+        argument = argument_for(call, param.name.value, position, via_attribute)
+        if isinstance(argument, cst.IfExp):
+            return name
+    return None
 
 
 def _indent_of_line(source: str, offset: int) -> str:
@@ -58,8 +100,12 @@ def resolver_call_fix(rule: Rule, scaling: Scaling) -> Fix | None:
     project = rule.context.project
     if not project.has_resolver or scaling.spec is None or not isinstance(scaling.node, cst.BaseExpression):
         return None
+    if target_gap(project, project.resolver_module, RESOLVER_NAME):  # a targeted release lacks it
+        return None
     source = rule.context.source
-    start, end = _span_with_own_parentheses(source, *rule.span(scaling.node), len(scaling.node.lpar))
+    start, end = _span_with_own_parentheses(
+        source, *rule.span(scaling.node, own_parentheses=False), len(scaling.node.lpar)
+    )
     spec_code, dcp_code = _one_line(rule.code_of(scaling.spec)), _one_line(rule.code_of(scaling.dcp))
     single = f"{RESOLVER_NAME}({spec_code}, {dcp_code})"
     original = source[start:end]

@@ -15,7 +15,7 @@ from kvlint.analysis.agreement import AGREES, DIFFERS, REJECTED_ONLY, Verdict
 from kvlint.analysis.kind_table import tokens
 from kvlint.analysis.sizing.values import DCP
 from kvlint.analysis.tree_index import ResolverView
-from kvlint.analysis.vocabulary import RESOLVER_NAME
+from kvlint.analysis.vocabulary import CONTAINER_CLASS, RESOLVER_NAME
 
 
 def severity_of(verdict: Verdict | None) -> Severity:
@@ -25,6 +25,11 @@ def severity_of(verdict: Verdict | None) -> Severity:
 def remedy(view: ResolverView, reference: str, spec: str | None, dcp: str, allocator: bool = False) -> str:
     """The fix by name, from the scan's one view of the resolver (TreeIndex.resolver_view). `allocator`: the
     reference is the KV cache managers' allocation (a tree without the resolver)."""
+    if view.source == "tree" and view.lacking:  # code outside the tree: a release it targets has no resolver
+        return (
+            f"size each layer of a {CONTAINER_CLASS} (its `.kv_cache_specs`) as `{RESOLVER_NAME}` does: vLLM "
+            f"{', '.join(view.lacking)}, which this code also targets, has no `{RESOLVER_NAME}` to call"
+        )
     if view.source == "tree":
         return f"call `{RESOLVER_NAME}({spec or 'spec'}, {dcp})` instead"
     if view.source == "builtin":
@@ -91,7 +96,8 @@ def describe(expression: str, verdict: Verdict | None, fix_by_name: str) -> Mess
     )
 
 
-def one_line(code: str, limit: int = 60) -> str:
-    """One line, no padding inside brackets (`groups[\n    g\n]` → `groups[g]`), cut at `limit`."""
+def one_line(code: str, limit: int | None = 60) -> str:
+    """One line, no padding inside brackets (`groups[\n    g\n]` → `groups[g]`), cut at `limit` (None: whole,
+    as a remedy quotes code: to be copied)."""
     flat = re.sub(r"([(\[{]) | ([)\]}])", lambda m: m.group(1) or m.group(2), " ".join(code.split()))
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return flat if limit is None or len(flat) <= limit else flat[: limit - 1] + "…"

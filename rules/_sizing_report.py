@@ -28,7 +28,7 @@ def listing(items: list[str] | tuple[str, ...], limit: int = 3) -> str:
 
 def outside_vllm(view) -> bool:
     """The scan's resolver view (TreeIndex.resolver_view) is vLLM's, not the scanned code's own."""
-    return view is not None and view.source == "builtin"
+    return view is not None and (view.source == "builtin" or view.outside)
 
 
 def short_name(qualified: str) -> str:
@@ -40,9 +40,9 @@ def short_name(qualified: str) -> str:
 def analysis_for(context) -> SizingAnalysis | None:
     """The tree's analysis; for a scan without a tree, this file analysed alone."""
     project = context.project
-    if project.sizing is not None:
+    if project.sizing is not None and project.target is None:
         return project.sizing
-    if project.root is None:
+    if project.root is None or project.target is not None:  # code outside the tree (or the release it targets)
         return analyse_single_file(context.module_path, context.source, project.hierarchy)
     return None
 

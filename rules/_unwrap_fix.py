@@ -13,27 +13,24 @@ fix where the tree has neither such a helper nor `iter_layer_specs`, or was not 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import libcst as cst
 
 from kvlint import Applicability, Fix, ImportChange, Rule, TextEdit
-from kvlint.analysis.cst_bindings import argument_for, dotted, is_static, positional_index
+from kvlint.analysis.cst_bindings import argument_for, is_static, positional_index
 from kvlint.analysis.cst_walk import preorder
 from kvlint.analysis.layer_helpers import LAYER_ITERATOR, QUANTIFIERS
 from kvlint.analysis.layer_mixes import class_test, spec_class_mixes, split_composition
-from kvlint.analysis.provenance import STATEMENTS, Kind
+from kvlint.analysis.provenance import Kind
 from kvlint.analysis.scaling import class_names
-from kvlint.analysis.vocabulary import CONTAINER_CLASS, INTERFACE_MODULE
-from kvlint.rules._resolver_call import LINE_LIMIT, _imported_from, _indent_of_line, _one_line
+from kvlint.analysis.target_names import dotted as dotted_module
+from kvlint.analysis.vocabulary import CONTAINER_CLASS, INTERFACE_MODULE, RESOLVER_NAME
+from kvlint.rules._fix_scope import free_name, guarded_use, rebinding, resolved_calls
+from kvlint.rules._resolver_call import LINE_LIMIT, _imported_from, _indent_of_line, _one_line, target_gap
 
 _OPERATORS = {cst.Is: "is", cst.Equal: "==", cst.In: "in", cst.IsNot: "is not", cst.NotEqual: "!=", cst.NotIn: "not in"}
 _NEGATIVE = (cst.IsNot, cst.NotEqual, cst.NotIn)
-# The loop name of the rewritten test: the first not already used in the code it wraps.
-_LOOP_NAMES = ("spec", "layer_spec", "layer")
-# A block that ends so skips what follows it: after `if not check: continue`, the rest is narrowed.
-_EXITS = (cst.Continue, cst.Break, cst.Return, cst.Raise)
 
 
 @dataclass
@@ -52,15 +49,20 @@ class UnwrapPlan:
     guarded_use: str | None = None
     # The calls that hand the per-spec function a group spec, with that argument (form "call-site").
     calls: tuple[tuple[cst.Call, cst.BaseExpression], ...] = ()
+    # Why the rewrite cannot be written here (a name it calls that the scope rebinds, a walrus that would
+    # land in a comprehension's iterable): no fix.
+    blocker: str | None = None
 
     @property
     def safe(self) -> bool:
-        return self.split is None and self.guarded_use is None
+        return self.split is None and self.guarded_use is None and self.blocker is None
 
     def note(self, check: str) -> str:
         """What the finding says of an unsafe fix: the composition that splits `any` and `all`."""
         if self.safe:
             return ""
+        if self.blocker is not None:
+            return f"no automatic fix: {self.blocker}: unwrap the layers by hand"
         if self.guarded_use is not None:  # no fix: rewriting the check alone would let a container reach it
             return (
                 f"no automatic fix: `{self.guarded_use}` is used where the check lets it through, and a container "
@@ -88,7 +90,7 @@ def unwrap_plan(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression, clas
     named = class_names(classes)
     if compositions is None or not named:
         return None
-    iterates = LAYER_ITERATOR in hierarchy.functions
+    iterates = LAYER_ITERATOR in project.interface_functions()  # every targeted release defines it
     negative = isinstance(node, cst.Comparison) and isinstance(node.comparisons[0].operator, _NEGATIVE)
     quantifier = "any" if negative else "all"
     split = split_composition(compositions, class_test(hierarchy, named, exact), hierarchy)
@@ -100,67 +102,48 @@ def unwrap_plan(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression, clas
         split = split_composition(compositions, lambda name: tuple(a(name) for a in answers), hierarchy)
         outer = calls[0][0]
         quantifier = rule.flow.parent(rule.flow.parent(rule.flow.parent(outer))).func.value
-        return UnwrapPlan("call-site", quantifier, None, node, subject, None, split, calls=tuple(calls))
+        blocker = next(filter(None, (_blocker(rule, c, a, (LAYER_ITERATOR,)) for c, a in calls)), None)
+        return UnwrapPlan(
+            "call-site", quantifier, None, node, subject, None, split, calls=tuple(calls), blocker=blocker
+        )
     helper = None
     if not exact and isinstance(classes, cst.Name):
-        helper = next((h for h, (_, c) in sorted(hierarchy.layer_helpers.items()) if c == classes.value), None)
-    use = _guarded_use(rule, node, subject)
+        usable = project.interface_functions()  # the helpers every targeted release defines
+        helper = next(
+            (h for h, (_, c) in sorted(hierarchy.layer_helpers.items()) if c == classes.value and h in usable), None
+        )
+    use = guarded_use(rule.flow, node, subject)
     if helper is not None:
         quantifier = hierarchy.layer_helpers[helper][0]
-        return UnwrapPlan("helper", quantifier, helper, node, subject, classes, split, use)
+        blocker = _blocker(rule, node, subject, (helper,))
+        return UnwrapPlan("helper", quantifier, helper, node, subject, classes, split, use, blocker=blocker)
     if not iterates:
         return None
-    return UnwrapPlan("layers", quantifier, None, node, subject, classes, split, use)
+    blocker = _blocker(rule, node, subject, (quantifier, LAYER_ITERATOR))
+    return UnwrapPlan("layers", quantifier, None, node, subject, classes, split, use, blocker=blocker)
 
 
-def _guarded_use(rule: Rule, node: cst.CSTNode, subject: cst.BaseExpression) -> str | None:
-    """A read of the checked expression in the statement holding the check (outside the check and other
-    class tests), or after it in its block when that statement exits early or binds the check's answer."""
-    flow, wanted = rule.flow, dotted(subject)
-    statement = flow.enclosing(node, STATEMENTS)
-    if statement is None:
-        return None
-    region: list[cst.CSTNode] = [statement]
-    block = flow.parent(statement)
-    exits = isinstance(statement, cst.If) and _ends_in_exit(statement.body)
-    if (exits or isinstance(statement, cst.SimpleStatementLine)) and hasattr(block, "body"):
-        siblings = list(block.body)
-        region += siblings[siblings.index(statement) + 1 :] if statement in siblings else []
-    inside = set(preorder(node))
-    for top in region:
-        for found in preorder(top):
-            if found in inside or not isinstance(found, (cst.Name, cst.Attribute, cst.Subscript)):
-                continue
-            if dotted(found) == wanted and not _is_class_test_argument(flow, found):
-                parent = flow.parent(found)
-                shown = parent if isinstance(parent, cst.Attribute) and parent.value is found else found
-                return dotted(shown)
-    return None
+def _blocker(rule: Rule, node: cst.CSTNode, moved: cst.BaseExpression, names: tuple[str, ...]) -> str | None:
+    """Why the rewrite of `node`, which calls `names` and moves `moved` into a comprehension's iterable,
+    cannot be written: a name the scope rebinds would be called instead; a walrus there is a SyntaxError."""
+    if any(isinstance(n, cst.NamedExpr) for n in preorder(moved)):
+        shown = " ".join(rule.code_of(moved).split())
+        return f"`{shown}` holds an assignment expression, which a comprehension's iterable cannot hold"
+    own = rule.context.module_path.removesuffix(".py").replace("/", ".")
+    rebound = rebinding(rule.flow, node, names, own)
+    return None if rebound is None else f"{rebound}, and the rewrite would call that"
 
 
-def _ends_in_exit(body: cst.BaseSuite) -> bool:
-    statements = list(body.body)
-    last = statements[-1] if statements else None
-    small = last.body if isinstance(last, cst.SimpleStatementLine) else [last] if last is not None else []
-    return (
-        any(isinstance(s, _EXITS) for s in small)
-        or isinstance(body, cst.SimpleStatementSuite)
-        and any(isinstance(s, _EXITS) for s in body.body)
-    )
-
-
-def _is_class_test_argument(flow, node: cst.CSTNode) -> bool:
-    """`isinstance(x, …)`, `type(x)`, `iter_layer_specs(x)`: a look at the spec, not a use of it as a layer."""
-    argument = flow.parent(node)
-    call = flow.parent(argument) if isinstance(argument, cst.Arg) else None
-    return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _LOOKS
-
-
-_LOOKS = ("isinstance", "type", LAYER_ITERATOR, "is_full_attention_spec")
+def target_fix_gap(project, plan: UnwrapPlan | None, gated_scaling: bool) -> str | None:
+    """Why KV101 gives no fix to code outside the vLLM tree: what it would import (the unwrapping idiom, or
+    the resolver for a gated scaling) is missing from a release the code targets. None otherwise."""
+    if gated_scaling:
+        return target_gap(project, project.resolver_module, RESOLVER_NAME)
+    return target_gap(project, dotted_module(INTERFACE_MODULE), LAYER_ITERATOR) if plan is None else None
 
 
 def unwrap_fix(rule: Rule, plan: UnwrapPlan | None) -> Fix | None:
-    if plan is None or plan.guarded_use is not None:
+    if plan is None or plan.guarded_use is not None or plan.blocker is not None:
         return None
     if plan.form == "call-site":
         edits = [edit for call, argument in plan.calls for edit in _call_site_edits(rule, call, argument)]
@@ -187,14 +170,15 @@ def unwrap_fix(rule: Rule, plan: UnwrapPlan | None) -> Fix | None:
 
 def _check_edit(rule: Rule, plan: UnwrapPlan) -> TextEdit:
     source = rule.context.source
-    start, end = rule.span(plan.node)
+    # The check without its own parentheses: they stay, with any comment between them and the check.
+    start, end = rule.span(plan.node, own_parentheses=False)
     subject = _one_line(rule.code_of(plan.subject))
     if plan.form == "helper":
         single = f"{plan.helper}({subject})"
-        parts = (f"{plan.helper}(", subject + ",")
+        parts = (f"{plan.helper}(", subject)
     else:
         classes = _one_line(rule.code_of(plan.classes))
-        name = _free_name(subject + " " + classes)
+        name = free_name(subject + " " + classes)
         if isinstance(plan.node, cst.Comparison):
             test = f"type({name}) {_OPERATORS[type(plan.node.comparisons[0].operator)]} {classes}"
         else:
@@ -202,22 +186,34 @@ def _check_edit(rule: Rule, plan: UnwrapPlan) -> TextEdit:
         loop = f"for {name} in {LAYER_ITERATOR}({subject})"
         single = f"{plan.quantifier}({test} {loop})"
         parts = (f"{plan.quantifier}(", test, loop)
+    # Comments between the check's parts (after `isinstance(`, after an argument) have no place in the
+    # one-line form: they end the lines of the wrapped form, in their order, a `# kvlint: ignore` among them.
+    kept = [n for part in (plan.subject, plan.classes) if part is not None for n in preorder(part)]
+    comments = [n.value for n in preorder(plan.node) if isinstance(n, cst.Comment) and n not in set(kept)]
     line_start = max(source.rfind("\n", 0, start), source.rfind("\r", 0, start)) + 1
     line_end = min((i for i in (source.find("\n", end), source.find("\r", end)) if i >= 0), default=len(source))
-    original = source[start:end]
-    too_long = (start - line_start) + len(single) + (line_end - end) > LINE_LIMIT
-    if ("\n" in original or "\r" in original or too_long) and "\n" not in subject:
-        indent = _indent_of_line(source, start)
-        newline = "\r\n" if "\r\n" in source else "\n"
-        body = "".join(f"{newline}{indent}    {part}" for part in parts[1:])
-        replacement = f"{parts[0]}{body}{newline}{indent})"
-    else:
+    # As ruff format writes it: on one line when that fits (a wrapped check whose rewrite fits is joined),
+    # else the call's content on one line of its own when that fits, else one part a line.
+    prefix, suffix = start - line_start, line_end - end
+    indent = _indent_of_line(source, start)
+    unit = rule.flow.module.default_indent  # a tab-indented file's unit is a tab
+    middle = f"{indent}{unit}{' '.join(parts[1:])}"
+    # Inside an f-string a line break is valid only on Python 3.12 and later: one line there.
+    in_fstring = rule.flow.enclosing(plan.node, (cst.FormattedString,)) is not None
+    if in_fstring or not comments and (prefix + len(single) + suffix <= LINE_LIMIT or "\n" in subject):
         replacement = single
+    else:
+        newline = "\r\n" if "\r\n" in source else "\n"
+        lines = [middle] if not comments and len(middle.expandtabs(4)) <= LINE_LIMIT else []
+        lines = lines or [f"{indent}{unit}{part}" for part in parts[1:]]
+        for index, comment in enumerate(comments):
+            if index < len(lines):
+                lines[index] += f"  {comment}"
+            else:
+                lines.append(f"{indent}{unit}{comment}")
+        body = "".join(f"{newline}{line}" for line in lines)
+        replacement = f"{parts[0]}{body}{newline}{indent})"
     return _edit(rule, plan.node, start, end, replacement)
-
-
-def _free_name(code: str) -> str:
-    return next(n for n in (*_LOOP_NAMES, "layer_spec_") if not re.search(rf"\b{n}\b", code))
 
 
 # ------------------------------------------------------------------------------------ the call site
@@ -243,7 +239,13 @@ def _group_spec_calls(rule: Rule, subject: cst.BaseExpression) -> list[tuple[cst
     flow = rule.flow
     position = positional_index(function, param)
     calls = []
-    for call in flow.callers(function.name.value):
+    reaching, unknown = resolved_calls(flow, function)
+    for call in unknown:  # may reach another function of the name: its tests are not these
+        via_attribute = isinstance(call.func, cst.Attribute) and not is_static(function)
+        argument = argument_for(call, param.name.value, position, via_attribute)
+        if argument is not None and flow.classify(argument).kind is Kind.GROUP_SPEC:
+            return None
+    for call in reaching:
         via_attribute = isinstance(call.func, cst.Attribute) and not is_static(function)
         argument = argument_for(call, param.name.value, position, via_attribute)
         if argument is None or flow.classify(argument).kind is not Kind.GROUP_SPEC:
@@ -284,7 +286,7 @@ def _parameter_tests(rule: Rule, subject: cst.Name) -> list[tuple[frozenset[str]
 def _call_site_edits(rule: Rule, call: cst.Call, argument: cst.BaseExpression) -> list[TextEdit]:
     source = rule.context.source
     generator = rule.flow.parent(call)
-    name = _free_name(rule.code_of(generator))
+    name = free_name(rule.code_of(generator))
     argument_code = _one_line(rule.code_of(argument))
     start, end = rule.span(argument)
     loops_start, loops_end = rule.span(generator.for_in)
@@ -342,8 +344,24 @@ def _imports(rule: Rule, plan: UnwrapPlan, name: str) -> tuple[ImportChange, ...
     imports = []
     if own != home and not defined and _imported_from(module, name) is None:
         imports.append(ImportChange(home, name))
-    if plan.form == "helper" and isinstance(plan.classes, cst.Name):
+    if plan.form == "helper" and isinstance(plan.classes, cst.Name) and not _reexports(rule, plan.classes.value):
         origin = _imported_from(module, plan.classes.value)
         if origin is not None:  # the class may be used nowhere else now
             imports.append(ImportChange(origin, plan.classes.value, add=False))
     return tuple(imports)
+
+
+def _reexports(rule: Rule, name: str) -> bool:
+    """A package's `__init__.py`, or a module whose `__all__` names it: its imports are its interface, so an
+    import no code of the file uses is not unused."""
+    if rule.context.module_path.rsplit("/", 1)[-1] == "__init__.py":
+        return True
+    for node in rule.flow.module.body:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
+                if isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+                    targets = [small.target]
+                if any(isinstance(t, cst.Name) and t.value == "__all__" for t in targets):
+                    return True
+    return False

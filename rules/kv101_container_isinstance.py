@@ -84,7 +84,7 @@ from kvlint.rules._container_remedy import (
 from kvlint.rules._kv101_examples import CENSUS_VALID_EXAMPLES, UNWRAP_EXAMPLES
 from kvlint.rules._resolver_call import resolver_call_fix
 from kvlint.rules._scaling_verdict import one_line
-from kvlint.rules._unwrap_fix import unwrap_fix, unwrap_plan
+from kvlint.rules._unwrap_fix import target_fix_gap, unwrap_fix, unwrap_plan
 
 
 class ContainerIsinstance(DominatedChecks, Rule):
@@ -382,17 +382,22 @@ class ContainerIsinstance(DominatedChecks, Rule):
         scaling = gated_scaling(self, node)
         plan = None if scaling is not None else unwrap_plan(self, node, subject, classes_node, exact)
         fix = lambda: resolver_call_fix(self, scaling) if scaling else unwrap_fix(self, plan)  # noqa: E731 - needs positions
-        note = plan.note(" ".join(self.code_of(node).split())) if plan is not None else ""
+        whole = one_line(self.code_of(subject), None)  # the remedy is copied: whole (`subject_code` shortens `[…]`)
+        message = replace(message, remedy=remedy(self.context.project.interface_functions(), whole, checked))
+        note = plan.note(" ".join(self.code_of(node, own_parentheses=False).split())) if plan is not None else ""
         if note:
             message = replace(message, remedy=f"{message.remedy}; {note}")
-        self.report(node, message, fix=fix, severity=severity)
+        gap = target_fix_gap(self.context.project, plan, scaling is not None)  # a targeted release lacks the import
+        self.report(node, message, fix=fix, severity=severity, fix_unavailable=gap)
 
     def _built_message(self, node, subject: str, provenance, checked: frozenset[str], built) -> Message:
-        check = " ".join(self.code_of(node).split())
+        check = " ".join(self.code_of(node, own_parentheses=False).split())
         fields = built_by(built)
         statement = self.BUILT.format(check=check, subject=subject, reason=provenance.reason, **fields)
         headline = self.BUILT_HEADLINE.format(
             check=one_line(check), spec=", ".join(sorted(built.spec_classes)), **fields
         )
         detail = self.BUILT_DETAIL.format(subject=subject, reason=provenance.reason, **fields)
-        return Message(headline, detail, remedy(self.hierarchy.functions, subject, checked), statement=statement)
+        return Message(
+            headline, detail, remedy(self.context.project.interface_functions(), subject, checked), statement=statement
+        )

@@ -35,13 +35,16 @@ tokens_per_block = resolve_dcp_kv_block_size(
 ```
 
 ## Fix safety
-Safe when the call gives every plain (non-container) kind reaching the expression the span it has now, so
-that only containers change, which is the intended fix. Unsafe otherwise (an unconditional product also
-scales Mamba; a different class set changes other kinds too). No fix where the tree has no shared resolver
-(vLLM < 0.29), and none for an augmented assignment, whose rewrite needs a human.
+Safe when the call gives every plain (non-container) kind reaching it the span it has now: only containers
+change (the intended fix). Unsafe otherwise (an unconditional product also scales Mamba; a different class
+set changes other kinds too), and for an ungated product of a size a public function's callers pass (another
+module's callers may pass the raw size). No fix where the tree has no shared resolver (vLLM < 0.29), and none
+for an augmented assignment, whose rewrite needs a human.
 """
 
 from __future__ import annotations
+
+from functools import cached_property
 
 import libcst as cst
 
@@ -49,7 +52,7 @@ from kvlint import Example, Rule, Severity
 from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import RESOLVER_NAME, SCHEDULER_REFERENCE, dcp_aliases
 from kvlint.rules._resolver_call import FIX_TITLE as _FIX_TITLE
-from kvlint.rules._resolver_call import no_resolver_note, resolver_call_fix, verdict_for
+from kvlint.rules._resolver_call import no_resolver_note, resolver_call_fix, target_gap, verdict_for
 from kvlint.rules._scaling_verdict import describe, one_line, remedy, severity_of
 
 _IMPORTS = """\
@@ -306,6 +309,7 @@ def build(kv_cache_config, parallel_config):
                         for g in kv_cache_config.kv_cache_groups
                     ]
             """,
+            unsafe=True,  # `tokens` is public: a caller in another module may pass the raw DCP size
             severity=Severity.WARNING,
         ),
         Example(
@@ -352,15 +356,9 @@ def build(kv_cache_config, parallel_config):
         ),
     ]
 
-    def __init__(self, context):
-        super().__init__(context)
-        self._aliases: frozenset[str] | None = None
-
-    @property
+    @cached_property
     def aliases(self) -> frozenset[str]:
-        if self._aliases is None:
-            self._aliases = dcp_aliases(self.context.source)
-        return self._aliases
+        return dcp_aliases(self.context.source)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Multiply):
@@ -383,17 +381,17 @@ def build(kv_cache_config, parallel_config):
         name = function.name.value if function is not None else None
         if name and ({name} | {f"{c}.{name}" for c in self.flow.enclosing_class_names(node)}) & own:
             return  # the yardstick itself; where it disagrees with the scheduler, KV103 reports it
-        unavailable = None
+        unavailable = target_gap(project, project.resolver_module, RESOLVER_NAME)  # a targeted release lacks it
         if not project.has_resolver:
             unavailable = no_resolver_note(project.resolver_view)
         elif scaling.spec is None or not isinstance(node, cst.BaseExpression):
             unavailable = f"no automatic fix for this shape: call `{RESOLVER_NAME}(spec, dcp)` by hand"
-        spec = one_line(self.code_of(scaling.spec), 40) if scaling.spec is not None else None
-        dcp, allocator = one_line(self.code_of(scaling.dcp), 40), table is not None and table.is_allocator
+        spec = one_line(self.code_of(scaling.spec), None) if scaling.spec is not None else None
+        dcp, allocator = one_line(self.code_of(scaling.dcp), None), table is not None and table.is_allocator
         by_name = remedy(project.resolver_view, table.reference if table else "", spec, dcp, allocator=allocator)
         self.report(
             node,
-            describe(one_line(self.code_of(node)), verdict, by_name),
+            describe(one_line(self.code_of(node, own_parentheses=False)), verdict, by_name),
             fix=None if unavailable else (lambda: resolver_call_fix(self, scaling)),
             severity=severity_of(verdict),
             fix_unavailable=unavailable,

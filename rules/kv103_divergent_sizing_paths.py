@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from kvlint import Example, Message, Rule
 from kvlint.analysis.sizing.divergences import PathDivergence
+from kvlint.rules._scaling_verdict import remedy as scaling_remedy
 from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing, outside_vllm, short_name
 from kvlint.types import Severity
 
@@ -156,6 +157,8 @@ class DivergentSizingPaths(SizingReport, Rule):
             expected=divergence.expected_tokens,
         )
         remedy = f"size each group with `{divergence.remedy}(spec, dcp)`, as the scheduler does"
+        if view is not None and view.lacking:  # a release this code targets has no resolver to call
+            remedy = scaling_remedy(view, "", None, "dcp")
         kinds = (divergence.kind, *divergence.also)
         return Message(headline, message, remedy if divergence.remedy else None, kinds=kinds)
 

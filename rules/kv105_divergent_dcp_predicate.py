@@ -41,6 +41,7 @@ import libcst as cst
 from kvlint import Example, Message, Rule
 from kvlint.analysis.sizing.divergences import PredicateDivergence
 from kvlint.analysis.sizing.program import helper_signature
+from kvlint.rules._scaling_verdict import remedy as scaling_remedy
 from kvlint.rules._sizing_report import ONLY_REJECTED, SizingReport, listing, outside_vllm, short_name
 from kvlint.rules.kv103_divergent_sizing_paths import DivergentSizingPaths
 from kvlint.types import Severity
@@ -120,7 +121,10 @@ class DivergentDcpPredicate(SizingReport, Rule):
             more=f" (and {others} more kind{'s' if others > 1 else ''})" if others else "",
         )
         kinds = tuple(kind for kind, _, _ in divergence.kinds)
-        return Message(headline, message, f"call `{name}(spec, dcp)` instead of deciding here", kinds=kinds)
+        fix = f"call `{name}(spec, dcp)` instead of deciding here"
+        if view is not None and view.lacking:  # a release this code targets has no resolver to call
+            fix = scaling_remedy(view, "", None, "dcp")
+        return Message(headline, message, fix, kinds=kinds)
 
     @classmethod
     def describe_related(cls, divergence, view=None) -> tuple[str, str, str, tuple[str, ...]]:

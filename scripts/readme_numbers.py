@@ -6,8 +6,10 @@ can check there.
 
 A block is the text between `<!-- generated:NAME -->` and `<!-- /generated:NAME -->`. Each comes from this
 checkout's kvlint run on real releases from kvlint's release cache (fetched from PyPI on first use):
-- `first-screen`: the literal first screen of a first `kvlint check --vllm-release 0.29.0` (an empty result
-  cache; stderr's status lines, the first findings, the summary line), the home folder written `~`;
+- `first-screen`: the first screen of a first `kvlint check --vllm-release 0.29.0` (an empty result cache) as
+  a 120-column terminal shows it: run in a pseudo-terminal of that size, its output drawn as the terminal draws
+  it (the redrawn progress line, colour left out); the findings that fit a screen, then the summary line, the
+  home folder written `~`;
 - `summary-029`: what that scan found, counted: files, root causes per severity and rule, related
   locations, fixes;
 - `releases`: errors and warnings per release;
@@ -34,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 RELEASES = ("0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.33.0", "0.34.0")
 SAMPLE = "0.29.0"
-SCREEN_FINDINGS = 3  # findings shown in the sample: about a screen
+SCREEN_COLUMNS, SCREEN_ROWS = 120, 50  # the terminal the first screen is shown in
 BLOCK = re.compile(r"(<!-- generated:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /generated:(?P=name) -->)", re.DOTALL)
 
 
@@ -54,38 +56,117 @@ def home_as_tilde(text: str) -> str:
     return text.replace(str(Path.home()), "~")
 
 
-def first_run(version: str) -> subprocess.CompletedProcess:
-    """`kvlint check --vllm-release VERSION` as a newcomer's first run prints it: an empty result cache (a
-    copy of the release in a fresh cache folder, so nothing is downloaded), its folder shown as the default."""
+def first_run(version: str) -> str:
+    """What `kvlint check --vllm-release VERSION` writes to a terminal on a newcomer's first run (see
+    `in_terminal`): an empty result cache (a copy of the release in a fresh cache folder, so nothing is
+    downloaded), its folder shown as the default."""
     sys.path.insert(0, str(ROOT))
     from kvlint.scan.releases import release_sources
 
     sources = release_sources(version, quiet=True)
     with tempfile.TemporaryDirectory(prefix="kvlint-readme-") as scratch:
         shutil.copytree(sources, Path(scratch) / "releases" / sources.name, symlinks=True)
-        completed = kvlint("check", "--cache-dir", scratch, "--vllm-release", version)
+        command = [sys.executable, "-m", "kvlint", "check", "--cache-dir", scratch, "--vllm-release", version]
+        output = in_terminal(command, SCREEN_COLUMNS, cwd=Path.home())
         default = sources.parent.parent  # the cache folder the release came from
-        completed.stdout = completed.stdout.replace(scratch, str(default))
-        completed.stderr = completed.stderr.replace(scratch, str(default))
-    return completed
+        return output.replace(scratch, str(default))
 
 
-def first_screen(completed: subprocess.CompletedProcess) -> str:
-    """What a terminal shows of `check`: the status lines, the first findings, then (after the rest) the
-    summary, which is stderr's last line."""
-    status = completed.stderr.splitlines()
-    findings = completed.stdout.rstrip("\n").split("\n\n")
-    shown = "\n\n".join(findings[:SCREEN_FINDINGS])
-    more = len(findings) - SCREEN_FINDINGS
-    lines = [*status[:-1], shown]
-    if more > 0:
-        lines += ["", f"[… {more} more findings …]", ""]
-    lines.append(status[-1])
-    return "```text\n$ kvlint check --vllm-release 0.29.0\n" + home_as_tilde("\n".join(lines)) + "\n```\n"
+def in_terminal(command: list[str], columns: int, cwd: Path, timeout: float = 1800) -> str:
+    """All `command` writes, run in a pseudo-terminal `columns` wide (stdout and stderr both the terminal, as
+    in a person's shell), escape sequences and all: `drawn` shows it as the terminal does."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+    import time
+
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": str(columns), "TERM": "xterm-256color"}
+    for name in ("NO_COLOR", "FORCE_COLOR", "CLICOLOR_FORCE", "CLICOLOR", "LINES"):
+        environment.pop(name, None)
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", SCREEN_ROWS, columns, 0, 0))
+    process = subprocess.Popen(
+        command, stdin=follower, stdout=follower, stderr=follower, cwd=cwd, env=environment, start_new_session=True
+    )
+    os.close(follower)
+    received = bytearray()
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                process.kill()
+                raise SystemExit(f"{' '.join(command)}: no end after {timeout:.0f} s")
+            if not select.select([leader], [], [], 1.0)[0]:
+                continue
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the command ended, the terminal has no writer left
+                break
+            if not chunk:
+                break
+            received += chunk
+    finally:
+        os.close(leader)
+        process.wait(timeout=60)
+    output = received.decode("utf-8", errors="replace")
+    if process.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} failed ({process.returncode}): {output}")
+    return output
 
 
-def summary_line(completed: subprocess.CompletedProcess) -> str:
-    return completed.stderr.splitlines()[-1]
+def drawn(output: str, columns: int | None = None) -> str:
+    """The text a terminal `columns` wide (None: without a right edge) shows for `output`: a carriage return
+    goes back to the line's start, `ESC[K` erases to its end, a character past the right edge begins the
+    next line, colour and other escape sequences change no text."""
+    lines: list[list[str]] = [[]]
+    column = 0
+    for token in re.findall(r"\x1b\[[0-9;?]*[A-Za-z]|\r\n|.", output, re.DOTALL):
+        if token in ("\n", "\r\n"):
+            lines.append([])
+            column = 0
+        elif token == "\r":
+            column = 0
+        elif token.startswith("\x1b"):
+            if token.endswith("K"):
+                del lines[-1][column:]
+        else:
+            if columns is not None and column >= columns:
+                lines.append([])
+                column = 0
+            line = lines[-1]
+            line.extend(" " * (column - len(line)))
+            line[column : column + 1] = [token]
+            column += 1
+    return "\n".join("".join(line).rstrip() for line in lines).rstrip("\n") + "\n"
+
+
+def first_screen(output: str) -> str:
+    """What a screen of a 120-column terminal shows of `check`: the status line, the first findings that fit
+    (whole), how many more, then the summary, `drawn` as the terminal draws them."""
+    screen = drawn(output, SCREEN_COLUMNS).rstrip("\n").split("\n")
+    folded = -(-len(summary_line(output)) // SCREEN_COLUMNS)  # the rows the summary takes, folded at the edge
+    shown, summary = screen[:-folded], screen[-folded:]
+    status_end = next(index for index, line in enumerate(shown) if not line.startswith("kvlint: "))
+    status, findings = shown[:status_end], "\n".join(shown[status_end:]).split("\n\n")
+    # The prompt, the status, `[… N more findings …]` between blank lines and the summary take the rest.
+    room, lines, count = SCREEN_ROWS - 1 - len(status) - 3 - len(summary), list(status), 0
+    for finding in findings:
+        height = finding.count("\n") + 1 + (1 if count else 0)
+        if height > room:
+            break
+        lines += [*([""] if count else []), *finding.split("\n")]
+        room, count = room - height, count + 1
+    if count < len(findings):
+        lines += ["", f"[… {len(findings) - count} more findings …]", ""]
+    lines += summary
+    return f"```text\n$ kvlint check --vllm-release {SAMPLE}\n" + home_as_tilde("\n".join(lines)) + "\n```\n"
+
+
+def summary_line(output: str) -> str:
+    """The last line `check` writes (stderr's summary), as written: no terminal edge folds it."""
+    return drawn(output).rstrip("\n").rsplit("\n", 1)[-1]
 
 
 def counted(findings: list[dict]) -> tuple[Counter, Counter, int, int, int]:
@@ -128,23 +209,25 @@ def releases_block(scans: dict[str, list[dict]]) -> str:
     return "\n".join(rows) + "\n"
 
 
+HEADLINE = re.compile(r"(?P<code>KV\d{3})(?: \[[^\]]*\])? (?P<severity>error|warning): (?P<said>.*)")
+ARROW = re.compile(r" *--> (?P<path>.+):(?P<line>\d+):\d+")
+
+
 def newest_block(version: str) -> str:
     """The newest release's container-blind checks (KV101), one line each as the full layout heads them:
     every error with the model and path that build its counterexample, every warning with its opt-in setting."""
-    text = kvlint("check", "-q", "--select", "KV101", "--vllm-release", version).stdout
-    lines, heads = text.splitlines(), []
+    lines = kvlint("check", "-q", "--select", "KV101", "--vllm-release", version).stdout.splitlines()
+    heads = []
     for index, line in enumerate(lines):
-        if line.startswith(" ") or ": KV101 " not in line:
+        head = HEADLINE.fullmatch(line)
+        if head is None or head["code"] != "KV101":
             continue
-        head = line
-        for more in lines[index + 1 :]:  # a headline wrapped onto indented lines, before its detail
-            if not more.startswith("      "):
+        said = [head["said"]]
+        for more in lines[index + 1 :]:  # the headline's wrapped lines, then the location
+            if (where := ARROW.fullmatch(more)) is not None:
                 break
-            head += " " + more.strip()
-        where, _, said = head.partition(": KV101 ")
-        path, line_number = where.rsplit(":", 2)[:2]
-        severity, _, headline = said.split("] ", 1)[-1].partition(": ")
-        heads.append(f"- {severity} `{path.rsplit('/', 1)[-1]}:{line_number}`: {headline}")
+            said.append(more.strip())
+        heads.append(f"- {head['severity']} `{where['path'].rsplit('/', 1)[-1]}:{where['line']}`: {' '.join(said)}")
     return "\n".join(heads) + "\n"
 
 

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from kvlint.cli import main
+from test_text_layout import located
 
 BUGGY = textwrap.dedent(
     """\
@@ -89,16 +90,15 @@ def test_text_format_and_exit_one(project):
     result = run("pkg")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    # One root cause: the scaling, with the gate's check inside it as a related location; the evidence,
-    # the related location and the remedy on indented lines.
-    assert lines[0].startswith("pkg/buggy.py:6:9: KV102 [*] error: ")
+    # One root cause: the scaling, with the gate's check inside it as a related location; then its place,
+    # its source, the evidence, the related location and the remedy (tests/test_text_layout.py).
+    assert lines[0].startswith("KV102 [*] error: ") and located(result.stdout) == ["pkg/buggy.py:6:9 KV102"]
     assert (
-        [line for line in lines if line.startswith("    related: ")]
-        == [line for line in lines if line.startswith("    related: line 6: KV101 ")]
+        [line for line in lines if line.startswith("related: ")]
+        == [line for line in lines if line.startswith("related: line 6: KV101 ")]
         != []
     )
-    assert lines[-1].startswith("    help: call `resolve_dcp_kv_block_size(")
-    assert all(line.startswith("    ") for line in lines[1:])
+    assert lines[-1].startswith("help: call `resolve_dcp_kv_block_size(")
     concise = run("--output-format", "concise", "pkg").stdout.splitlines()
     assert len(concise) == 1 and concise[0].startswith("pkg/buggy.py:6:9: KV102 [*] error: ")
 

@@ -23,6 +23,7 @@ from kvlint.scan.config import Config
 from kvlint.scan.progress import Display, Progress, display_for
 from kvlint.scan.runner import scan
 from kvlint_runner import run_kvlint
+from test_text_layout import located
 
 BUGGY = textwrap.dedent(
     """\
@@ -83,7 +84,7 @@ def kvlint_process(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
         ["review", "--pr", "many"],
         ["verify", "--nope"],
         ["rules", "extra"],
-        ["check", "--vllm-release", "0.29.0", "pkg"],  # kvlint's own usage error
+        ["check", "--vllm-release", "0.29.0", "--baseline-commit", "HEAD", "pkg"],  # kvlint's own usage error
     ],
     ids=lambda arguments: " ".join(arguments),
 )
@@ -169,9 +170,8 @@ def test_a_log_gets_one_line_per_phase_and_stdout_only_the_report(tree, output_f
     lines = completed.stdout.splitlines()
     if output_format == "concise":  # a finding per line
         assert lines and all(line.startswith("vllm/connector.py:") for line in lines), lines
-    elif output_format == "text":  # a finding's headline, its details indented under it, a blank line between
-        assert lines[0].startswith("vllm/connector.py:")
-        assert all(line.startswith(("vllm/connector.py:", "    ")) or not line for line in lines), lines
+    elif output_format == "text":  # the full layout: a headline, its place, its frame; a blank line between
+        assert located(completed.stdout) and all(f.startswith("vllm/connector.py:") for f in located(completed.stdout))
     else:
         json.loads(completed.stdout)
 

@@ -15,6 +15,7 @@ import pytest
 
 from kvlint_runner import run_kvlint
 from test_cli import BUGGY, make_tree
+from test_text_layout import located
 
 FILES = 40
 RACING_FILES = 12  # enough for the two runs' writes to interleave: they start together and write in one order
@@ -119,7 +120,7 @@ def test_two_runs_at_once_end_with_correct_files(tmp_path, expected):
         assert summary, stderr
         left = int(summary.group(1))
         # One headline per finding left; its detail lines are indented, findings apart by a blank line.
-        assert len([line for line in stdout.splitlines() if line and not line.startswith(" ")]) == left
+        assert len(located(stdout)) == left
         # A file left unchanged fails the run, as does an error left (every finding of this tree is one).
         assert run.returncode == (1 if any(rest != FIXED for rest in said.values()) or left else 0), stderr
     assert all(fixed_by.values()), f"files no run fixed: {[n for n, by in fixed_by.items() if not by]}"

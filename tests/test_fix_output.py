@@ -23,8 +23,7 @@ from kvlint_runner import run_kvlint
 from mini_vllm import CONFIG_PATH as OFFLOADING_CONFIG
 from mini_vllm import MINI_VLLM, write_tree
 from test_cli import BUGGY, make_tree
-
-FINDING_LINE = re.compile(r"^(\S+:\d+:\d+): (KV\d{3}) ")
+from test_text_layout import located
 
 
 def kvlint(*arguments: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -43,8 +42,8 @@ def git(repo: Path, *arguments: str) -> subprocess.CompletedProcess:
 
 
 def findings(text: str) -> list[str]:
-    """Each finding as `path:line:column: code` (`check` and `fix` word the rest differently)."""
-    return [" ".join(match.groups()) for match in map(FINDING_LINE.match, text.splitlines()) if match]
+    """Each finding as `path:line:column code` (`check` and `fix` word the rest differently)."""
+    return located(text)
 
 
 def left_count(stderr: str) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -66,6 +67,22 @@ def test_two_findings_on_one_def_fold():
     helper_predicate = finding("DEC", 10, 5, 12, 20)
     pick = finding("DEC2", 11, 9, 11, 30)
     assert shape(fold(helper_predicate, pick, helper_path)) == [("DEC", 10, [("OUT", 10), ("DEC2", 11)])]
+
+
+def test_two_findings_at_one_position_fold():
+    # mutant: `_contains` with strict bounds (a check and a predicate reported on the very same expression)
+    check = finding("CHK", 4, 9, 4, 30)
+    predicate = finding("DEC2", 4, 9, 4, 30)
+    assert shape(fold(check, predicate)) == [("DEC2", 4, [("CHK", 4)])]
+
+
+def test_a_folded_findings_own_related_locations_are_kept():
+    # mutant: the related locations of the primary and of the folded findings dropped when they fold again
+    earlier = RelatedLocation("m.py", 2, 5, 2, 9, "KV104", "a layer pick")
+    scaling = replace(finding("DEC", 3, 5, 5, 10), related=(earlier,))
+    later = RelatedLocation("m.py", 7, 5, 7, 9, "KV101", "a dominated check")
+    gate = replace(finding("CHK", 4, 9, 4, 30), related=(later,))
+    assert shape(fold(gate, scaling)) == [("DEC", 3, [("KV104", 2), ("CHK", 4), ("KV101", 7)])]
 
 
 def test_findings_apart_or_in_other_functions_stay_apart():

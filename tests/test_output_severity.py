@@ -18,6 +18,7 @@ from kvlint.review.review import Review, ReviewComment
 from kvlint.scan.config import load_config
 from kvlint.types import Finding, RelatedLocation, Severity
 from test_cli import sarif_schema
+from test_text_layout import located
 
 CHECK = RelatedLocation("pkg/a.py", 5, 24, 5, 70, "KV101", "`isinstance(spec, AttentionSpec)` is False for a container")
 ERROR = Finding(
@@ -32,13 +33,15 @@ def render(name: str, findings) -> str:
     return load_reporter(name)().render(list(findings), ())
 
 
-def test_text_says_the_severity_and_indents_related_locations():
-    lines = render("full", [ERROR, WARNING]).splitlines()
+def test_text_says_the_severity_and_lists_related_locations():
+    lines = render("full", [ERROR, WARNING]).splitlines()  # files that are not there: no source frame
     assert lines == [
-        "pkg/a.py:3:1: KV103 error: `f` gives 16 tokens per block",
-        "    related: line 5: KV101 `isinstance(spec, AttentionSpec)` is False for a container",
+        "KV103 error: `f` gives 16 tokens per block",
+        "--> pkg/a.py:3:1",
+        "related: line 5: KV101 `isinstance(spec, AttentionSpec)` is False for a container",
         "",
-        "pkg/b.py:7:5: KV102 warning: agrees with the resolver today",
+        "KV102 warning: agrees with the resolver today",
+        "--> pkg/b.py:7:5",
     ]
     assert render("concise", [ERROR, WARNING]).splitlines() == [
         "pkg/a.py:3:1: KV103 error: `f` gives 16 tokens per block",
@@ -161,9 +164,8 @@ def run_check(*args):
 
 def test_fail_on_from_the_command_line(warned_tree):
     default = run_check()
-    assert default.exit_code == 0 and default.stdout.startswith("pkg/b.py:2:12: KV102 warning: ")
-    # One finding: one headline, its detail indented below it.
-    assert len([line for line in default.stdout.splitlines() if line and not line.startswith(" ")]) == 1
+    assert default.exit_code == 0 and default.stdout.startswith("KV102 warning: ")
+    assert located(default.stdout) == ["pkg/b.py:2:12 KV102"]  # one finding
     assert "none fails the run (--fail-on error)" in default.stderr
     assert run_check("--fail-on", "warning").exit_code == 1
     assert run_check("--fail-on", "error").exit_code == 0

@@ -18,6 +18,7 @@ from kvlint.engine import parse_guard
 from kvlint.engine.parse_guard import TooNested, check_parsable
 from kvlint_runner import run_kvlint_child
 from review_repos import MODULE, SCALED, git, make_repo
+from test_text_layout import blocks, located
 
 # Every attack names what the rules look for, so the prefilter hands it to the parser.
 HEADER = "# kv_cache_spec block_size decode_context_parallel_size\n"
@@ -66,9 +67,10 @@ def tree(tmp_path_factory):
 
 
 def assert_one_line_per_attack_and_the_finding_kept(output: str) -> None:
-    for name in ATTACKS:
-        lines = [line for line in output.splitlines() if f"vllm/{name}.py" in line]
-        assert len(lines) == 1 and "KV000" in lines[0] and "nested too deeply to parse" in lines[0], (name, lines)
+    for name in ATTACKS:  # one finding each, its source line (thousands of brackets) cut to the width
+        [block] = [block for block in blocks(output) if located("\n".join(block))[0].startswith(f"vllm/{name}.py:")]
+        assert block[0].startswith("KV000 ") and "nested too deeply to parse" in " ".join(block), (name, block)
+        assert max(map(len, block)) <= 100, (name, block)
     assert "vllm/sizing.py" in output and "KV102" in output
     assert "BrokenProcessPool" not in output
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from test_text_layout import located
+
 ROOT = Path(__file__).resolve().parents[1]
 BUGGY = "def tokens_per_block(group, dcp_size):\n    return group.kv_cache_spec.block_size * dcp_size\n"
 CLEAN = "def double(value):\n    return value * 2\n"
@@ -37,7 +39,7 @@ def _git(repo: Path, *arguments: str) -> str:
 
 def test_hook_manifest_declares_kvlint_check():
     [hook] = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
-    assert hook["id"] == "kvlint" and hook["entry"] == "kvlint check"
+    assert hook["id"] == "kvlint" and hook["entry"] == "kvlint check --baseline-commit HEAD"
     assert hook["language"] == "python" and hook["types"] == ["python"]
 
 
@@ -81,7 +83,7 @@ def _dependency_shim(folder: Path) -> Path:
     from packaging.requirements import Requirement
 
     folder.mkdir(exist_ok=True)
-    pending = ["libcst", "click", "unidiff"]
+    pending = ["libcst", "click", "unidiff", "packaging"]
     if sys.version_info < (3, 11):  # kvlint reads its configuration with tomli there
         pending.append("tomli")
     if sys.version_info >= (3, 12):  # virtualenv seeds no setuptools there, and the hook builds kvlint with it
@@ -130,8 +132,26 @@ def test_hook_fails_on_a_finding_and_names_it(tmp_path, hook_repo, pre_commit_ho
     assert run.returncode == 1, output
     assert "kvlint" in output and "Failed" in output
     # The root cause on the function, the scaling in it as its related location (a line of the same file).
-    assert "pkg/sizing.py:1:1: KV103" in output and "related: line 2: KV102" in output
+    assert "pkg/sizing.py:1:1 KV103" in located(output) and "\nrelated: line 2: KV102" in output
     assert "pkg/other.py" not in output.replace("files checked", "")
+
+
+def test_an_old_finding_never_blocks_an_unrelated_commit(tmp_path, hook_repo, pre_commit_home):
+    """The file's findings are committed: editing its comment passes; a new defect in it fails, alone."""
+    project = _project(tmp_path, hook_repo, {"pkg/sizing.py": "# sizing\n" + BUGGY})
+    _git(project, "commit", "-qm", "old findings")
+    (project / "pkg/sizing.py").write_text("# sizing, by hand\n" + BUGGY)
+    _git(project, "add", "-A")
+    run = _pre_commit(project, pre_commit_home)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Passed" in run.stdout
+    (project / "pkg/sizing.py").write_text("# sizing\n" + BUGGY + "\n\n" + BUGGY.replace("tokens_per_block", "more"))
+    _git(project, "add", "-A")
+    run = _pre_commit(project, pre_commit_home)
+    output = run.stdout + run.stderr
+    assert run.returncode == 1, output
+    assert located(output) == ["pkg/sizing.py:6:1 KV103"]  # the new finding alone, the old one not shown
+    assert "1 finding(s) present at HEAD not shown" in output
 
 
 def test_hook_passes_on_clean_files(tmp_path, hook_repo, pre_commit_home):

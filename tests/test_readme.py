@@ -16,6 +16,7 @@ import yaml
 from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
 from kvlint.scan.config import KNOWN_KEYS, Config
 from test_precommit import hook_repo, pre_commit_home  # noqa: F401 - fixtures: a local kvlint repo, pre-commit's home
+from test_text_layout import located
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -117,7 +118,7 @@ def test_the_precommit_entry_runs_as_written(tmp_path, hook_repo, pre_commit_hom
     run = _pre_commit(project, pre_commit_home)
     output = run.stdout + run.stderr
     assert run.returncode == 1 and "kvlint" in output and "Failed" in output, output
-    assert "pkg/sizing.py:1:1: KV103" in output
+    assert "pkg/sizing.py:1:1 KV103" in located(output)
 
 
 # ------------------------------------------------------------------------------------------ generated blocks
@@ -128,6 +129,15 @@ def test_every_generated_block_is_there_once():
     names = [match.group("name") for match in script.BLOCK.finditer(README)]
     assert sorted(names) == ["costs", "first-screen", "newest-kv101", "releases", "summary-029"]
     assert script.rewrite(README, {}) == README
+
+
+def test_the_first_screen_is_a_terminals_width_and_shows_whole_findings():
+    script = load_script()
+    block = script.current(README)["first-screen"].splitlines()
+    assert max(map(len, block)) <= script.SCREEN_COLUMNS == 120 and len(block) <= script.SCREEN_ROWS + 2
+    assert block[3].startswith("KV101 [*] error: ") and any(line.startswith("    --> vllm/") for line in block)
+    assert any(set(line.partition(" | ")[2].strip()) == {"^"} for line in block)  # carets in the source frame
+    assert any(line.startswith("help: ") and "…" not in line for line in block)
 
 
 @pytest.mark.slow
@@ -153,7 +163,7 @@ def test_the_first_screen_reads_well_and_its_summary_stands_in_the_readme(vllm_r
     assert completed.returncode == 1, completed.stderr
     lines = completed.stdout.splitlines()
     assert lines and not any(line.startswith(("/", "~")) for line in lines)
-    assert max(map(len, lines)) <= 200
+    assert max(map(len, lines)) <= 100  # stdout is no terminal here: 100 columns
     summary = completed.stderr.splitlines()[-1]
     assert summary.startswith("kvlint: ") and "files checked" in summary
     assert f"\n{summary}\n" in README

@@ -49,8 +49,7 @@ SOURCE = textwrap.dedent(
 PLAIN_SUGGESTION = """\
 ```suggestion
     return [g for g in kv_cache_config.kv_cache_groups if all(
-        isinstance(spec, MambaSpec)
-        for spec in iter_layer_specs(g.kv_cache_spec)
+        isinstance(spec, MambaSpec) for spec in iter_layer_specs(g.kv_cache_spec)
     )]
 ```"""
 

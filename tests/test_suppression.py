@@ -91,3 +91,47 @@ def test_fix_leaves_a_suppressed_root_cause_alone(tmp_path):
     completed = run_kvlint("fix", "--no-cache", "vllm", cwd=root)
     assert completed.returncode == 0, completed.stderr
     assert (root / CONFIG_PATH).read_bytes() == before
+
+
+# ------------------------------------------------------------------ the suppression table, record by record
+# (each test below names the mutant of kvlint/engine/suppress.py it was written for, from scripts/mutation.py)
+
+from kvlint.engine.suppress import ALL, suppress_root_causes, suppressions  # noqa: E402
+from kvlint.types import Finding, RelatedLocation  # noqa: E402
+
+
+def finding(line: int, end_line: int, code: str = "KV101", related: tuple = ()) -> Finding:
+    return Finding("m.py", line, 1, end_line, 9, code, "name", "message", related=related)
+
+
+def location(line: int, end_line: int, code: str) -> RelatedLocation:
+    return RelatedLocation("m.py", line, 1, end_line, 9, code, "message")
+
+
+def test_only_real_comments_are_directives():
+    # mutants: `if token.type != COMMENT: continue` never taken; `if match is None: continue` never taken
+    source = 's = "# kvlint: ignore[KV101]"\n# kvlint is run in CI\nx = 1  # kvlint: ignore[kv101, KV102]\n'
+    assert suppressions(source) == {3: frozenset({"KV101", "KV102"})}
+    assert suppressions("y = 1  # kvlint: ignore\n") == {1: ALL}
+
+
+def test_an_ignore_on_any_line_of_a_multi_line_finding_suppresses_it_and_no_line_after_it():
+    # mutants: the range's end `end_line + 1` → `+ 2` (a comment below the finding would suppress it)
+    first, last, below = ({line: frozenset({"KV101"})} for line in (3, 5, 6))
+    assert suppress_root_causes([finding(3, 5)], first) == ([], 1)
+    assert suppress_root_causes([finding(3, 5)], last) == ([], 1)
+    kept, suppressed = suppress_root_causes([finding(3, 5)], below)
+    assert (len(kept), suppressed) == (1, 0)
+
+
+def test_the_suppressed_count_is_each_finding_and_its_related_locations():
+    # mutants: `suppressed = 0` → 1; `1 + len(related)` → `2 + …`; a related location's `end_line + 1` → `+ 2`
+    root = finding(10, 10, "KV102", related=(location(10, 10, "KV105"), location(8, 8, "KV103")))
+    assert suppress_root_causes([root], {10: frozenset({"KV102"})}) == ([], 3)
+    other = finding(20, 21, "KV102", related=(location(20, 20, "KV101"), location(23, 23, "KV101")))
+    # the comment on line 21 is below the related location on line 20: it stays
+    kept, suppressed = suppress_root_causes([other], {21: frozenset({"KV101"})})
+    assert suppressed == 0 and [r.line for r in kept[0].related] == [20, 23]
+    kept, suppressed = suppress_root_causes([other], {23: frozenset({"KV101"})})
+    assert suppressed == 1 and [r.line for r in kept[0].related] == [20]
+    assert suppress_root_causes([finding(1, 1)], {}) == ([finding(1, 1)], 0)

@@ -22,6 +22,7 @@ from kvlint.analysis.resolver import find_resolver, read_resolver_rule
 from kvlint.analysis.sizing.matrix import build_sizing_analysis
 from kvlint.analysis.sizing.results import SizingAnalysis
 from kvlint.analysis.sizing.single_file import BUILTIN_MODULE
+from kvlint.analysis.target_names import TargetNames, dotted
 from kvlint.analysis.tree_files import TreeFiles
 from kvlint.analysis.vocabulary import (
     CONTAINER_CLASS,
@@ -46,6 +47,10 @@ class ResolverView:
 
     source: str
     qualified: str | None = None  # `module:function` of the resolver compared with ("tree", "builtin")
+    # Code outside the vLLM tree judged against this release (TreeIndex.target): its vLLM's resolver, not its own.
+    outside: bool = False
+    # The targeted releases that lack the resolver ("tree"): a remedy or fix must not call it.
+    lacking: tuple[str, ...] = ()
 
     @property
     def module(self) -> str | None:
@@ -78,6 +83,18 @@ class TreeIndex:
     compositions: tuple[ContainerComposition, ...] | None = None
     # Connector members only scheduler-side code reads (kvlint.analysis.consumers).
     scheduler_consumed: frozenset[str] = frozenset()
+    # Code outside the tree judged against this release: which names every release it targets defines
+    # (kvlint.analysis.target_names). None: the scanned code is this tree's own, or targets this release alone.
+    target: TargetNames | None = None
+
+    def lacked_by(self, module: str, name: str) -> tuple[str, ...]:
+        """The targeted releases that lack `name` in `module` (dotted): a remedy or fix must not name it."""
+        return self.target.lacked_by(module, name) if self.target is not None else ()
+
+    def interface_functions(self) -> frozenset[str]:
+        """The interface's functions a remedy or a fix may name: the tree's, less any a targeted release lacks."""
+        interface = dotted(INTERFACE_MODULE)
+        return frozenset(f for f in self.hierarchy.functions if not self.lacked_by(interface, f))
 
     def container_compositions(self) -> tuple[ContainerComposition, ...] | None:
         """Every container composition a model of the tree builds: (layer classes, spec classes, setting
@@ -101,7 +118,8 @@ class TreeIndex:
     def resolver_view(self) -> ResolverView:
         """What this scan compares hand-written sizing with (see ResolverView)."""
         if self.resolver_module is not None:
-            return ResolverView("tree", f"{self.resolver_module}:{RESOLVER_NAME}")
+            lacking = self.lacked_by(self.resolver_module, RESOLVER_NAME)
+            return ResolverView("tree", f"{self.resolver_module}:{RESOLVER_NAME}", self.target is not None, lacking)
         if self.root is None:
             return ResolverView("builtin", f"{BUILTIN_MODULE[: -len('.py')].replace('/', '.')}:{RESOLVER_NAME}")
         return ResolverView("none")

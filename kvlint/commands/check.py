@@ -6,7 +6,9 @@ import sys
 
 import click
 
+from kvlint.commands.baseline import baseline_option, resolve_baseline, without_old_findings
 from kvlint.commands.options import (
+    color_option,
     fail_on_option,
     output_format_options,
     resolve_fail_on,
@@ -18,14 +20,18 @@ from kvlint.commands.options import (
 )
 from kvlint.engine.summary import Summary
 from kvlint.escaping import printable
-from kvlint.reporters import load_reporter
+from kvlint.reporters import Reporter, load_reporter
+from kvlint.reporters.colour import use_colour
+from kvlint.reporters.wrap import terminal_width
 
 
 @click.command()
 @scan_options
 @output_format_options
+@color_option
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @fail_on_option
+@baseline_option
 @click.option(
     "--statistics",
     is_flag=True,
@@ -44,8 +50,10 @@ def check(
     cache_dir,
     output_format,
     legacy_format,
+    color,
     exit_zero,
     fail_on,
+    baseline_commit,
     statistics,
 ):
     """Report findings, one per root cause (the other findings of that cause are its related locations).
@@ -55,20 +63,34 @@ def check(
     """
     output_format = resolve_output_format(output_format, legacy_format)
     # Status and progress go to stderr whatever the format (a CI log wants them; stdout stays the report).
+    if baseline_commit is not None and release:
+        raise click.UsageError("--baseline-commit compares with a git commit: give PATHs, not --vllm-release")
     options = resolve_options(paths, release, config_path, select, ignore, jobs, no_cache, cache_dir, quiet=False)
-    reporter = load_reporter(output_format)(options.base)
+    baseline = resolve_baseline(baseline_commit, paths) if baseline_commit is not None else None
+    reporter = chosen_reporter(output_format, options.base, color)
     result = run_scan(options)
-    summary = Summary(result.findings, len(result.files), resolve_fail_on(fail_on, options.config))
+    findings, left_out = without_old_findings(result.findings, options, baseline) if baseline else (result.findings, 0)
+    summary = Summary(findings, len(result.files), resolve_fail_on(fail_on, options.config))
     if statistics and output_format in ("full", "concise"):
         for line in summary.statistics():
             click.echo(line)
     else:
-        click.echo(reporter.render(result.findings, result.rules if reporter.USES_RULE_DOCS else ()), nl=False)
+        report = reporter.render(findings, result.rules if reporter.USES_RULE_DOCS else ())
+        # click strips colour where stdout is no terminal unless told: `--color always` keeps it there.
+        click.echo(report, nl=False, color=True if getattr(reporter, "colour", False) else None)
     if not reporter.MACHINE:
-        click.echo(summary.line(), err=True)
+        click.echo(summary.line(baseline=(baseline.name, left_out) if baseline else None), err=True)
     if verbose:
         for file_result in result.files:
             if file_result.detail:
                 click.echo(f"kvlint: details for {printable(file_result.path)}:\n{file_result.detail}", err=True)
     # A cross-file analysis that failed is an error, not a clean result.
     sys.exit(summary.exit_code(exit_zero, error=say_degradations(result)))
+
+
+def chosen_reporter(output_format: str, base, color: str) -> Reporter:
+    """The chosen format's reporter; the full layout as wide as the terminal (or its default, off one), coloured
+    as `--color` and the environment say."""
+    if output_format != "full":
+        return load_reporter(output_format)(base)
+    return load_reporter(output_format)(base, width=terminal_width(sys.stdout), colour=use_colour(color, sys.stdout))

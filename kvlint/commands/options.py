@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,7 +19,11 @@ from kvlint.scan.config import Config, find_pyproject, load_config
 from kvlint.scan.jobs import ignored_for
 from kvlint.scan.progress import Display
 from kvlint.scan.runner import ScanResult, scan
+from kvlint.scan.target_scan import merge_scans
 from kvlint.types import UNREADABLE_CODE, Severity
+
+if TYPE_CHECKING:
+    from kvlint.analysis.target_names import TargetNames
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,11 @@ class Options:
     # What the text output shows paths relative to: the release's root for --vllm-release (said on
     # stderr), else the working folder.
     base: Path
+    # Code outside the vLLM tree: the roots of the releases it is judged against (oldest first), their
+    # versions, and the names every one of them defines (kvlint.scan.targets, kvlint.analysis.target_names).
+    references: tuple[Path, ...] = ()
+    versions: tuple[str, ...] = ()
+    target_names: TargetNames | None = None
 
 
 def split_codes(values: tuple[str, ...]) -> list[str]:
@@ -46,7 +57,8 @@ def scan_options(function):
             "--vllm-release",
             "release",
             metavar="VERSION",
-            help="Fetch this vLLM release's sources from PyPI and scan them.",
+            help="Fetch this vLLM release's sources from PyPI and scan them; with PATHs outside the vLLM tree, "
+            "judge them against it (a version, or a range such as '>=0.17,<0.31').",
         ),
         click.option("--select", multiple=True, help="Rule codes or prefixes to run (comma-separated)."),
         click.option("--ignore", multiple=True, help="Rule codes or prefixes to skip (comma-separated)."),
@@ -102,6 +114,19 @@ def resolve_output_format(output_format: str | None, legacy_format: str | None) 
     return output_format or legacy or "full"
 
 
+def color_option(function):
+    """`--color auto|always|never`: colour in the text output (kvlint.reporters.colour says how `auto` decides)."""
+    return click.option(
+        "--color",
+        "color",
+        type=click.Choice(["auto", "always", "never"]),
+        default="auto",
+        show_default=True,
+        help="Colour the full layout: `auto` on a terminal unless NO_COLOR is set (FORCE_COLOR forces it); "
+        "`always` and `never` win over the environment.",
+    )(function)
+
+
 def fail_on_option(function):
     """`--fail-on`: which findings fail the run (`check`, `review`, and `fix` for the findings it leaves)."""
     return click.option(
@@ -134,15 +159,25 @@ def resolve_options(
     """The targets, configuration and cache folder the command line names; says on stderr which tree
     (unless `quiet` or --quiet)."""
     quiet = quiet or is_quiet()
-    targets = _targets(paths, release, quiet, Path(cache_dir) if cache_dir else None)
-    base = targets[0].parent if release else Path.cwd()
     pyproject = Path(config_path) if config_path else find_pyproject(Path.cwd())
     if config_path and not pyproject.is_file():
         raise ConfigError(f"{config_path}: no such config file")
     # --ignore joins the configuration's `ignore`: `fix` and the scan apply both alike (kvlint.engine.suppress).
     config = load_config(pyproject)
     config = replace(config, ignore=[*config.ignore, *split_codes(ignore)])
-    return Options(
+    cache = Path(cache_dir) if cache_dir else None
+    in_tree = any(os.path.exists(p) and find_tree_root(Path(p)) is not None for p in paths)
+    if release and in_tree:
+        raise click.UsageError(
+            "--vllm-release with PATHs judges code outside the vLLM tree against that release: these PATHs are "
+            "in a vLLM tree, judged against it"
+        )
+    # Code outside the vLLM tree (a PATH that is not there is the scan's error to say, before any fetch).
+    outside = bool(paths) and not in_tree and all(os.path.exists(p) for p in paths)
+    reference = judged_against(paths, release, config, quiet, cache) if outside else None
+    targets = _targets(paths, None if paths else release, quiet, cache)
+    base = targets[0].parent if release and not paths else Path.cwd()
+    options = Options(
         targets,
         config,
         split_codes(select) or None,
@@ -151,11 +186,44 @@ def resolve_options(
         _cache_folder(no_cache, cache_dir),
         base,
     )
+    return replace(options, **reference) if reference else options
+
+
+def judged_against(
+    paths: tuple[str, ...], release: str | None, config: Config, quiet: bool, cache_dir: Path | None
+) -> dict | None:
+    """For PATHs outside the vLLM tree: the releases they are judged against (--vllm-release, else
+    [tool.kvlint] vllm, else the project's requirement on vllm), fetched; said on stderr's first line.
+    None (and the built-in reference said) when nothing names one."""
+    from kvlint.scan.targets import choose_target, no_target_line
+
+    chosen = choose_target(release, config.vllm, config.source, [Path(p) for p in paths])
+    if chosen is None:
+        if not quiet:
+            click.echo(no_target_line(), err=True)
+        return None
+    return fetch_target(chosen, quiet, cache_dir)
+
+
+def fetch_target(chosen: tuple[str, str], quiet: bool, cache_dir: Path | None) -> dict:
+    """The releases a chosen target (specifier, origin) admits, fetched, and what every one defines."""
+    from kvlint.analysis.target_names import read_target_names
+    from kvlint.scan.releases import release_sources  # pip and zip handling: only when fetching
+    from kvlint.scan.targets import VllmTarget, admitted_versions
+
+    specifier, origin = chosen
+    versions = admitted_versions(specifier, origin, cache_dir, quiet)
+    if not quiet:
+        click.echo(VllmTarget(specifier, origin, versions).line(), err=True)
+    roots = {version: release_sources(version, quiet=quiet, cache_dir=cache_dir) for version in versions}
+    for version, root in roots.items():
+        if find_tree_root(root / "vllm") is None:
+            raise TargetError(f"vllm {version}: no vllm/v1/kv_cache_interface.py: kvlint cannot judge code against it")
+    names = read_target_names(roots)
+    return {"references": tuple(roots.values()), "versions": versions, "target_names": names}
 
 
 def _targets(paths: tuple[str, ...], release: str | None, quiet: bool, cache_dir: Path | None) -> list[Path]:
-    if release and paths:
-        raise click.UsageError("give either PATHs or --vllm-release, not both")
     if release:
         from kvlint.scan.releases import release_sources  # pip and zip handling: only when fetching
 
@@ -184,15 +252,21 @@ def _cache_folder(no_cache: bool, cache_dir: str | None) -> Path | None:
 def run_scan(options: Options, progress: bool = True) -> ScanResult:
     """Run the rules as the options say, showing the scan's phases on stderr (`progress_display`). Says on
     stderr when the configuration excluded every file."""
-    result = scan(
-        options.paths,
-        options.config,
-        options.select,
-        options.ignore,
-        options.jobs,
-        cache_dir=options.cache_dir,
-        progress=progress_display() if progress else Display.NONE,
-    )
+    results = [
+        scan(
+            options.paths,
+            options.config,
+            options.select,
+            options.ignore,
+            options.jobs,
+            cache_dir=options.cache_dir,
+            progress=progress_display() if progress else Display.NONE,
+            reference=reference,
+            target=options.target_names,
+        )
+        for reference in options.references or (None,)
+    ]
+    result = merge_scans(results, options.versions)
     source = f" ({printable(options.config.source)})" if options.config.source else ""
     if result.excluded_by_configuration:
         click.echo(

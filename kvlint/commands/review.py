@@ -96,6 +96,13 @@ def _split(values: tuple[str, ...]) -> list[str]:
     show_default=True,
     help="Comments per review; findings past it are counted in the review's body.",
 )
+@click.option(
+    "--vllm-release",
+    "release",
+    metavar="VERSION",
+    help="For a repository outside the vLLM tree (a plugin, a connector): the vLLM release or range it is judged "
+    "against (default: the base revision's [tool.kvlint] vllm, else its requirement on vllm).",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when the diff has findings.")
 @fail_on_option
 @click.option("--verbose", "-v", is_flag=True, help="Show the traceback of an internal error.")
@@ -113,6 +120,7 @@ def review(
     config_path,
     jobs,
     max_comments,
+    release,
     exit_zero,
     fail_on,
     verbose,
@@ -135,12 +143,23 @@ def review(
             (github_api.client_from_environment(), github_api.pull_request_number(pull)) if post else (None, None)
         )
         repo = repository_root(Path(repo_path))
+        from kvlint.commands.review_target import review_target
         from kvlint.review.pipeline import (
             make_review,  # the scan and the analysis, only once the settings hold
         )
 
+        reference, target = review_target(repo, base, config_path, release, quiet=False)
         result, texts = make_review(
-            repo, base, head, config_path, _split(select) or None, _split(ignore), jobs, progress_display()
+            repo,
+            base,
+            head,
+            config_path,
+            _split(select) or None,
+            _split(ignore),
+            jobs,
+            progress_display(),
+            reference,
+            target,
         )
         result.fail_on = resolve_fail_on(fail_on, result.fail_on)
         limit_review(result, max_comments)

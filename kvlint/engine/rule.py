@@ -106,17 +106,24 @@ class Rule(cst.BatchableCSTVisitor):
     def flow(self) -> SpecFlow:
         return self.context.flow
 
-    def code_of(self, node: cst.CSTNode) -> str:
-        start, end = self.span(node)
+    def code_of(self, node: cst.CSTNode, own_parentheses: bool = True) -> str:
+        start, end = self.span(node, own_parentheses)
         return self.context.source[start:end]
 
-    def span(self, node: cst.CSTNode) -> tuple[int, int]:
-        """Character offsets of `node` (including its own parentheses) in the source."""
-        position = self.context.position(node)
+    def span(self, node: cst.CSTNode, own_parentheses: bool = True) -> tuple[int, int]:
+        """Character offsets of `node` in the source, with its own parentheses unless told otherwise.
+
+        libcst's positions leave a node's parentheses out (`(A, B)` is a Tuple whose position covers `A, B`):
+        text taken from there and put elsewhere loses them, so by default the span runs from the outermost
+        `(` the node owns to its last `)`, and whatever lies between (whitespace, comments) comes along.
+        """
+        lpar, rpar = getattr(node, "lpar", ()), getattr(node, "rpar", ())
+        first = self.context.position(lpar[0] if own_parentheses and lpar else node)
+        last = self.context.position(rpar[-1] if own_parentheses and rpar else node)
         offsets = self.context.line_offsets
         return (
-            offsets[position.start.line - 1] + position.start.column,
-            offsets[position.end.line - 1] + position.end.column,
+            offsets[first.start.line - 1] + first.start.column,
+            offsets[last.end.line - 1] + last.end.column,
         )
 
     def report(

@@ -70,9 +70,11 @@ class Summary:
             return f"; none fails the run (--fail-on {self.fail_on.value})"
         return ""
 
-    def line(self) -> str:
+    def line(self, baseline: tuple[str, int] | None = None) -> str:
+        """The summary; `baseline` (REF, how many findings REF had) says what `--baseline-commit` left out."""
+        left_out = f"; {baseline[1]} finding(s) present at {baseline[0]} not shown" if baseline else ""
         if not self.findings:
-            return f"kvlint: {self.files_checked} files checked, no findings."
+            return f"kvlint: {self.files_checked} files checked, no findings{left_out}."
         extra = []
         if self.safe_fixable:
             extra.append(f"{self.safe_fixable} fixable with `kvlint fix`")
@@ -81,7 +83,7 @@ class Summary:
         tail = f" ({'; '.join(extra)})" if extra else ""
         return (
             f"kvlint: {len(self.findings)} finding(s) ({severity_counts(self.findings)}) in "
-            f"{self.files_checked} files checked{tail}{self.passing_note()}."
+            f"{self.files_checked} files checked{tail}{self.passing_note()}{left_out}."
         )
 
     def statistics(self) -> list[str]:

@@ -34,7 +34,7 @@ def findings_after_fix(
         return list(first.findings)  # nothing changed: the first scan is a fresh check
     root = first.index.root
     roles = tuple(config.scheduler_only_paths)
-    if root is None:  # no tree: no cross-file analysis, only the changed files can change
+    if root is None or first.reference is not None:  # no tree of the files' own: only the changed files change
         after = first.project
         before_digests = after_digests = None
     else:

@@ -91,10 +91,10 @@ def _add_with_libcst(code: str, module_name: str, name: str) -> str:
     context = CodemodContext()
     AddImportsVisitor.add_needed_import(context, module_name, name)
     module = AddImportsVisitor(context).transform_module(cst.parse_module(code))
-    return _wrap_long_import(module.code, module_name, module.default_newline)
+    return _wrap_long_import(module.code, module_name, module.default_newline, module.default_indent)
 
 
-def _wrap_long_import(code: str, module_name: str, newline: str) -> str:
+def _wrap_long_import(code: str, module_name: str, newline: str, unit: str = "    ") -> str:
     """A merged `from m import a, b` longer than the line limit becomes the parenthesised form black writes."""
     pattern = re.compile(
         rf"^(?P<indent>[ \t]*)from {re.escape(module_name)} import (?P<names>[\w, ]+?)[ \t]*$", re.MULTILINE
@@ -105,7 +105,7 @@ def _wrap_long_import(code: str, module_name: str, newline: str) -> str:
             return match.group(0)
         indent = match.group("indent")
         names = [n.strip() for n in match.group("names").split(",") if n.strip()]
-        body = "".join(f"{indent}    {name},{newline}" for name in names)
+        body = "".join(f"{indent}{unit}{name},{newline}" for name in names)
         return f"{indent}from {module_name} import ({newline}{body}{indent})"
 
     return pattern.sub(wrap, code)

@@ -60,11 +60,14 @@ def line_length(text: str) -> int:
     return next((limit for limit in LINE_LENGTHS if limit >= longest), longest)
 
 
-def render_from_import(module: str, names: list[str], vertical: bool, limit: int, newline: str) -> str:
+def render_from_import(
+    module: str, names: list[str], vertical: bool, limit: int, newline: str, indent: str = "    "
+) -> str:
     single = f"from {module} import {', '.join(names)}"
     if not vertical and len(single) <= limit:
         return single
-    body = "".join(f"    {name},{newline}" for name in names)
+    # the file's own indentation unit: a tab-indented file gets no line of spaces
+    body = "".join(f"{indent}{name},{newline}" for name in names)
     return f"from {module} import ({newline}{body})"
 
 
@@ -94,13 +97,13 @@ def add_from_import(text: str, module_name: str, name: str) -> str | None:
         ordered = sorted([*_names(module, statement), name], key=lambda n: member_key(n.split(" as ")[0]))
         # Parenthesised one name a line stays so (its trailing comma keeps it so under ruff format and isort).
         vertical = "\n" in code or "\r" in code
-        rendered = render_from_import(module_name, ordered, vertical, limit, newline)
+        rendered = render_from_import(module_name, ordered, vertical, limit, newline, module.default_indent)
         where = positions[statement]
         return _replace_lines(lines, where.start.line, where.end.line, rendered + newline)
     prefix = _import_prefix(module)
     if not prefix:
         return None
-    statement_line = render_from_import(module_name, [name], False, limit, newline) + newline
+    statement_line = render_from_import(module_name, [name], False, limit, newline, module.default_indent) + newline
     return _insert(lines, prefix, module_name, statement_line, positions, newline)
 
 

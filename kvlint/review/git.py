@@ -1,6 +1,6 @@
 """git, run so that nothing a pull request ships is executed: the runner, revisions, and blobs.
 
-git gets an argument list (never a shell), no attributes file outside the trees, no replace refs, no
+git gets an argument list (never a shell), no attributes file outside the trees, no replace refs, no hook, no
 fsmonitor and no external diff from the environment. Blobs are read with `git cat-file`, which applies no
 filter, and a path is refused before anything is written for it.
 """
@@ -29,6 +29,7 @@ _GIT_TIMEOUT_S = 300
 _GIT_CONFIG = (
     "-c", "core.quotepath=off",
     "-c", "core.fsmonitor=false",
+    "-c", "core.hooksPath=/dev/null",  # no hook runs: update-index would run post-index-change
     "-c", "core.attributesFile=/dev/null",
     "-c", "diff.suppressBlankEmpty=false",
 )  # fmt: skip
@@ -130,6 +131,32 @@ def resolve_commit(repo: Path, ref: str) -> str:
     if not ref or not commit:
         raise ReviewError(f"unknown git revision {ref!r}")
     return commit
+
+
+def unborn_head(repo: Path) -> bool:
+    """Whether HEAD names a branch with no commit yet (a repository before its first commit)."""
+    try:
+        git(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    except ReviewError:
+        try:
+            return bool(git(repo, "symbolic-ref", "--quiet", "HEAD").strip())
+        except ReviewError:
+            return False
+    return False
+
+
+def renamed_paths(repo: Path, old: str, new: str, environment: dict[str, str] | None = None) -> dict[str, str]:
+    """new path -> old path of each file git finds renamed from tree-ish `old` to `new` (`--find-renames`)."""
+    listing = git(
+        repo, "diff-tree", "-r", "-z", "--find-renames", "--diff-filter=R", "--name-status", old, new,
+        environment=environment,
+    )  # fmt: skip
+    fields = listing.split(b"\0")
+    renames: dict[str, str] = {}
+    for position in range(0, len(fields) - 2, 3):  # R<score>, old path, new path
+        if fields[position].startswith(b"R"):
+            renames[decoded_path(fields[position + 2])] = decoded_path(fields[position + 1])
+    return renames
 
 
 def merge_base(repo: Path, base_commit: str, head_commit: str) -> str:

@@ -20,6 +20,7 @@ import multiprocessing
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvlint.analysis.tree_files import UnreadFile
 from kvlint.analysis.vocabulary import INTERFACE_MODULE, RESOLVER_HOME
@@ -48,6 +49,9 @@ from kvlint.scan.index_cache import build_project_index
 from kvlint.scan.progress import Display, Progress
 from kvlint.scan.runner import scan
 from kvlint.types import Finding
+
+if TYPE_CHECKING:
+    from kvlint.analysis.target_names import TargetNames
 
 
 def _worker_count(jobs: int | None) -> int | None:
@@ -83,9 +87,12 @@ def make_review(
     ignore: list[str],
     jobs: int | None,
     progress: Display = Display.NONE,
+    reference: Path | None = None,
+    target: TargetNames | None = None,
 ) -> tuple[Review, dict[str, str]]:
     """The review of `head` (the working tree when None) against its merge base with `base`, and the texts
-    read; `progress` says how its phases are shown on stderr."""
+    read; `progress` says how its phases are shown on stderr. `reference` and `target`: a repository outside
+    the vLLM tree judged against a vLLM release, as `check` judges it (kvlint.scan.runner.scan)."""
     meter = Progress(progress)
     base_commit = resolve_commit(repo, base)
     head_commit = resolve_commit(repo, head) if head else None
@@ -121,10 +128,12 @@ def make_review(
                 cache_dir=None,
                 progress=progress,
                 display_root=tree,
+                reference=reference,
+                target=target,
             )
             findings = [f for f in result.findings if f.path in change.files]
             files_checked = len(result.files)
-            base_tree = _BaseTree(repo, trees.base, scratch / "base")
+            base_tree = _BaseTree(repo, trees.base, scratch / "base", reference, target)
 
             def base_issue_keys() -> set[tuple[str, str, str, str]]:
                 root = base_tree.ready()
@@ -234,8 +243,11 @@ def _readable_changed(tree: Path, files, exclude, refused: list[tuple[str, str]]
 class _BaseTree:
     """The base revision's Python files, written to a scratch folder once, when first needed."""
 
-    def __init__(self, repo: Path, commit: str, path: Path):
+    def __init__(
+        self, repo: Path, commit: str, path: Path, reference: Path | None = None, target: TargetNames | None = None
+    ):
         self.repo, self.commit, self.path = repo, commit, path
+        self.reference, self.target = reference, target  # judged as the head is (make_review)
         self.failures: list[str] = []  # what its cross-file analysis could not read or do, once used
 
     def ready(self) -> Path:
@@ -258,7 +270,17 @@ class _BaseTree:
             present.append(path)
         if not present:
             return [], TreeTexts(root, ())
-        result = scan([Path(p) for p in present], config, select, ignore, jobs, cache_dir=None, display_root=root)
+        result = scan(
+            [Path(p) for p in present],
+            config,
+            select,
+            ignore,
+            jobs,
+            cache_dir=None,
+            display_root=root,
+            reference=self.reference,
+            target=self.target,
+        )
         self.failures += result.degradations
         return result.findings, TreeTexts(root, present)
 

@@ -67,11 +67,12 @@ def _with_index_records() -> type:
     from kvlint.analysis.sizing.kinds import SpecKind
     from kvlint.analysis.sizing.results import SizingAnalysis, SizingPath
     from kvlint.analysis.sizing.values import Container, Layer
+    from kvlint.analysis.target_names import TargetNames
     from kvlint.analysis.tree_index import TreeIndex
 
     index_records = (TreeIndex, SpecHierarchy, ContainerReachability, KindTable, KindRow, SizingAnalysis, SizingPath)
     index_records += (SpecKind, Layer, Container, PathDivergence, PredicateDivergence, FirstLayerPick)
-    index_records += (Census, LayerClass, Model, ContainerComposition)
+    index_records += (Census, LayerClass, Model, ContainerComposition, TargetNames)
     RECORDS.update((cls.__name__, cls) for cls in index_records)
     return TreeIndex
 

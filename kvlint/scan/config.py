@@ -11,7 +11,7 @@ from kvlint.errors import ConfigError
 from kvlint.filesystem import describe, read_regular_file
 from kvlint.types import Severity
 
-KNOWN_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "scheduler-only-paths", "fail-on"}
+KNOWN_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "scheduler-only-paths", "fail-on", "vllm"}
 
 
 @dataclass
@@ -23,6 +23,9 @@ class Config:
     scheduler_only_paths: list[str] = field(default_factory=lambda: list(DEFAULT_SCHEDULER_ONLY_PATHS))
     # The lowest severity that fails a run (exit 1); `--fail-on` overrides it.
     fail_on: Severity = Severity.ERROR
+    # The vLLM release (`"0.30.0"`) or range (`">=0.17,<0.31"`) code outside the vLLM tree targets
+    # (kvlint.scan.targets); None: the project's own requirement on vllm, if any.
+    vllm: str | None = None
     source: str | None = None  # the pyproject.toml it came from
 
     def rule_settings(self) -> dict:
@@ -53,6 +56,12 @@ def _severity(value, key: str, path: Path) -> Severity:
             f"{path}: [tool.kvlint] {key} must be one of {', '.join(map(repr, names))}, not {repr(value)[:60]}"
         )
     return Severity(value)
+
+
+def _vllm_target(value, path: Path) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"{path}: [tool.kvlint] vllm must be a version or a range, as a string")
+    return value
 
 
 def load_config(path: Path | None) -> Config:
@@ -90,6 +99,7 @@ def load_config(path: Path | None) -> Config:
         config.scheduler_only_paths = _string_list(table["scheduler-only-paths"], "scheduler-only-paths", path)
     if "fail-on" in table:
         config.fail_on = _severity(table["fail-on"], "fail-on", path)
+    config.vllm = _vllm_target(table.get("vllm"), path)
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         raise ConfigError(f"{path}: [tool.kvlint] per-file-ignores must be a table of glob = [codes]")

@@ -53,6 +53,7 @@ from kvlint.scan.storage import (
 )
 
 if TYPE_CHECKING:
+    from kvlint.analysis.target_names import TargetNames
     from kvlint.analysis.tree_index import TreeIndex
 
 INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD)
@@ -83,6 +84,16 @@ class IndexHandle:
         if self._digests is None:
             self._digests = index_digests(self.index)
         return self._digests
+
+    def targeting(self, target: TargetNames | None) -> IndexHandle:
+        """This index for code outside its tree that targets the releases `target` reads: the names every one
+        of them defines go with the index to the rules, and into the digests a file's result is keyed on."""
+        if target is None:
+            return self
+        load = self._load if self._index is None else (lambda: self._index)
+        handle = IndexHandle(self.root, lambda: replace(load(), target=target))
+        handle._digests = replace(self.digests, shared=_digest((self.digests.shared, target)))
+        return handle
 
     @property
     def failures(self) -> tuple[str, ...]:
@@ -134,11 +145,15 @@ def open_project_index(
     cache_dir: Path | None = None,
     known_stats: dict | None = None,
     scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS,
+    reference: Path | None = None,
 ) -> IndexHandle:
     """The index of the tree `paths` belong to, as a handle. `known_stats` (absolute path → FileStat)
     spares a second stat of the files the scan itself has just looked at; `scheduler_only_paths` is the
-    configuration's, which the sizing analysis' roles follow as the per-file container rule does."""
-    root = next((r for r in (find_tree_root(p) for p in paths) if r is not None), None)
+    configuration's, which the sizing analysis' roles follow as the per-file container rule does.
+    `reference`: the root of a vLLM tree the paths are judged against, apart from them (code outside the
+    tree and the release it targets: kvlint.scan.targets)."""
+    candidates = [reference] if reference is not None else paths
+    root = next((r for r in (find_tree_root(p) for p in candidates) if r is not None), None)
     if root is None:
         from kvlint.analysis.tree_index import TreeIndex
 

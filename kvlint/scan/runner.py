@@ -33,6 +33,7 @@ from kvlint.scan.triage import Triage, Verdict
 from kvlint.types import UNREADABLE_CODE, FileResult, Finding, unreadable
 
 if TYPE_CHECKING:
+    from kvlint.analysis.target_names import TargetNames
     from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
     from kvlint.engine.rule import Rule
 
@@ -46,11 +47,16 @@ class ScanResult:
     cache_hits: int = 0  # files answered from the result cache
     # Files the configuration's `exclude` left out when it left nothing to check (0 otherwise): said, not silent.
     excluded_by_configuration: int = 0
+    # The root of the vLLM release the files were judged against, apart from them (kvlint.scan.targets);
+    # None when the index is the files' own tree (or there is none). Fixing never rebuilds it.
+    reference: str | None = None
+    # The other releases of a range the files were also judged against (kvlint.scan.target_scan).
+    also: tuple[IndexHandle, ...] = ()
 
     @property
     def degradations(self) -> tuple[str, ...]:
         """What the cross-file analysis could not do, one line each (empty when it did everything)."""
-        return self.index.failures
+        return tuple(dict.fromkeys(f for handle in (self.index, *self.also) for f in handle.failures))
 
     @property
     def project(self) -> ProjectIndex:
@@ -87,6 +93,7 @@ class _Scan:
     hits: int = 0
     real_folders: dict[str, str] = field(default_factory=dict)
     excluded: int = 0  # see ScanResult.excluded_by_configuration
+    reference: Path | None = None  # see ScanResult.reference
 
     @cached_property
     def state(self) -> WorkerState:
@@ -103,10 +110,14 @@ def scan(
     cache_dir: Path | None = None,
     progress: Display | bool = False,
     display_root: Path | None = None,
+    reference: Path | None = None,
+    target: TargetNames | None = None,
 ) -> ScanResult:
     """Lint every file under `paths`. `cache_dir` None disables the result cache; `progress` says how the
     scan's phases are shown on stderr (True: a live line on a terminal); with `display_root`, relative
-    paths are read under it and shown as given (collect_files).
+    paths are read under it and shown as given (collect_files). `reference`: the root of a vLLM release
+    the paths (code outside the vLLM tree) are judged against, its index built from there; `target`: what
+    every release they target defines (kvlint.analysis.target_names).
 
     Ctrl-C stops the worker processes at once (scan/jobs.py) and leaves the result cache as it was."""
     chosen = select if select is not None else config.select
@@ -116,7 +127,7 @@ def scan(
     codes = select_codes(chosen, None)
     meter = Progress(progress)
     try:
-        run = _plan(paths, config, codes, cache_dir, display_root, meter)
+        run = _plan(paths, config, codes, cache_dir, display_root, meter, reference, target)
         meter.counting(len(run.files))
         diagnose, parse = _settle_without_parsing(run, meter)
         _execute(run, diagnose, parse, jobs, meter)
@@ -134,6 +145,8 @@ def _plan(
     cache_dir: Path | None,
     display_root: Path | None,
     meter: Progress,
+    reference: Path | None = None,
+    target: TargetNames | None = None,
 ) -> _Scan:
     """Which files, which project index, which cache: all decided before the first file is read."""
     files, problems = collect_files(paths, config.exclude, display_root)
@@ -144,9 +157,10 @@ def _plan(
     stats = [_stat(source.path) for source in files] if cache_dir is not None else []
     known = {source.real: stat for source, stat in zip(files, stats) if source.real is not None and stat is not None}
     on_disk = paths if display_root is None else [display_root / path for path in paths]
-    if cache_dir is not None and _in_a_tree(on_disk):  # with a cache the index is checked (or built) now
-        meter.phase("indexing the tree")
-    index = open_project_index(on_disk, cache_dir, known, tuple(config.scheduler_only_paths))
+    if cache_dir is not None and _in_a_tree([reference] if reference is not None else on_disk):
+        meter.phase("indexing the tree")  # with a cache the index is checked (or built) now
+    roles = tuple(config.scheduler_only_paths)
+    index = open_project_index(on_disk, cache_dir, known, roles, reference).targeting(target)
     cache = (
         ResultCache(cache_dir, configuration_key(index.digests.shared, settings, codes))
         if cache_dir is not None
@@ -155,6 +169,7 @@ def _plan(
     triage = Triage(codes, cache.triggers if cache is not None else None)
     run = _Scan(config, codes, files, problems, index, settings, cache, stats, triage)
     run.results = [None] * len(files)
+    run.reference = reference
     if not files and config.exclude:
         run.excluded = len(collect_files(paths, [], display_root)[0])
     return run
@@ -256,6 +271,7 @@ def _result(run: _Scan) -> ScanResult:
         findings=findings,
         cache_hits=run.hits,
         excluded_by_configuration=run.excluded,
+        reference=str(run.index.root) if run.reference is not None and run.index.root is not None else None,
     )
 
 
