@@ -363,7 +363,7 @@ class ContainerIsinstance(DominatedChecks, Rule):
                 return
             counterexample = rank_witnesses(built, census)[0]
             key = (id(function), subject_code, ",".join(sorted(counterexample.layer_classes)))
-            message = self._built_message(node, subject_code, provenance, checked, counterexample)
+            message = self._built_message(node, subject_code, provenance, counterexample)
             severity = Severity.ERROR if counterexample.is_default else Severity.WARNING
             if severity is Severity.ERROR:
                 message, severity = unmet_defect(self, node, function, message)
@@ -390,14 +390,10 @@ class ContainerIsinstance(DominatedChecks, Rule):
         gap = target_fix_gap(self.context.project, plan, scaling is not None)  # a targeted release lacks the import
         self.report(node, message, fix=fix, severity=severity, fix_unavailable=gap)
 
-    def _built_message(self, node, subject: str, provenance, checked: frozenset[str], built) -> Message:
+    def _built_message(self, node, subject: str, provenance, built) -> Message:
         check = " ".join(self.code_of(node, own_parentheses=False).split())
-        fields = built_by(built)
+        fields = {**built_by(built), "spec": ", ".join(sorted(built.spec_classes))}
         statement = self.BUILT.format(check=check, subject=subject, reason=provenance.reason, **fields)
-        headline = self.BUILT_HEADLINE.format(
-            check=one_line(check), spec=", ".join(sorted(built.spec_classes)), **fields
-        )
+        headline = self.BUILT_HEADLINE.format(check=one_line(check), **fields)
         detail = self.BUILT_DETAIL.format(subject=subject, reason=provenance.reason, **fields)
-        return Message(
-            headline, detail, remedy(self.context.project.interface_functions(), subject, checked), statement=statement
-        )
+        return Message(headline, detail, "", statement=statement)  # the remedy is added where it is reported

@@ -133,7 +133,7 @@ def test_a_container_blind_check_is_an_error_when_the_targets_census_proves_a_co
 ):
     package = connector_package(tmp_path / "pkg", requirement="vllm==0.29.0")
     judged = {f["line"]: f for f in findings(check(package)) if f["code"] == "KV101"}
-    assert judged[13]["severity"] == "error" and "DsaHybridForCausalLM by default" in judged[13]["message"]
+    assert judged[13]["severity"] == "error" and "DsaForCausalLM by default" in judged[13]["message"]
     # The same file with no target: kvlint's built-in classes have no census, so nothing is proven.
     (package / "pyproject.toml").unlink()
     alone = {f["line"]: f for f in findings(check(package)) if f["code"] == "KV101"}
@@ -222,7 +222,7 @@ def test_review_of_a_plugin_judges_its_change_against_the_base_revisions_target(
     targeted = plugin_pull_request(tmp_path / "targeted", "vllm==0.29.0")
     completed = run_kvlint("review", "--base", "main", "--head", "pr", "--format", "markdown", cwd=targeted)
     assert completed.stderr.splitlines()[0].startswith("kvlint: judging against vLLM 0.29.0, from the requirement")
-    assert completed.returncode == 1 and "DsaHybridForCausalLM" in completed.stdout
+    assert completed.returncode == 1 and "DsaForCausalLM" in completed.stdout
     # The same change in a repository that names no vLLM: kvlint's built-in classes prove nothing, exit 0.
     plain = plugin_pull_request(tmp_path / "plain", "torch")
     completed = run_kvlint("review", "--base", "main", "--head", "pr", "--format", "markdown", cwd=plain)

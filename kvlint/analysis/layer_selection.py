@@ -147,7 +147,8 @@ def whole_model(composition: ContainerComposition, census: Census | None) -> boo
 def rank_witnesses(
     compositions: tuple[ContainerComposition, ...], census: Census | None
 ) -> tuple[ContainerComposition, ...]:
-    """The witnesses to name, best first: by default before opt-in before possible; then the layers most of the
+    """The witnesses to name, best first: by default, then possible under the default settings (a condition the
+    census does not decide), then opt-in (a setting the user must choose); then the layers most of the
     tree's models put in one container (the way most users meet it); then a model whose module lies nearest a
     module defining one of those layers (the model the layers were written for, not one that borrows them)."""
     sharing: dict[frozenset[str], int] = {}
@@ -163,7 +164,7 @@ def rank_witnesses(
         return max((len(commonprefix([model.module, home])) for home in homes), default=0) if model else 0
 
     def order(composition: ContainerComposition) -> tuple:
-        possible = composition.setting.startswith("possible: ")
-        return (not composition.is_default, possible, -sharing[composition.layer_classes], -nearness(composition))
+        opt_in = composition.setting.startswith("opt-in: ")
+        return (not composition.is_default, opt_in, -sharing[composition.layer_classes], -nearness(composition))
 
     return tuple(sorted(compositions, key=order))
