@@ -61,6 +61,7 @@ from dataclasses import replace
 import libcst as cst
 
 from kvlint import Example, Message, Rule, Severity
+from kvlint.analysis.ast_candidates import type_test_names
 from kvlint.analysis.consumers import unconsumed_divergence
 from kvlint.analysis.layer_selection import built_containers, selection_at
 from kvlint.analysis.provenance import Kind, dotted
@@ -77,6 +78,11 @@ from kvlint.rules._kv101_examples import CENSUS_VALID_EXAMPLES, UNWRAP_EXAMPLES
 from kvlint.rules._resolver_call import resolver_call_fix
 from kvlint.rules._scaling_verdict import one_line
 from kvlint.rules._unwrap_fix import unwrap_fix, unwrap_plan
+
+
+def _layer_classes(hierarchy) -> frozenset[str]:
+    """Every class a container is not itself an instance of: a test of one can tell it from its layers."""
+    return frozenset(hierarchy.bases) - (hierarchy.ancestors(CONTAINER_CLASS) | {CONTAINER_CLASS})
 
 
 class ContainerIsinstance(DominatedChecks, Rule):
@@ -294,12 +300,23 @@ class ContainerIsinstance(DominatedChecks, Rule):
         ),
     ]
 
+    @classmethod
+    def could_report(cls, pre) -> bool:
+        # `_check`'s first two questions, of every type test in the file: does it test a layer class, and
+        # can a container the tree builds hold one?
+        if pre.tree is None:
+            return True
+        layer_classes, containers = _layer_classes(pre.project.hierarchy), pre.project.containers
+        for names in type_test_names(pre.nodes):
+            checked = names & layer_classes
+            if checked and (containers is None or any(map(containers.may_hold_instance_of, checked))):
+                return True
+        return False
+
     def __init__(self, context):
         super().__init__(context)
         self.hierarchy = context.project.hierarchy
-        # Every class a container is not itself an instance of: the test can tell it from its layers.
-        own = self.hierarchy.ancestors(CONTAINER_CLASS) | {CONTAINER_CLASS}
-        self.layer_classes = frozenset(self.hierarchy.bases) - own
+        self.layer_classes = _layer_classes(self.hierarchy)
         # None (no tree read): any class may be a container's member, and none is proven built.
         self.containers = context.project.containers
         self.patterns = tuple(context.settings.get("scheduler-only-paths", DEFAULT_SCHEDULER_ONLY_PATHS))

@@ -15,6 +15,7 @@ from kvlint.analysis.provenance import SpecFlow
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.engine.grouping import fold_root_causes, function_spans, root_cause_roles
 from kvlint.engine.parse_guard import TooNested, check_parsable
+from kvlint.engine.preparse import PreParse
 from kvlint.engine.rule import Rule, RuleContext
 from kvlint.engine.source import MAX_FILE_BYTES, decode_source
 from kvlint.engine.suppress import suppress_root_causes, suppressions
@@ -71,6 +72,8 @@ def _lint_bytes(request: LintRequest, data: bytes) -> FileResult:
 
 
 def lint_text(request: LintRequest, text: str) -> FileResult:
+    # Three sieves, cheapest first: the rules' text triggers, then (after the nesting guard) what Python's
+    # own parse shows each rule (`Rule.could_report`), and only then libcst for the rules left.
     visitors = [r for r in request.rules if not getattr(r, "ENGINE_ONLY", False) and r.could_match(text)]
     if not visitors:
         return FileResult(path=request.path, skipped_by_prefilter=True)
@@ -83,6 +86,11 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
         return unreadable(
             request.path, f"syntax error at {line}:{column}: {' '.join(str(error.msg).split())}", line, column
         )
+    pre = PreParse(text, request.module_path, request.project, request.settings)
+    if pre.tree is not None:
+        visitors = [r for r in visitors if r.could_report(pre)]
+        if not visitors:
+            return FileResult(path=request.path, skipped_by_prefilter=True)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:

@@ -53,6 +53,11 @@ def check_parsable(text: str) -> None:
         raise TooNested(f"nested too deeply to parse safely (a syntax tree over {MAX_DEPTH} levels deep)")
 
 
+def code_is_ascii(text: str) -> bool:
+    """Whether the file's code, its strings and comments aside, is ASCII (an f-string counts as code)."""
+    return text.isascii() or _NOT_CODE.sub(_blank, text).isascii()
+
+
 def _suspect(text: str) -> bool:
     """Whether `text` may nest deeper than MAX_DEPTH: cheap, and false only for a file that cannot."""
     code = _NOT_CODE.sub(_blank, text).replace("\\\n", "")
