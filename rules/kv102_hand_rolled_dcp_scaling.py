@@ -46,7 +46,7 @@ from __future__ import annotations
 import libcst as cst
 
 from kvlint import Example, Rule, Severity
-from kvlint.analysis.ast_candidates import has_scaling_candidate
+from kvlint.analysis.ast_candidates import has_scaling_candidate, may_hold_scaling
 from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import RESOLVER_NAME, dcp_aliases
 from kvlint.rules._resolver_call import FIX_TITLE as _FIX_TITLE
@@ -356,7 +356,10 @@ def build(kv_cache_config, parallel_config):
     @classmethod
     def could_report(cls, pre) -> bool:
         # match_scaling's shape, before it asks where the block size comes from
-        return pre.tree is None or has_scaling_candidate(pre.nodes, dcp_aliases(pre.text))
+        aliases = dcp_aliases(pre.text)
+        if not may_hold_scaling(pre.text, aliases):
+            return False
+        return pre.tree is None or has_scaling_candidate(pre.nodes, aliases)
 
     def __init__(self, context):
         super().__init__(context)

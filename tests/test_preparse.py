@@ -70,3 +70,22 @@ def test_code_python_rejects_is_left_to_libcst_to_diagnose():
 def test_every_invalid_example_could_be_reported(rule, example):
     pre = PreParse(example.source, example.path, project_for(example), {})
     assert rule.could_report(pre)
+
+
+@pytest.mark.parametrize(
+    "product",
+    [
+        "spec.block_size * dcp_world_size",
+        "dcp_world_size * spec.block_size",
+        "(spec.block_size  # the span\n        ) * dcp_size",
+        "spec.block_size \\\n        * dcp",
+        "(dcp if spec.dcp_sharded else 1) * spec.block_size",
+        "spec.block_size*(dcp if isinstance(spec, AttentionSpec) else 1)",
+        "spec.block_size * cp",  # `cp = dcp_world_size` makes `cp` an alias
+    ],
+)
+def test_every_spelling_of_a_scaling_needs_libcst(product):
+    text = f"def span(spec, dcp_world_size, dcp_size, dcp):\n    cp = dcp_world_size\n    return ({product})\n"
+    kv102 = rule_class("KV102")
+    assert kv102.could_report(PreParse(text, PATH, _request().project, {}))
+    assert [f.code for f in lint_text(_request((kv102,)), text).findings] == ["KV102"]

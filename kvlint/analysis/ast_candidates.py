@@ -12,6 +12,7 @@ tests), every name compared as libcst spells it — the caller hands a tree only
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator, Mapping
 
 from kvlint.analysis.vocabulary import is_dcp_name
@@ -19,6 +20,10 @@ from kvlint.analysis.vocabulary import is_dcp_name
 # `type(x) <op> C`: the operators KV101 reads as a type test.
 _TYPE_TEST_OPERATORS = (ast.Is, ast.Eq, ast.In, ast.IsNot, ast.NotEq, ast.NotIn)
 
+
+# The word before a `*` (or `*=`), across closing parentheses, blanks, line continuations and comments: a
+# product's left operand ends so (a name or attribute ends in its identifier, a gate `… else 1` in `1`).
+_WORD_BEFORE_TIMES = re.compile(r"\b(\w+)[\s)\\]*(?:#[^\r\n]*[\r\n][\s)\\]*)*\*(?!\*)")
 
 NodesByType = Mapping[type, list[ast.AST]]
 
@@ -93,6 +98,15 @@ def has_scaling_candidate(nodes: NodesByType, aliases: frozenset[str]) -> bool:
             if _names_block_size(node.target):
                 return True
     return False
+
+
+def may_hold_scaling(text: str, aliases: frozenset[str]) -> bool:
+    """The text-level half of `has_scaling_candidate`, decided before Python parses the file: whichever
+    operand of a scaling comes first, the word before its `*` is a block size's name, a DCP size's or the
+    `1` of a gate."""
+    return any(
+        word == "1" or "block_size" in word or is_dcp_name(word, aliases) for word in _WORD_BEFORE_TIMES.findall(text)
+    )
 
 
 def _names_block_size(node: ast.AST) -> bool:
