@@ -61,7 +61,7 @@ from dataclasses import replace
 import libcst as cst
 
 from kvlint import Example, Message, Rule, Severity
-from kvlint.analysis.ast_candidates import type_test_names
+from kvlint.analysis.ast_candidates import tests_a_layer_class
 from kvlint.analysis.consumers import unconsumed_divergence
 from kvlint.analysis.layer_selection import built_containers, selection_at
 from kvlint.analysis.provenance import Kind, dotted
@@ -302,16 +302,8 @@ class ContainerIsinstance(DominatedChecks, Rule):
 
     @classmethod
     def could_report(cls, pre) -> bool:
-        # `_check`'s first two questions, of every type test in the file: does it test a layer class, and
-        # can a container the tree builds hold one?
-        if pre.tree is None:
-            return True
-        layer_classes, containers = _layer_classes(pre.project.hierarchy), pre.project.containers
-        for names in type_test_names(pre.nodes):
-            checked = names & layer_classes
-            if checked and (containers is None or any(map(containers.may_hold_instance_of, checked))):
-                return True
-        return False
+        nodes, project = pre.nodes, pre.project
+        return nodes is None or tests_a_layer_class(nodes, _layer_classes(project.hierarchy), project.containers)
 
     def __init__(self, context):
         super().__init__(context)

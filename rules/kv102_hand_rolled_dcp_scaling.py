@@ -43,10 +43,12 @@ scales Mamba; a different class set changes other kinds too). No fix where the t
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from kvlint import Example, Rule, Severity
-from kvlint.analysis.ast_candidates import has_scaling_candidate, may_hold_scaling
+from kvlint.analysis.ast_candidates import could_hold_scaling
 from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import RESOLVER_NAME, dcp_aliases
 from kvlint.rules._resolver_call import FIX_TITLE as _FIX_TITLE
@@ -353,23 +355,12 @@ def build(kv_cache_config, parallel_config):
         ),
     ]
 
-    @classmethod
-    def could_report(cls, pre) -> bool:
-        # match_scaling's shape, before it asks where the block size comes from
-        aliases = dcp_aliases(pre.text)
-        if not may_hold_scaling(pre.text, aliases):
-            return False
-        return pre.tree is None or has_scaling_candidate(pre.nodes, aliases)
+    # match_scaling's shape, read before libcst parses the file (Rule.could_report)
+    could_report = classmethod(lambda cls, pre: could_hold_scaling(pre.text, lambda: pre.nodes))
 
-    def __init__(self, context):
-        super().__init__(context)
-        self._aliases: frozenset[str] | None = None
-
-    @property
+    @cached_property
     def aliases(self) -> frozenset[str]:
-        if self._aliases is None:
-            self._aliases = dcp_aliases(self.context.source)
-        return self._aliases
+        return dcp_aliases(self.context.source)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Multiply):

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
-from kvlint.analysis.vocabulary import is_dcp_name
+from kvlint.analysis.vocabulary import dcp_aliases, is_dcp_name
 
 # `type(x) <op> C`: the operators KV101 reads as a type test.
 _TYPE_TEST_OPERATORS = (ast.Is, ast.Eq, ast.In, ast.IsNot, ast.NotEq, ast.NotIn)
@@ -124,3 +124,22 @@ def _dcp_factor(node: ast.AST, aliases: frozenset[str]) -> bool:
         and isinstance(node.orelse, ast.Constant)
         and node.orelse.value == 1
     )
+
+
+def tests_a_layer_class(nodes: NodesByType, layer_classes: frozenset[str], containers) -> bool:
+    """KV101's first two questions of each type test: does it test a layer class, and can a container the
+    tree builds (`containers`: a ContainerReachability; None: not read, any can) hold one?"""
+    for names in type_test_names(nodes):
+        checked = names & layer_classes
+        if checked and (containers is None or any(map(containers.may_hold_instance_of, checked))):
+            return True
+    return False
+
+
+def could_hold_scaling(text: str, nodes: Callable[[], NodesByType | None]) -> bool:
+    """KV102's shape, from the text first, then from the tree `nodes()` gives (None: no tree, so yes)."""
+    aliases = dcp_aliases(text)
+    if not may_hold_scaling(text, aliases):
+        return False
+    found = nodes()
+    return found is None or has_scaling_candidate(found, aliases)

@@ -40,6 +40,6 @@ class PreParse:
             return None  # libcst's parse says what is wrong, as before
 
     @cached_property
-    def nodes(self) -> NodesByType:
-        """The tree's nodes by class (walked once for all rules); empty without a tree."""
-        return nodes_by_type(self.tree) if self.tree is not None else {}
+    def nodes(self) -> NodesByType | None:
+        """The tree's nodes by class (walked once for all rules); None without a tree."""
+        return nodes_by_type(self.tree) if self.tree is not None else None
