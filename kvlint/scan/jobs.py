@@ -147,8 +147,17 @@ WAIT_TICK_S = 0.25
 def _run_in_pool(
     work: Iterable[Job], workers: int, state: WorkerState, waiting: Callable[[], None] | None
 ) -> Iterator[tuple[Job, FileResult]]:
+    import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait  # only when a pool is worth it
 
+    work = list(work)
+    if multiprocessing.get_start_method() == "fork":
+        # A forked worker starts with what this process has imported: the engine (libcst) and the rules are
+        # imported once here, not once in every worker (CPU and memory each worker would spend again).
+        from kvlint.engine.lint import lint_bytes  # noqa: F401
+
+        for codes in {job.codes for job in work}:
+            rules_for_codes(codes)
     # No `with`: its exit joins the pool's manager thread, which on Python 3.10 can wait forever for workers
     # that were terminated mid-file; an interrupted scan must not wait on them.
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(state,))
