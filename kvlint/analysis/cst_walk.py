@@ -196,8 +196,10 @@ def walk_batched(
     with ExitStack() as stack:
         for visitor in visitors:
             stack.enter_context(visitor.resolve(wrapper))
-        kids = shape.children if shape is not None else None
-        _walk_dispatching(wrapper.module, methods, {}, children if kids is None else lambda n: kids.get(n, ()))
+        if shape is not None:
+            _walk_shape(wrapper.module, methods, {}, shape.children)
+        else:
+            _walk_dispatching(wrapper.module, methods, {})
 
 
 def _hook_names(visitor: cst.BatchableCSTVisitor) -> tuple[str, ...]:
@@ -208,15 +210,29 @@ def _hook_names(visitor: cst.BatchableCSTVisitor) -> tuple[str, ...]:
     return names
 
 
-def _walk_dispatching(node: cst.CSTNode, methods: dict, by_type: dict, children_of: Callable = children) -> None:
+def _walk_dispatching(node: cst.CSTNode, methods: dict, by_type: dict) -> None:
     hooks = by_type.get(type(node))
     if hooks is None:
         name = type(node).__name__
         hooks = by_type[type(node)] = (methods.get(f"visit_{name}", ()), methods.get(f"leave_{name}", ()))
     for visit in hooks[0]:
         visit(node)
-    for child in children_of(node):
-        _walk_dispatching(child, methods, by_type, children_of)
+    for child in children(node):
+        _walk_dispatching(child, methods, by_type)
+    for leave in hooks[1]:
+        leave(node)
+
+
+def _walk_shape(node: cst.CSTNode, methods: dict, by_type: dict, kids: dict) -> None:
+    """_walk_dispatching with the children read from a ModuleShape."""
+    hooks = by_type.get(type(node))
+    if hooks is None:
+        name = type(node).__name__
+        hooks = by_type[type(node)] = (methods.get(f"visit_{name}", ()), methods.get(f"leave_{name}", ()))
+    for visit in hooks[0]:
+        visit(node)
+    for child in kids.get(node, ()):
+        _walk_shape(child, methods, by_type, kids)
     for leave in hooks[1]:
         leave(node)
 
