@@ -1,6 +1,6 @@
-"""How fast is kvlint on a whole vLLM release, next to Fixit running an equivalent rule and `grep -rn`?
+"""How fast is kvlint on a whole vLLM release, next to semgrep CE and Fixit running equivalent rules and `grep -rn`?
 
-    python benchmarks/bench_scan.py [--version 0.29.0] [--runs 3] [--fixit-runs 1] [--skip-fixit]
+    python benchmarks/bench_scan.py [--version 0.29.0] [--runs 3] [--fixit-runs 1] [--skip-fixit] [--skip-semgrep]
 
 kvlint is installed from the working tree into a throwaway venv as a user installs it (`pip install .`),
 and every command runs with the tree's root as its working folder. Scenarios, each on a private copy of
@@ -12,12 +12,16 @@ the release's sources (so a file can be edited and nothing is written into the r
   edit: sizing file  the offloading connector's config.py gets a new first line: the project index is
                      rebuilt, the analysis' findings there move, that module is parsed again
   kvlint fix --diff  `kvlint fix --diff --no-cache`: scan + rewrite + re-lint, writes nothing
+  fix --diff, repeat `kvlint fix --diff --cache-dir C` after the same command primed C
+  semgrep            semgrep CE with benchmarks/semgrep/kv_rules.yml (its own venv): KV101's and KV102's patterns
   fixit              Fixit 2 with benchmarks/fixit_rules/kv101_equivalent.py only (its own venv)
   grep -rn           `grep -rnE 'isinstance\\(.*Spec'`, the text search the KV101 rule refines
   python -c pass     the interpreter kvlint runs on, starting and stopping: the floor under every kvlint row
   kvlint --version   interpreter start + kvlint's command-line imports
 
-Times are wall clock. Peak memory is the largest resident set of any one process (wait4's ru_maxrss
+Times are wall clock; CPU time is user + system of the command and every process it waited for (semgrep's
+engine, kvlint's workers): on a machine shared with other work it is the figure that compares, so every
+table says the load average at its start and end. Peak memory is the largest resident set of any one process (wait4's ru_maxrss
 covers the command and the workers it waited for) and the largest sum over the command's process tree,
 sampled every 50 ms (an upper bound: forked workers share pages with their parent).
 """
@@ -42,6 +46,10 @@ GREP_PATTERN = r"isinstance\(.*Spec"
 OTHER_FILE = "vllm/model_executor/layers/activation.py"
 SIZING_FILE = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py"
 FIXIT_VERSION = "fixit==2.2.1"
+SEMGREP_RULES = HERE / "semgrep" / "kv_rules.yml"
+SEMGREP_VERSION = "semgrep==1.187.0"
+# Issue 30's targets for kvlint cold / semgrep CE, CPU time, by release (another release: the newest's).
+SEMGREP_CPU_TARGETS = {"0.29.0": 0.35, "0.34.0": 0.4}
 
 
 @dataclass
@@ -123,6 +131,20 @@ def measure(
     return result
 
 
+def measure_in_turn(turns: list[tuple[str, list[str], str]], runs: int) -> list[Measurement]:
+    """(name, argv, shown) measured one run each in turn, `runs` rounds: a change of load hits all alike."""
+    done = [Measurement(name, shown) for name, _, shown in turns]
+    for _ in range(runs):
+        for measurement, (name, argv, shown) in zip(done, turns):
+            one = measure(name, argv, 1, shown=shown)
+            measurement.times += one.times
+            measurement.cpu_times += one.cpu_times
+            measurement.exit_codes |= one.exit_codes
+            measurement.largest_rss_kib = max(measurement.largest_rss_kib, one.largest_rss_kib)
+            measurement.tree_rss_kib = max(measurement.tree_rss_kib, one.tree_rss_kib)
+    return done
+
+
 def fixit_python(cache: Path) -> Path:
     """A venv with Fixit, kept under the benchmark's cache folder (created on first use)."""
     venv = cache / "fixit-venv"
@@ -132,6 +154,16 @@ def fixit_python(cache: Path) -> Path:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", FIXIT_VERSION], check=True)
     return python
+
+
+def semgrep_command(cache: Path) -> Path:
+    """A venv with semgrep CE, kept under the benchmark's cache folder (created on first use)."""
+    venv = cache / "semgrep-venv"
+    if not (venv / "bin" / "semgrep").exists():
+        print(f"bench: installing {SEMGREP_VERSION} into {venv}", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", SEMGREP_VERSION], check=True)
+    return venv / "bin" / "semgrep"
 
 
 def install_kvlint(folder: Path) -> tuple[list[str], Path]:
@@ -162,7 +194,7 @@ def prepend_line(path: Path, number: int) -> None:
 def render(results: list[Measurement], args, tree_files: int, tree_lines: int) -> str:
     lines = [
         f"vLLM {args.version}: {tree_files} files, {tree_lines:,} lines; {os.cpu_count()} CPUs; "
-        f"Python {sys.version.split()[0]}; load average at start {args.load_at_start}",
+        f"Python {sys.version.split()[0]}; load average at start {args.load_at_start}, at the end {args.load_at_end}",
         "",
         "| scenario | runs | median s | min–max s | median CPU s "
         "| peak RSS, one process MiB | peak RSS, process tree MiB | exit |",
@@ -187,12 +219,21 @@ def render(results: list[Measurement], args, tree_files: int, tree_lines: int) -
     if "kvlint cold" in by_name and "fixit" in by_name:
         value = statistics.median(by_name["kvlint cold"].cpu_times) / statistics.median(by_name["fixit"].cpu_times)
         lines.append(f"| kvlint cold / fixit, CPU time | {value:.2f} | ≤ 0.1 | {'yes' if value <= 0.1 else 'no'} |")
-    ratio("kvlint warm / grep", "kvlint warm", "grep -rn", 3)
+    if "kvlint cold" in by_name and "semgrep" in by_name:
+        target = SEMGREP_CPU_TARGETS.get(args.version, 0.4)
+        cold, semgrep = by_name["kvlint cold"], by_name["semgrep"]
+        lines.append(f"| kvlint cold / semgrep, wall | {cold.median / semgrep.median:.2f} | | |")
+        value = statistics.median(cold.cpu_times) / statistics.median(semgrep.cpu_times)
+        lines.append(
+            f"| kvlint cold / semgrep, CPU time | {value:.2f} | ≤ {target:g} | {'yes' if value <= target else 'no'} |"
+        )
+    ratio("kvlint warm / grep", "kvlint warm", "grep -rn", 2)
+    ratio("kvlint fix --diff, repeat / kvlint warm", "kvlint fix --diff, repeat", "kvlint warm", 3)
     ratio("kvlint edit: other file / grep", "kvlint edit: other file", "grep -rn", 5)
     ratio("kvlint edit: sizing file / grep", "kvlint edit: sizing file", "grep -rn", 5)
     ratio("kvlint --version / grep", "kvlint --version", "grep -rn", 3)
     peak = max((m.tree_rss_kib for m in results if m.name.startswith("kvlint")), default=0) / 1024
-    lines.append(f"| kvlint peak RSS, process tree (MiB) | {peak:.0f} | ≤ 1024 | {'yes' if peak <= 1024 else 'no'} |")
+    lines.append(f"| kvlint peak RSS, process tree (MiB) | {peak:.0f} | ≤ 300 | {'yes' if peak <= 300 else 'no'} |")
     lines += ["", "Commands (TREE = a private copy of the release's sources, C = a fresh cache folder):", ""]
     lines += [f"- {m.name}: `{m.command}`" for m in results]
     return "\n".join(lines) + "\n"
@@ -204,6 +245,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs per kvlint and grep scenario")
     parser.add_argument("--fixit-runs", type=int, default=1, help="runs of fixit (minutes each)")
     parser.add_argument("--skip-fixit", action="store_true")
+    parser.add_argument("--skip-semgrep", action="store_true")
+    parser.add_argument(
+        "--only-cold", action="store_true", help="grep, kvlint cold and semgrep only (the CPU comparison)"
+    )
     parser.add_argument("--jobs", type=int, default=None, help="kvlint --jobs (default: all cores)")
     parser.add_argument("--output", type=Path, help="also write the markdown table here")
     parser.add_argument(
@@ -222,6 +267,7 @@ def main() -> int:
     source = release_sources(args.version)
     bench_cache = cache_root() / "bench"
     fixit = None if args.skip_fixit else fixit_python(bench_cache)
+    semgrep = None if args.skip_semgrep else semgrep_command(bench_cache)
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
 
     with tempfile.TemporaryDirectory(prefix="kvlint-bench-") as scratch:
@@ -261,32 +307,43 @@ def main() -> int:
             measure("grep -rn", argv, args.runs, shown=show(argv).replace(GREP_PATTERN, f"'{GREP_PATTERN}'"))
         )
         argv = [*check, "--no-cache", target]
-        results.append(measure("kvlint cold", argv, args.runs, shown=show(argv)))
-        argv = [*check, "--cache-dir", str(cache), target]
-        run_once(argv)  # prime the cache (a cold scan that writes it)
-        run_once(argv)  # and settle it: entries of files modified just before the first one get trusted
-        results.append(measure("kvlint warm", argv, args.runs, shown=show(argv)))
-        results.append(
-            measure(
-                "kvlint edit: other file",
-                argv,
-                args.runs,
-                before=lambda n: append_line(tree / OTHER_FILE, n),
-                shown=show(argv) + f"  (after appending a line to {OTHER_FILE})",
+        turns = [("kvlint cold", argv, show(argv))]
+        if semgrep is not None:
+            # semgrep's own defaults otherwise: its version check and metrics off, so that nothing waits on a network
+            argv = [str(semgrep), "scan", "--config", str(SEMGREP_RULES), "--metrics=off", "--disable-version-check"]
+            argv += ["--quiet", "--jobs", str(args.jobs or os.cpu_count() or 1), target]
+            shown = show(argv).replace(str(semgrep.parent), "VENV/bin").replace(str(HERE), "benchmarks")
+            turns.append(("semgrep", argv, shown))
+        results.extend(measure_in_turn(turns, args.runs))
+        if not args.only_cold:
+            argv = [*check, "--cache-dir", str(cache), target]
+            run_once(argv)  # prime the cache (a cold scan that writes it)
+            run_once(argv)  # and settle it: entries of files modified just before the first one get trusted
+            results.append(measure("kvlint warm", argv, args.runs, shown=show(argv)))
+            results.append(
+                measure(
+                    "kvlint edit: other file",
+                    argv,
+                    args.runs,
+                    before=lambda n: append_line(tree / OTHER_FILE, n),
+                    shown=show(argv) + f"  (after appending a line to {OTHER_FILE})",
+                )
             )
-        )
-        results.append(
-            measure(
-                "kvlint edit: sizing file",
-                argv,
-                args.runs,
-                before=lambda n: prepend_line(tree / SIZING_FILE, n),
-                shown=show(argv) + f"  (after inserting a first line into {SIZING_FILE})",
+            results.append(
+                measure(
+                    "kvlint edit: sizing file",
+                    argv,
+                    args.runs,
+                    before=lambda n: prepend_line(tree / SIZING_FILE, n),
+                    shown=show(argv) + f"  (after inserting a first line into {SIZING_FILE})",
+                )
             )
-        )
-        argv = [*kvlint, "fix", "--diff", "--no-cache", *jobs, target]
-        results.append(measure("kvlint fix --diff", argv, args.runs, shown=show(argv)))
-        if fixit is not None:
+            argv = [*kvlint, "fix", "--diff", "--no-cache", *jobs, target]
+            results.append(measure("kvlint fix --diff", argv, args.runs, shown=show(argv)))
+            argv = [*kvlint, "fix", "--diff", "--cache-dir", str(cache), *jobs, target]
+            run_once(argv)  # the first fix of this tree fills the cache with what it re-lints
+            results.append(measure("kvlint fix --diff, repeat", argv, args.runs, shown=show(argv)))
+        if fixit is not None and not args.only_cold:
             (tree / ".fixit.toml").write_text(
                 '[tool.fixit]\nroot = true\ndisable = ["fixit.rules"]\nenable = ["kv101_equivalent"]\n'
             )
@@ -306,6 +363,7 @@ def main() -> int:
             )
 
         os.chdir(HERE)
+    args.load_at_end = " ".join(f"{x:.2f}" for x in os.getloadavg())
     table = render(results, args, len(files), tree_lines)
     print(table)
     if args.output is not None:

@@ -187,3 +187,32 @@ CENSUS_VALID_EXAMPLES = [
             """
     ),
 ]
+
+# Two of KV101's INVALID examples that are warnings: a check guarding a use through a walrus, and a single
+# group's check in a file read without its tree.
+WARNING_EXAMPLES = [
+    Example(
+        """
+            def warm_replayssm(runner, forward_context):
+                for group in runner.kv_cache_config.kv_cache_groups:
+                    spec = group.kv_cache_spec
+                    if not isinstance(spec, MambaSpec):
+                        continue
+                    yield [
+                        layer
+                        for name in group.layer_names
+                        if isinstance(layer := forward_context[name], MambaBase) and layer.use_flashinfer_replayssm
+                    ]
+            """,
+        severity=Severity.WARNING,
+    ),
+    Example(
+        """
+            def single_group(kv_cache_config):
+                spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec
+                return isinstance(spec, FullAttentionSpec)
+            """,
+        has_resolver=False,  # no tree read: whether a container of full-attention layers is built is open
+        severity=Severity.WARNING,
+    ),
+]

@@ -68,12 +68,26 @@ class SizingReport:
     def severity_of(cls, divergence) -> Severity:
         raise NotImplementedError
 
+    @classmethod
+    def could_report(cls, pre) -> bool:
+        # The tree's analysis is done before any file is linted: a module with none of this rule's
+        # divergences needs no parse for it. (A lone file is analysed from its text when it is linted.)
+        analysis = pre.project.sizing
+        if analysis is None:
+            return pre.project.root is None
+        return bool(cls._reported(analysis.divergences_in(pre.module_path)))
+
+    @classmethod
+    def _reported(cls, found) -> list:
+        # A path whose divergence a helper of another module causes is that helper's related location.
+        return [d for d in found if isinstance(d, cls.REPORTS) and getattr(d, "root_cause", None) is None]
+
     def __init__(self, context) -> None:
         super().__init__(context)
         analysis = analysis_for(self.context)
-        found = analysis.divergences_in(self.context.module_path) if analysis is not None else ()
-        # A path whose divergence a helper of another module causes is that helper's related location.
-        self._divergences = [d for d in found if isinstance(d, self.REPORTS) and getattr(d, "root_cause", None) is None]
+        self._divergences = self._reported(
+            analysis.divergences_in(self.context.module_path) if analysis is not None else ()
+        )
         self._scopes: list[str] = []
         self._related: dict[int, tuple] = {}
 

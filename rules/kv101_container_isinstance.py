@@ -67,6 +67,7 @@ from dataclasses import replace
 import libcst as cst
 
 from kvlint import Example, Message, Rule, Severity
+from kvlint.analysis.ast_candidates import tests_a_layer_class
 from kvlint.analysis.consumers import unconsumed_divergence
 from kvlint.analysis.layer_selection import built_containers, rank_witnesses, selection_at, whole_model
 from kvlint.analysis.provenance import Kind, dotted
@@ -81,10 +82,15 @@ from kvlint.rules._container_remedy import (
     remedy,
     unmet_defect,
 )
-from kvlint.rules._kv101_examples import CENSUS_VALID_EXAMPLES, UNWRAP_EXAMPLES
+from kvlint.rules._kv101_examples import CENSUS_VALID_EXAMPLES, UNWRAP_EXAMPLES, WARNING_EXAMPLES
 from kvlint.rules._resolver_call import resolver_call_fix
 from kvlint.rules._scaling_verdict import one_line
 from kvlint.rules._unwrap_fix import target_fix_gap, unwrap_fix, unwrap_plan
+
+
+def _layer_classes(hierarchy) -> frozenset[str]:
+    """Every class a container is not itself an instance of: a test of one can tell it from its layers."""
+    return frozenset(hierarchy.bases) - (hierarchy.ancestors(CONTAINER_CLASS) | {CONTAINER_CLASS})
 
 
 class ContainerIsinstance(DominatedChecks, Rule):
@@ -276,38 +282,18 @@ class ContainerIsinstance(DominatedChecks, Rule):
             """,
             severity=Severity.WARNING,
         ),
-        Example(
-            """
-            def warm_replayssm(runner, forward_context):
-                for group in runner.kv_cache_config.kv_cache_groups:
-                    spec = group.kv_cache_spec
-                    if not isinstance(spec, MambaSpec):
-                        continue
-                    yield [
-                        layer
-                        for name in group.layer_names
-                        if isinstance(layer := forward_context[name], MambaBase) and layer.use_flashinfer_replayssm
-                    ]
-            """,
-            severity=Severity.WARNING,
-        ),
-        Example(
-            """
-            def single_group(kv_cache_config):
-                spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec
-                return isinstance(spec, FullAttentionSpec)
-            """,
-            has_resolver=False,  # no tree read: whether a container of full-attention layers is built is open
-            severity=Severity.WARNING,
-        ),
+        *WARNING_EXAMPLES,  # a guarded use through a walrus; no tree read (rules/_kv101_examples.py)
     ]
+
+    @classmethod
+    def could_report(cls, pre) -> bool:
+        nodes, project = pre.nodes, pre.project
+        return nodes is None or tests_a_layer_class(nodes, _layer_classes(project.hierarchy), project.containers)
 
     def __init__(self, context):
         super().__init__(context)
         self.hierarchy = context.project.hierarchy
-        # Every class a container is not itself an instance of: the test can tell it from its layers.
-        own = self.hierarchy.ancestors(CONTAINER_CLASS) | {CONTAINER_CLASS}
-        self.layer_classes = frozenset(self.hierarchy.bases) - own
+        self.layer_classes = _layer_classes(self.hierarchy)
         # None (no tree read): any class may be a container's member, and none is proven built.
         self.containers = context.project.containers
         self.patterns = tuple(context.settings.get("scheduler-only-paths", DEFAULT_SCHEDULER_ONLY_PATHS))

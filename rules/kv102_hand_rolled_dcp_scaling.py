@@ -49,6 +49,7 @@ from functools import cached_property
 import libcst as cst
 
 from kvlint import Example, Rule, Severity
+from kvlint.analysis.ast_candidates import could_hold_scaling
 from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import RESOLVER_NAME, SCHEDULER_REFERENCE, dcp_aliases
 from kvlint.rules._resolver_call import FIX_TITLE as _FIX_TITLE
@@ -356,6 +357,9 @@ def build(kv_cache_config, parallel_config):
         ),
     ]
 
+    # match_scaling's shape, read before libcst parses the file (Rule.could_report)
+    could_report = classmethod(lambda cls, pre: could_hold_scaling(pre.text, lambda: pre.nodes))
+
     @cached_property
     def aliases(self) -> frozenset[str]:
         return dcp_aliases(self.context.source)
@@ -389,10 +393,6 @@ def build(kv_cache_config, parallel_config):
         spec = one_line(self.code_of(scaling.spec), None) if scaling.spec is not None else None
         dcp, allocator = one_line(self.code_of(scaling.dcp), None), table is not None and table.is_allocator
         by_name = remedy(project.resolver_view, table.reference if table else "", spec, dcp, allocator=allocator)
-        self.report(
-            node,
-            describe(one_line(self.code_of(node, own_parentheses=False)), verdict, by_name),
-            fix=None if unavailable else (lambda: resolver_call_fix(self, scaling)),
-            severity=severity_of(verdict),
-            fix_unavailable=unavailable,
-        )
+        message = describe(one_line(self.code_of(node, own_parentheses=False)), verdict, by_name)
+        fix = None if unavailable else (lambda: resolver_call_fix(self, scaling))
+        self.report(node, message, fix=fix, severity=severity_of(verdict), fix_unavailable=unavailable)

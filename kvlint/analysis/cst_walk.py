@@ -160,8 +160,31 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     visitor.on_leave(node)
 
 
-def walk_batched(wrapper: MetadataWrapper, visitors: Iterable[cst.BatchableCSTVisitor]) -> None:
-    """`wrapper.visit_batched(visitors)`: metadata resolved as libcst does, then one walk for all."""
+class ModuleShape:
+    """One walk of a module, shared by everything that asks about its structure: each node's parent and
+    children, and its nodes in the order a visitor sees them (each of these cost a walk of its own)."""
+
+    def __init__(self, module: cst.Module):
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.children: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+        self.preorder: list[cst.CSTNode] = []
+        pending: list[cst.CSTNode] = [module]
+        while pending:
+            current = pending.pop()
+            self.preorder.append(current)
+            found = children(current)
+            if found:
+                self.children[current] = found
+                for child in found:
+                    self.parents[child] = current
+                pending.extend(reversed(found))
+
+
+def walk_batched(
+    wrapper: MetadataWrapper, visitors: Iterable[cst.BatchableCSTVisitor], shape: ModuleShape | None = None
+) -> None:
+    """`wrapper.visit_batched(visitors)`: metadata resolved as libcst does, then one walk for all (through
+    `shape`'s children when given)."""
     visitors = list(visitors)
     methods: dict[str, list[Callable[[cst.CSTNode], None]]] = {}
     for visitor in visitors:
@@ -173,7 +196,10 @@ def walk_batched(wrapper: MetadataWrapper, visitors: Iterable[cst.BatchableCSTVi
     with ExitStack() as stack:
         for visitor in visitors:
             stack.enter_context(visitor.resolve(wrapper))
-        _walk_dispatching(wrapper.module, methods, {})
+        if shape is not None:
+            _walk_shape(wrapper.module, methods, {}, shape.children)
+        else:
+            _walk_dispatching(wrapper.module, methods, {})
 
 
 def _hook_names(visitor: cst.BatchableCSTVisitor) -> tuple[str, ...]:
@@ -193,6 +219,20 @@ def _walk_dispatching(node: cst.CSTNode, methods: dict, by_type: dict) -> None:
         visit(node)
     for child in children(node):
         _walk_dispatching(child, methods, by_type)
+    for leave in hooks[1]:
+        leave(node)
+
+
+def _walk_shape(node: cst.CSTNode, methods: dict, by_type: dict, kids: dict) -> None:
+    """_walk_dispatching with the children read from a ModuleShape."""
+    hooks = by_type.get(type(node))
+    if hooks is None:
+        name = type(node).__name__
+        hooks = by_type[type(node)] = (methods.get(f"visit_{name}", ()), methods.get(f"leave_{name}", ()))
+    for visit in hooks[0]:
+        visit(node)
+    for child in kids.get(node, ()):
+        _walk_shape(child, methods, by_type, kids)
     for leave in hooks[1]:
         leave(node)
 

@@ -66,8 +66,15 @@ STATEMENTS = (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.If, cst.Whi
 class SpecFlow:
     """Per-module provenance queries. Cheap to build; work happens lazily and is memoised."""
 
-    def __init__(self, module: cst.Module, parents: dict[cst.CSTNode, cst.CSTNode] | Callable[[], dict]):
+    def __init__(
+        self,
+        module: cst.Module,
+        parents: dict[cst.CSTNode, cst.CSTNode] | Callable[[], dict],
+        nodes: list[cst.CSTNode] | None = None,
+    ):
         self.module = module
+        # The module's nodes in preorder when the caller has walked it already (kvlint.analysis.cst_walk.ModuleShape).
+        self._nodes = nodes
         # The parent map costs a full traversal: built on the first question, not for files that ask none.
         self._parents = parents
         self._bindings: dict[cst.CSTNode, dict[str, list[Binding]]] = {}
@@ -284,7 +291,7 @@ class SpecFlow:
     def _index_module(self) -> None:
         """The module's calls and functions by name, in source order, in one pass (a full walk each cost as much)."""
         self._calls, self._functions = {}, {}
-        for node in preorder(self.module):
+        for node in self._nodes if self._nodes is not None else preorder(self.module):
             if isinstance(node, cst.Call):
                 name = call_name(node)
                 if name is not None:

@@ -30,7 +30,7 @@ group's fix (and, without one, the first "fix unavailable" note of the group).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 import libcst as cst
@@ -92,14 +92,19 @@ if hasattr(cst, "ExceptStarHandler"):  # libcst versions before 0.4.8 have no `e
     _STRUCTURE = (*_STRUCTURE, cst.ExceptStarHandler)
 
 
-def function_spans(module: cst.Module, position: Callable[[cst.CSTNode], CodeRange]) -> list[FunctionSpan]:
+def function_spans(
+    module: cst.Module,
+    position: Callable[[cst.CSTNode], CodeRange],
+    holders: Container[cst.CSTNode] | None = None,
+) -> list[FunctionSpan]:
     """Every function of the module, outer before inner, with 1-based columns like a finding's. Walks the
     statements only: a full visit of a large module costs a second, this a few milliseconds."""
     spans = []
     pending: list[cst.CSTNode] = list(reversed(module.body))
     while pending:
         node = pending.pop()
-        if isinstance(node, cst.FunctionDef):
+        # `holders`: the functions around a reported node; no other function's span holds a finding.
+        if isinstance(node, cst.FunctionDef) and (holders is None or node in holders):
             where = position(node)
             spans.append(FunctionSpan(where.start.line, where.start.column + 1, where.end.line, where.end.column + 1))
         if isinstance(node, _STRUCTURE):

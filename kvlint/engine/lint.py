@@ -5,16 +5,19 @@ from __future__ import annotations
 import ast
 import re
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from kvlint.analysis.cst_walk import parent_map, walk_batched
+from kvlint.analysis.cst_positions import StatementPositions
+from kvlint.analysis.cst_walk import ModuleShape, parent_map, walk_batched
 from kvlint.analysis.provenance import SpecFlow
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.engine.grouping import fold_root_causes, function_spans, root_cause_roles
 from kvlint.engine.parse_guard import TooNested, check_parsable
+from kvlint.engine.preparse import PreParse
 from kvlint.engine.rule import Rule, RuleContext
 from kvlint.engine.source import MAX_FILE_BYTES, decode_source
 from kvlint.engine.suppress import suppress_root_causes, suppressions
@@ -73,6 +76,8 @@ def _lint_bytes(request: LintRequest, data: bytes) -> FileResult:
 
 
 def lint_text(request: LintRequest, text: str) -> FileResult:
+    # Three sieves, cheapest first: the rules' text triggers, then (after the nesting guard) what Python's
+    # own parse shows each rule (`Rule.could_report`), and only then libcst for the rules left.
     visitors = [r for r in request.rules if not getattr(r, "ENGINE_ONLY", False) and r.could_match(text)]
     if not visitors:
         return FileResult(path=request.path, skipped_by_prefilter=True)
@@ -85,29 +90,47 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
         return unreadable(
             request.path, f"syntax error at {line}:{column}: {' '.join(str(error.msg).split())}", line, column
         )
+    pre = PreParse(text, request.module_path, request.project, request.settings)
+    if pre.tree is not None:
+        visitors = [r for r in visitors if r.could_report(pre)]
+        if not visitors:
+            return FileResult(path=request.path, skipped_by_prefilter=True)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         line, column, detail = syntax_error_position(text, error)
         return unreadable(request.path, f"syntax error at {line}:{column}: {detail}", line, column)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    # Parents, children and the node order from one walk: the rules' walk, provenance and positions share it.
+    shape = ModuleShape(module)
+    offsets = line_offsets(text)
     context = RuleContext(
         path=request.path,
         module_path=request.module_path,
         source=text,
-        line_offsets=line_offsets(text),
+        line_offsets=offsets,
         project=request.project,
         settings=request.settings,
-        flow=SpecFlow(module, lambda: parent_map(module)),
+        flow=SpecFlow(module, shape.parents, shape.preorder),
         wrapper=wrapper,
+        _positions=StatementPositions(wrapper, text, offsets, shape.parents, pre.tree),
     )
-    walk_batched(wrapper, [rule(context) for rule in visitors])
+    walk_batched(wrapper, [rule(context) for rule in visitors], shape)
     findings = [pending.rule.finding_for(pending) for pending in context.pending]
+    holders = {a for p in context.pending for a in _ancestors(p.node, shape.parents) if isinstance(a, cst.FunctionDef)}
     folded = fold_root_causes(
-        findings, root_cause_roles(request.rules), lambda: function_spans(module, context.position)
+        findings, root_cause_roles(request.rules), lambda: function_spans(module, context.position, holders)
     )
     kept, suppressed = suppress_root_causes(folded, suppressions(text), request.ignored)
     return FileResult(path=request.path, findings=tuple(kept), suppressed=suppressed)
+
+
+def _ancestors(node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode]) -> Iterator[cst.CSTNode]:
+    """`node` and each node above it."""
+    yield node
+    while node in parents:
+        node = parents[node]
+        yield node
 
 
 def syntax_error_position(text: str, error: cst.ParserSyntaxError) -> tuple[int, int, str]:

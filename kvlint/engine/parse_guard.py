@@ -80,6 +80,11 @@ def check_parsable(text: str) -> None:
         )
 
 
+def code_is_ascii(text: str) -> bool:
+    """Whether the file's code, its strings and comments aside, is ASCII (an f-string counts as code)."""
+    return text.isascii() or _NOT_CODE.sub(_blank, text).isascii()
+
+
 def _suspect(text: str) -> bool:
     """Whether `text` may nest deeper than MAX_DEPTH or hold operator chains over CHAIN_BUDGET: cheap, and
     false only for a file that cannot."""

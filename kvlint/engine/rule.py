@@ -18,6 +18,7 @@ from kvlint.analysis.cst_walk import code_positions
 from kvlint.analysis.provenance import SpecFlow
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.engine.prefilter import Triggers, triggers_match
+from kvlint.engine.preparse import PreParse
 from kvlint.types import Finding, Fix, Message, Severity
 
 
@@ -97,6 +98,13 @@ class Rule(cst.BatchableCSTVisitor):
     def could_match(cls, text: str) -> bool:
         """Cheap text test run before parsing; False means this file cannot produce a finding."""
         return triggers_match(cls.TRIGGERS, text)
+
+    @classmethod
+    def could_report(cls, pre: PreParse) -> bool:
+        """Asked after `could_match`, before libcst parses the file: False when Python's syntax tree
+        (`pre.tree`), the scan's index and the settings show this file cannot hold one of its findings.
+        Never False where the rule would report; True when `pre.tree` is None."""
+        return True
 
     def __init__(self, context: RuleContext):
         super().__init__()

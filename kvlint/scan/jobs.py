@@ -151,6 +151,7 @@ def _run_in_pool(
     process — breaks the pool: the jobs then being linted are linted again each alone (the one that kills a
     worker alone is a KV000 line for its file), and the jobs not started yet in a new pool."""
     queue = list(work)
+    _import_before_forking(queue)
     while queue:
         started = _started_flags(len(queue))
         finished: set[int] = set()
@@ -167,6 +168,18 @@ def _run_in_pool(
             results = list(_pool_round_results([job], state, waiting, alone))
             yield job, results[0] if results else unreadable(job.display, _memory_message())
         queue = [job for position, job in unfinished if not started[position]]
+
+
+def _import_before_forking(work: list[Job]) -> None:
+    """A forked worker starts with what this process has imported: the engine (libcst) and the rules are
+    imported once here, not once in every worker (CPU and memory each worker would spend again)."""
+    import multiprocessing
+
+    if multiprocessing.get_start_method() == "fork":
+        from kvlint.engine.lint import lint_bytes  # noqa: F401
+
+        for codes in {job.codes for job in work}:
+            rules_for_codes(codes)
 
 
 def _pool_round_results(
