@@ -34,6 +34,12 @@ def line_offsets(text: str) -> list[int]:
     return [0, *(m.end() for m in _NEWLINE.finditer(text))]
 
 
+def load_native_parser() -> None:
+    """Load libcst's native parser now. A pool worker does this before its memory is capped
+    (kvlint.scan.jobs): loaded lazily at its first parse, under the cap, its shared object may fail to map."""
+    import libcst.native  # noqa: F401
+
+
 @dataclass
 class LintRequest:
     path: str  # as shown to the user

@@ -324,6 +324,9 @@ _started = None  # the shared flags of the pool this worker belongs to (_started
 def _start_worker(state: WorkerState, started, memory: int) -> None:
     global _worker_state, _started
     _worker_state, _started = state, started
+    from kvlint.engine.lint import load_native_parser  # the allowed lazy boundary: only a worker that lints
+
+    load_native_parser()  # before the cap: mapping the parser's shared object needs room
     _cap_memory(memory)
     # Ctrl-C reaches the whole process group: the parent stops the workers (_stop_workers); a worker
     # that raised KeyboardInterrupt itself would only print a traceback and take its next file.
