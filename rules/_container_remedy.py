@@ -9,7 +9,7 @@ from dataclasses import replace
 import libcst as cst
 
 from kvlint import Message, Severity
-from kvlint.analysis.deliberate import benchmark_only, fail_closed
+from kvlint.analysis.deliberate import benchmark_only, comments_at, fail_closed
 from kvlint.analysis.dominance import dominated, related_to
 from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, dcp_aliases
@@ -32,7 +32,8 @@ BENCHMARK_ONLY = "a warning, not an error: the code exists for benchmarks only (
 
 def unmet_defect(rule, node, function, message: Message) -> tuple[Message, Severity]:
     """A wrong answer no user meets as a defect (kvlint.analysis.deliberate): a warning that says why."""
-    refusal = fail_closed(node, rule.flow.parent, function)
+    comments = comments_at(rule.context.source.splitlines(), rule.context.position(node).start.line)
+    refusal = fail_closed(node, rule.flow.parent, function, comments)
     words = None if refusal else benchmark_only(rule.context.wrapper.module, node, rule.flow.parent)
     why = FAIL_CLOSED.format(words=refusal) if refusal else BENCHMARK_ONLY.format(words=words) if words else None
     if why is None:

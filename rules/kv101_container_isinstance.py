@@ -69,10 +69,9 @@ import libcst as cst
 from kvlint import Example, Message, Rule, Severity
 from kvlint.analysis.ast_candidates import tests_a_layer_class
 from kvlint.analysis.consumers import unconsumed_divergence
-from kvlint.analysis.layer_selection import built_containers, rank_witnesses, selection_at, whole_model
+from kvlint.analysis.layer_selection import built_containers, rank_witnesses, reaching, selection_at
 from kvlint.analysis.provenance import Kind, dotted
 from kvlint.analysis.scaling import class_names
-from kvlint.analysis.value_uses import single_group_binding
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, sees_only_scheduler_config
 from kvlint.rules._container_remedy import (
     DominatedChecks,
@@ -341,10 +340,8 @@ class ContainerIsinstance(DominatedChecks, Rule):
             selection = selection_at(node, subject_code, self.flow.parent, function)
             census = self.context.project.census
             built = built_containers(compositions, census, self.hierarchy, checked, exact, selection)
-            if single_group_binding(subject_code, function):
-                # `spec` is None unless the config has one group: only a container that is the model's
-                # only group (the whole model in one container) reaches the check.
-                built = tuple(c for c in built if whole_model(c, census))
+            # Only containers the group count lets reach the check, and whose whole answer differs.
+            built = reaching(built, census, self.hierarchy, node, subject_code, function, self.flow.parent)
             if not built:
                 return
             counterexample = rank_witnesses(built, census)[0]

@@ -3,7 +3,9 @@
 Two kinds of code answer a container wrongly on purpose or where no user's serving depends on it:
 - a deliberate fail-closed check: the way a container takes refuses (`return False`, `raise`), and the
   check's function docstring or the comment right above it says the refusal is meant (it is conservative,
-  fails closed, refuses or rejects what it cannot vouch for);
+  fails closed, refuses or rejects what it cannot vouch for); or the check is a conjunct of an `and` (a
+  container's False makes it all False) and the comment on or right above the check's line says so
+  (`# Exact type: fail closed on wrappers` above `and type(spec) is C`);
 - a benchmark-only connector: the module's or class's docstring says the code exists for benchmarks.
 
 Each answer is the tree's own words, for the finding to quote; None when the tree says neither.
@@ -15,24 +17,27 @@ import re
 
 import libcst as cst
 
-_ON_PURPOSE = re.compile(r"\b(conservative(?:ly)?|fails?[ -]closed|refus\w*|reject\w*)\b", re.IGNORECASE)
+_ON_PURPOSE = re.compile(r"\b(conservative(?:ly)?|fail(?:s|ing|ed)?[ -]closed|refus\w*|reject\w*)\b", re.IGNORECASE)
 _BENCHMARK = re.compile(r"\bbenchmark\w*", re.IGNORECASE)
 _REFUSALS = (cst.Raise,)
 
 
-def fail_closed(check: cst.CSTNode, parent, function: cst.FunctionDef | None) -> str | None:
-    """The words that make `check` a deliberate fail-closed check, or None."""
+def fail_closed(check: cst.CSTNode, parent, function: cst.FunctionDef | None, comments: str = "") -> str | None:
+    """The words that make `check` a deliberate fail-closed check, or None (`comments`: those on and right
+    above the check's own line, kvlint.analysis.deliberate.comments_at)."""
     holder, negated = check, False
     while isinstance(parent(holder), cst.UnaryOperation) and isinstance(parent(holder).operator, cst.Not):
         holder, negated = parent(holder), not negated
     branch = parent(holder)
+    if not negated and isinstance(branch, cst.BooleanOperation) and isinstance(branch.operator, cst.And):
+        return _sentence(comments, _ON_PURPOSE)  # a container's False closes the whole conjunction
     if not isinstance(branch, cst.If) or branch.test is not holder:
         return None
     # A container answers the check False: it takes the body of `if not check`, else the `else`.
     taken = branch.body if negated else branch.orelse
     if taken is None or not _refuses(taken.body if isinstance(taken, cst.Else) else taken):
         return None
-    texts = [_comments_above(branch, parent)]
+    texts = [comments, _comments_above(branch, parent)]
     if function is not None:
         texts += [_docstring(function.body), _comments_above(function, parent)]
     return next((found for text in texts if (found := _sentence(text, _ON_PURPOSE))), None)
@@ -82,6 +87,19 @@ def _comments_above(node: cst.CSTNode, parent) -> str:
     """The comment lines right above a statement (its leading lines), as one text."""
     lines = getattr(node, "leading_lines", ())
     return " ".join(line.comment.value.lstrip("#").strip() for line in lines if line.comment is not None)
+
+
+def comments_at(lines: list[str], line: int) -> str:
+    """The comment ending the 1-based `line` and the comment-only lines right above it, as one text."""
+    found = []
+    own = lines[line - 1] if 0 < line <= len(lines) else ""
+    if " #" in own:
+        found.append(own.split(" #", 1)[1])
+    above = line - 2
+    while above >= 0 and lines[above].lstrip().startswith("#"):
+        found.insert(0, lines[above].lstrip().lstrip("#"))
+        above -= 1
+    return " ".join(text.strip() for text in found)
 
 
 def _sentence(text: str, pattern: re.Pattern) -> str | None:

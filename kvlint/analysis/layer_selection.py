@@ -22,6 +22,8 @@ from kvlint.analysis.census.reading import Census
 from kvlint.analysis.cst_walk import preorder
 from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.provenance import dotted
+from kvlint.analysis.value_uses import past_single_group_exit, single_group_binding
+from kvlint.analysis.whole_answer import answers_alike
 
 _FALSY = frozenset({"False", "None", "0"})
 
@@ -142,6 +144,27 @@ def whole_model(composition: ContainerComposition, census: Census | None) -> boo
         return False
     cached = {layer.name for layer in census.layers}
     return any(composition.layer_classes == (alternative & cached) for alternative in model.alternatives)
+
+
+def reaching(
+    built: tuple[ContainerComposition, ...],
+    census: Census | None,
+    hierarchy: SpecHierarchy,
+    check: cst.CSTNode,
+    subject: str,
+    function: cst.CSTNode | None,
+    parent,
+) -> tuple[ContainerComposition, ...]:
+    """Of the containers whose layers answer the check True, those that reach it and get a different answer
+    from the code than their layers: a name bound only with one group (`spec = groups[0].kv_cache_spec if
+    len(groups) == 1 else None`) is reached only by a whole-model container; a check past an early exit taken
+    with one group (`if len(groups) == 1: return …`) never by one; and the whole `and`/`or`/`not` expression
+    holding the check must answer the container otherwise than some layer (kvlint.analysis.whole_answer)."""
+    if single_group_binding(subject, function):
+        built = tuple(c for c in built if whole_model(c, census))
+    if past_single_group_exit(check, function, parent):
+        built = tuple(c for c in built if not whole_model(c, census))
+    return tuple(c for c in built if not answers_alike(check, subject, parent, hierarchy, c.spec_classes))
 
 
 def rank_witnesses(

@@ -165,3 +165,57 @@ def single_group_binding(subject: str, function: cst.CSTNode | None) -> bool:
         and test.left.func.value == "len"
         and (dotted(test.left.args[0].value) or "").endswith("kv_cache_groups")
     )
+
+
+def past_single_group_exit(node: cst.CSTNode, function: cst.CSTNode | None, parent) -> bool:
+    """`node` follows, in its function, an `if len(<groups>) == 1: return …` (or `<= 1`, `< 2`) that leaves
+    the function whenever the config has one group: only a config of several groups reaches it."""
+    if function is None:
+        return False
+    groups = _group_list_names(function)
+    current = node
+    while current is not None and current is not function:
+        block = parent(current)
+        if isinstance(block, cst.IndentedBlock):
+            position = next((i for i, statement in enumerate(block.body) if statement is current), 0)
+            if any(_single_group_exit(s, groups) for s in block.body[:position]):
+                return True
+        current = block
+    return False
+
+
+def _group_list_names(function: cst.CSTNode) -> set[str]:
+    """Names the function binds to a group list (`groups = kv_cache_config.kv_cache_groups`)."""
+    return {
+        target
+        for node in preorder(function)
+        for target, value in _assignments(node)
+        if target and (dotted(value) or "").endswith("kv_cache_groups")
+    }
+
+
+def _single_group_exit(statement: cst.CSTNode, groups: set[str]) -> bool:
+    if not isinstance(statement, cst.If) or statement.orelse is not None or not _one_group(statement.test, groups):
+        return False
+    body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else [statement.body]
+    last = body[-1] if body else None
+    smalls = last.body if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else ()
+    return bool(smalls) and isinstance(smalls[-1], (cst.Return, cst.Raise))
+
+
+def _one_group(test: cst.BaseExpression, groups: set[str]) -> bool:
+    """`len(<groups>) == 1`, `<= 1` or `< 2`: true for a config of one group (and of none)."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    operator, bound = test.comparisons[0].operator, test.comparisons[0].comparator
+    counted = test.left
+    if not (isinstance(counted, cst.Call) and isinstance(counted.func, cst.Name) and counted.func.value == "len"):
+        return False
+    if len(counted.args) != 1:
+        return False
+    name = dotted(counted.args[0].value) or ""
+    if not (name.endswith("kv_cache_groups") or name in groups) or not isinstance(bound, cst.Integer):
+        return False
+    return (isinstance(operator, (cst.Equal, cst.LessThanEqual)) and bound.value == "1") or (
+        isinstance(operator, cst.LessThan) and bound.value == "2"
+    )
