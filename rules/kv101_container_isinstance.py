@@ -329,8 +329,11 @@ class ContainerIsinstance(DominatedChecks, Rule):
         subject_code = dotted(subject)
         if self.flow.checks_for_container(node, subject_code):
             return
-        if sees_only_scheduler_config(self.context.module_path, self.flow.enclosing_class_names(node), self.patterns):
+        classes = self.flow.enclosing_class_names(node)
+        if sees_only_scheduler_config(self.context.module_path, classes, self.patterns):
             return
+        if any(name in self.context.project.scheduler_built for name in classes):
+            return  # only scheduler-only code builds this class: it is handed the flattened config
         if unconsumed_divergence(node, self.flow, self.context.project.scheduler_consumed):
             return  # only the worker side meets the container, and its answer changes no outcome
         compositions = self.context.project.container_compositions()

@@ -288,3 +288,63 @@ def test_a_value_only_some_branches_read_serves_only_their_kinds():
     read_after, parent_after = _parsed(source + "        use(block_size)\n")
     product = _first(read_after, cst.BinaryOperation, lambda n: isinstance(n.operator, cst.Multiply))
     assert use_test(product, parent_after) is None
+
+
+# 0.27.1's managers: the tree maps each spec kind to a manager class, and the Mamba manager resets the block
+# size its base scaled (vLLM 0.27.1 single_type_kv_cache_manager.py:1263).
+MANAGERS_PER_KIND = (
+    MANAGER.replace(
+        "return SingleTypeKVCacheManager(kv_cache_spec, **kwargs)",
+        "return spec_manager_map[type(kv_cache_spec)](kv_cache_spec, **kwargs)",
+    )
+    + """
+
+class FullAttentionManager(SingleTypeKVCacheManager):
+    pass
+
+
+class MambaManager(SingleTypeKVCacheManager):
+    def __init__(self, kv_cache_spec, **kwargs):
+        super().__init__(kv_cache_spec, **kwargs)
+        self.block_size = kv_cache_spec.block_size
+
+
+spec_manager_map = {FullAttentionSpec: FullAttentionManager, MambaSpec: MambaManager}
+"""
+)
+
+# The same mapping as 0.27.1 writes it: a registry the factory looks the manager class up in.
+MANAGERS_REGISTERED = MANAGERS_PER_KIND.replace(
+    "spec_manager_map = {FullAttentionSpec: FullAttentionManager, MambaSpec: MambaManager}",
+    "def register_all_kvcache_specs():\n"
+    "    KVCacheSpecRegistry.register(FullAttentionSpec, FullAttentionManager, uniform_type_base_spec=FullAttentionSpec)\n"
+    "    KVCacheSpecRegistry.register(MambaSpec, MambaManager, uniform_type_base_spec=MambaSpec)\n",
+)
+
+
+def _tree_with_managers(root: Path, managers: str) -> Path:
+    root = _tree_027(root)
+    (root / MANAGERS).write_text(managers)
+    return root
+
+
+def test_a_manager_subclass_that_resets_the_block_size_allocates_it_unscaled(tmp_path):
+    for index, managers in enumerate((MANAGERS_PER_KIND, MANAGERS_REGISTERED)):
+        analysis = analyse(_tree_with_managers(tmp_path / str(index), managers))
+        paths = {d.qualname: d for d in analysis.divergences if isinstance(d, PathDivergence)}
+        # The Mamba manager allocates what the scheduler sizes: the managers are no defect ...
+        assert "SingleTypeKVCacheManager.__init__" not in paths, managers
+        # ... and the runner that scales Mamba as the base manager would is the one that disagrees.
+        runner = paths["GPUModelRunner.initialize_kv_cache"]
+        assert runner.kind == "MambaSpec" and runner.tokens == "32" and runner.expected_tokens == "16"
+
+
+def test_a_subclass_override_that_keeps_the_scaling_changes_nothing(tmp_path):
+    scaled = MANAGERS_PER_KIND.replace(
+        "self.block_size = kv_cache_spec.block_size\n\n\nspec",
+        "self.block_size = kv_cache_spec.block_size * 2\n\n\nspec",
+    )
+    assert scaled != MANAGERS_PER_KIND
+    analysis = analyse(_tree_with_managers(tmp_path, scaled))
+    manager = next(d for d in analysis.divergences if d.qualname == "SingleTypeKVCacheManager.__init__")
+    assert manager.kind == "MambaSpec" and manager.tokens == "32"

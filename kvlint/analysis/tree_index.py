@@ -14,6 +14,7 @@ from kvlint.analysis.census.budget import Budget, BudgetExceeded
 from kvlint.analysis.census.compositions import ContainerComposition, compose, uniform_bases
 from kvlint.analysis.census.paths import read_grouping_paths
 from kvlint.analysis.census.reading import Census, could_shape_census, read_census
+from kvlint.analysis.construction_sites import scheduler_built_classes
 from kvlint.analysis.consumers import scheduler_consumed_members
 from kvlint.analysis.containers import ContainerReachability, container_reachability
 from kvlint.analysis.hierarchy import SpecHierarchy, hierarchy_of_source
@@ -29,6 +30,7 @@ from kvlint.analysis.vocabulary import (
     DEFAULT_SCHEDULER_ONLY_PATHS,
     INTERFACE_MODULE,
     RESOLVER_NAME,
+    could_construct,
     could_consume,
 )
 
@@ -83,6 +85,8 @@ class TreeIndex:
     compositions: tuple[ContainerComposition, ...] | None = None
     # Connector members only scheduler-side code reads (kvlint.analysis.consumers).
     scheduler_consumed: frozenset[str] = frozenset()
+    # Classes only scheduler-only code constructs: they see the scheduler's config (construction_sites).
+    scheduler_built: frozenset[str] = frozenset()
     # Code outside the tree judged against this release: which names every release it targets defines
     # (kvlint.analysis.target_names). None: the scanned code is this tree's own, or targets this release alone.
     target: TargetNames | None = None
@@ -150,7 +154,7 @@ def build_tree_index(
     hierarchy = hierarchy_of_source(files.read_if_present(INTERFACE_MODULE), str(root / INTERFACE_MODULE))
     sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths, files)
     census_wanted = CONTAINER_CLASS in hierarchy.bases
-    census_texts, consumer_texts = _selected_texts(files, census_wanted)
+    census_texts, consumer_texts, builder_texts = _selected_texts(files, census_wanted)
     census, compositions = _read_compositions(census_texts if census_wanted else None, hierarchy, files)
     if compositions is not None:
         # The census replaces the class-level reading: which layers the tree builds is not which containers.
@@ -166,6 +170,7 @@ def build_tree_index(
             files=files,
         )
     consumed = scheduler_consumed_members(consumer_texts, scheduler_only_paths)
+    built = scheduler_built_classes(builder_texts, scheduler_only_paths)
     resolver_path = find_resolver(root, files)
     if resolver_path is None:
         kinds = table_from_sizing(sizing, hierarchy) if sizing is not None else None
@@ -179,6 +184,7 @@ def build_tree_index(
             census=census,
             compositions=compositions,
             scheduler_consumed=consumed,
+            scheduler_built=built,
         )
     relative = resolver_path.relative_to(root)
     rule = read_resolver_rule(resolver_path, files.overlay.get(relative.as_posix()))
@@ -198,13 +204,16 @@ def build_tree_index(
         census=census,
         compositions=compositions,
         scheduler_consumed=consumed,
+        scheduler_built=built,
     )
 
 
-def _selected_texts(files: TreeFiles, census_wanted: bool) -> tuple[dict[str, bytes], dict[str, bytes]]:
-    """(the texts the census reads, the texts the consumer model reads), in one pass over the tree's files."""
+def _selected_texts(files: TreeFiles, census_wanted: bool) -> tuple[dict[str, bytes], ...]:
+    """(the texts the census reads, the texts the consumer model reads, the texts construction sites are read
+    in), in one pass over the tree's files."""
     census_texts: dict[str, bytes] = {}
     consumer_texts: dict[str, bytes] = {}
+    builder_texts: dict[str, bytes] = {}
     for relative in files.relatives():
         data = files.read(relative)
         if data is None:
@@ -213,7 +222,9 @@ def _selected_texts(files: TreeFiles, census_wanted: bool) -> tuple[dict[str, by
             census_texts[relative] = data
         if could_consume(relative, data):
             consumer_texts[relative] = data
-    return census_texts, consumer_texts
+        if could_construct(data):
+            builder_texts[relative] = data
+    return census_texts, consumer_texts, builder_texts
 
 
 def _read_compositions(texts: dict[str, bytes] | None, hierarchy: SpecHierarchy, files: TreeFiles, budget=None):

@@ -81,6 +81,12 @@ def could_consume(relative: str, data: bytes) -> bool:
     return "/kv_connector/" in relative or b"connector" in data
 
 
+def could_construct(data: bytes) -> bool:
+    """A module that may build or define a class handed a KV cache config (kvlint.analysis.construction_sites
+    reads these; the project cache rebuilds the index when one changes)."""
+    return b"kv_cache_config" in data or b"kv_cache_groups" in data
+
+
 # Module paths (relative to the tree root) that only ever receive the scheduler's config.
 # Overridable with `scheduler-only-paths` in [tool.kvlint].
 DEFAULT_SCHEDULER_ONLY_PATHS: tuple[str, ...] = (

@@ -38,6 +38,7 @@ from kvlint.analysis.vocabulary import (
     INTERFACE_MODULE,
     RESOLVER_HOME,
     RESOLVER_NAME,
+    could_construct,
     could_consume,
 )
 from kvlint.filesystem import read_regular_file, walk_python
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
     from kvlint.analysis.tree_index import TreeIndex
 
 INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD)
-_INDEX_FORMAT = 10
+_INDEX_FORMAT = 11
 
 
 class IndexHandle:
@@ -180,7 +181,7 @@ def could_matter(relative: str, data: bytes) -> bool | str:
     reads in it (kvlint.analysis.census): only a change of that fingerprint matters."""
     if relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in INDEX_WORDS):
         return True
-    if census_words(data) or could_consume(relative, data):  # the census's full reads; connector readers
+    if census_words(data) or could_consume(relative, data) or could_construct(data):  # census, connectors, builders
         return True
     if b"Indexer" in data and b"get_kv_cache_spec" in data:
         return True

@@ -20,7 +20,7 @@ from kvlint.analysis.sizing.evaluator import Evaluator
 from kvlint.analysis.sizing.kinds import SpecKind
 from kvlint.analysis.sizing.program import Module, Program
 from kvlint.analysis.sizing.sites import Candidate
-from kvlint.analysis.sizing.values import Opaque, join, known_number
+from kvlint.analysis.sizing.values import BLOCK_SIZE, Opaque, join, known_number
 from kvlint.analysis.vocabulary import MANAGER_FACTORY, is_dcp_name
 
 _HANDED = "dcp_world_size"  # the keyword the coordinator hands a manager its DCP size by
@@ -43,11 +43,18 @@ def read_allocation(program: Program, evaluator: Evaluator, kinds: tuple[SpecKin
     if handing is None or manager is None:
         return None
     module, candidate, value = handing
+    # The manager module is parsed in part (the blocks naming a DCP size); subclasses and the spec → manager
+    # mapping need not name one.
+    tree = ast.parse(manager.module.text)
+    classes = _class_defs(tree)
+    mapping = _spec_managers(tree, classes, program)
     factors = []
     for kind in kinds:
         spec = kind.flattened()
         handed, _ = _recorded(evaluator, candidate, spec, value)
-        factors.append(_allocated(evaluator, manager, spec, handed))
+        factor = _allocated(evaluator, manager, spec, handed)
+        overridden = _overridden(program, evaluator, manager, (classes, mapping), spec, handed)
+        factors.append(factor if overridden is None else overridden)
     where = f"{module.path.rsplit('/', 1)[-1]}:{value.lineno}"
     return Allocation(manager, where, " ".join(ast.unparse(value).split()), tuple(factors))
 
@@ -124,3 +131,84 @@ def _allocated(evaluator: Evaluator, manager: Candidate, spec, handed) -> str:
     if not ran or handed == 1:
         return "1" if handed == 1 or not ran else "?"
     return "dcp" if handed == evaluator.dcp else "?"
+
+
+def _overridden(
+    program: Program, evaluator: Evaluator, manager: Candidate, tree: tuple[dict[str, ast.ClassDef], dict], spec, handed
+) -> str | None:
+    """The factor of the manager class the tree maps `spec`'s kind to, where that class (or a class between
+    it and the scaling manager) assigns `self.block_size` after its `super().__init__(…)`: what it assigns
+    is what the manager allocates (vLLM 0.27.1's Mamba manager resets the size its base scaled). None where
+    no such assignment runs."""
+    classes, mapping = tree
+    cls = next((mapping[name] for name in program.mro(spec.cls) if name in mapping), None)
+    seen: set[str] = set()
+    while cls is not None and cls in classes and cls not in seen and cls not in manager.classes:
+        seen.add(cls)
+        init = next((f for f in classes[cls].body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+        sites = _assignments_after_super(init) if init is not None else {}
+        if sites:
+            parameter = next(iter(manager.sites.values())).value.id  # type: ignore[attr-defined]
+            _, frame = evaluator.call(
+                manager.module,
+                init,  # type: ignore[arg-type]
+                [],
+                {parameter: handed, "kv_cache_spec": spec},
+                receiver=Opaque("self"),
+                group_spec=spec,
+                sites=sites,
+            )
+            ran = [frame.recorded[k] for k in sites if frame.recorded.get(k)]
+            if ran:
+                value = join(ran[-1])  # the last assignment that runs is what the manager keeps
+                return (
+                    {BLOCK_SIZE: "1", BLOCK_SIZE * evaluator.dcp: "dcp"}.get(value, "?") if known_number(value) else "?"
+                )
+        bases = [dotted(b) for b in classes[cls].bases]
+        cls = next((b for b in bases if b in classes), None)
+    return None
+
+
+def _class_defs(tree: ast.Module) -> dict[str, ast.ClassDef]:
+    return {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+
+def _spec_managers(tree: ast.Module, classes: dict[str, ast.ClassDef], program: Program) -> dict[str, str]:
+    """Spec class → manager class, as the module maps them: a dict literal (`spec_manager_map = {FullAttentionSpec:
+    FullAttentionManager, …}`) or a registration call naming both (`register(MambaSpec, MambaManager, …)`)."""
+    mapping: dict[str, str] = {}
+    for node in ast.walk(tree):
+        pairs: list[tuple[ast.AST | None, ast.AST]] = []
+        if isinstance(node, ast.Dict):
+            pairs = list(zip(node.keys, node.values))
+        elif isinstance(node, ast.Call) and len(node.args) >= 2:
+            pairs = [(node.args[0], node.args[1])]
+        for key, value in pairs:
+            spec, manager = dotted(key) if key is not None else None, dotted(value)
+            if spec in program.hierarchy.bases and manager in classes:
+                mapping.setdefault(spec, manager)  # type: ignore[index]
+    return mapping
+
+
+def _assignments_after_super(init: ast.FunctionDef) -> dict[int, ast.AST]:
+    """The values `self.block_size = …` takes in the statements after the `super().__init__(…)` call."""
+    sites: dict[int, ast.AST] = {}
+    after = False
+    for statement in init.body:
+        if after:
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Assign) and any(dotted(t) == "self.block_size" for t in node.targets):
+                    sites[id(node.value)] = node.value
+        elif any(_is_super_init(n) for n in ast.walk(statement)):
+            after = True
+    return sites
+
+
+def _is_super_init(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "__init__"
+        and isinstance(node.func.value, ast.Call)
+        and _called(node.func.value) == "super"
+    )

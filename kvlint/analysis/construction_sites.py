@@ -1,0 +1,94 @@
+"""Classes that only the scheduler builds: the config they are handed is the scheduler's (flattened).
+
+A class defined outside the scheduler-only paths (`RoutedExpertsManager`, in a model layer module) may still
+only ever meet the scheduler's config: when every construction site of it in the tree is in scheduler-only
+code (the scheduler builds it with its own `kv_cache_config`), no container reaches its group-spec checks.
+
+`scheduler_built_classes` runs once per tree index, with stdlib `ast`, over the texts that may construct a
+KV cache user (vocabulary.could_construct). Any other mention of the class — passed on as a value, used as a
+base, tested with isinstance — could construct it elsewhere: such a class is not claimed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from kvlint.analysis.vocabulary import sees_only_scheduler_config
+
+_CLASS_LINE = re.compile(rb"^class[ \t]+(\w+)", re.MULTILINE)
+
+
+def scheduler_built_classes(texts: dict[str, bytes], patterns: tuple[str, ...]) -> frozenset[str]:
+    """Top-level classes of `texts` whose every mention there is a construction in scheduler-only code."""
+    # The candidates: classes of modules that read KV cache groups (where a group-spec check can be).
+    defined = {m.group(1) for data in texts.values() if b"kv_cache_groups" in data for m in _CLASS_LINE.finditer(data)}
+    if not defined:
+        return frozenset()
+    mentions = re.compile(rb"\b(" + b"|".join(re.escape(name) for name in sorted(defined)) + rb")\b")
+    built: set[str] = set()
+    elsewhere: set[str] = set()
+    for relative, data in texts.items():
+        named = {m.group(1).decode() for m in mentions.finditer(data)}
+        if not named:
+            continue
+        try:
+            tree = ast.parse(data, filename=relative)
+        except (SyntaxError, ValueError, RecursionError):
+            elsewhere.update(named)  # unread: any of them may be built there
+            continue
+        _Sites(relative, patterns, named, built, elsewhere).visit(tree)
+    return frozenset(built - elsewhere)
+
+
+class _Sites(ast.NodeVisitor):
+    """Sorts one module's mentions of `named` into scheduler-only constructions and anything else."""
+
+    def __init__(self, relative: str, patterns: tuple[str, ...], named: set[str], built: set, elsewhere: set):
+        self.relative, self.patterns, self.named = relative, patterns, named
+        self.built, self.elsewhere = built, elsewhere
+        self.classes: list[str] = []
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for child in [*node.bases, *node.keywords, *node.decorator_list]:
+            self.visit(child)
+        self.classes.append(node.name)
+        for statement in node.body:
+            self.visit(statement)
+        self.classes.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        # Annotations name a class without building it.
+        for child in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults, *node.body]:
+            if child is not None:
+                self.visit(child)
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        for child in (node.target, node.value):
+            if child is not None:
+                self.visit(child)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = _name(node.func)
+        if name in self.named:
+            scheduler = sees_only_scheduler_config(self.relative, list(reversed(self.classes)), self.patterns)
+            (self.built if scheduler else self.elsewhere).add(name)
+        else:
+            self.visit(node.func)
+        for child in [*node.args, *node.keywords]:
+            self.visit(child)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in self.named:
+            self.elsewhere.add(node.id)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in self.named:
+            self.elsewhere.add(node.attr)
+        self.visit(node.value)
+
+
+def _name(func: ast.expr) -> str | None:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
