@@ -340,7 +340,8 @@ class ContainerIsinstance(DominatedChecks, Rule):
             function = self.flow.enclosing_function(node)
             selection = selection_at(node, subject_code, self.flow.parent, function)
             census = self.context.project.census
-            built = built_containers(compositions, census, self.hierarchy, checked, exact, selection)
+            refused = self.context.project.platform_reach.refused_layers(self.context.module_path)
+            built = built_containers(compositions, census, self.hierarchy, checked, exact, selection, refused)
             if single_group_binding(subject_code, function):
                 # `spec` is None unless the config has one group: only a container that is the model's
                 # only group (the whole model in one container) reaches the check.

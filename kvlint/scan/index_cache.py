@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from kvlint.analysis.tree_index import TreeIndex
 
 INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD)
-_INDEX_FORMAT = 10
+_INDEX_FORMAT = 11
 
 
 class IndexHandle:
