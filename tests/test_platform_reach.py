@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 from kvlint.analysis.tree_index import build_tree_index
+from kvlint.scan.cache_codec import index_from_data, index_to_data
+from kvlint.scan.index_cache import could_matter
 from tests.kvlint_runner import run_kvlint
 from tests.mini_vllm import write_tree
 from tests.test_compositions import CHECKS, CONNECTOR, files
@@ -76,3 +78,13 @@ def test_a_cpu_runner_check_is_not_reported_for_a_container_the_cpu_platform_ref
 def test_without_the_refusal_the_cpu_runner_check_is_still_an_error(tmp_path):
     accepting = CPU_PLATFORM.replace('raise NotImplementedError("MLA is not supported on CPU.")', "pass")
     assert kv101_lines(cpu_tree(tmp_path, accepting), CPU_RUNNER)[16] == "error"
+
+
+def test_an_edit_of_a_platform_module_invalidates_the_cached_index():
+    # Its refusals are part of the index: a cached index must not outlive a change of them.
+    assert could_matter("vllm/platforms/cpu.py", b"class CpuPlatform:\n    pass\n") is True
+
+
+def test_the_reach_survives_the_index_cache(tmp_path):
+    index = build_tree_index(cpu_tree(tmp_path))
+    assert index_from_data(index_to_data(index)).platform_reach == index.platform_reach
