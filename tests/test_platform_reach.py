@@ -10,7 +10,7 @@ from kvlint.scan.cache_codec import index_from_data, index_to_data
 from kvlint.scan.index_cache import could_matter
 from tests.kvlint_runner import run_kvlint
 from tests.mini_vllm import write_tree
-from tests.test_compositions import CHECKS, CONNECTOR, files
+from tests.test_compositions import CHECKS, CONNECTOR, LAYERS, files
 
 ATTENTION = """
     class Attention(AttentionLayerBase):
@@ -88,3 +88,18 @@ def test_an_edit_of_a_platform_module_invalidates_the_cached_index():
 def test_the_reach_survives_the_index_cache(tmp_path):
     index = build_tree_index(cpu_tree(tmp_path))
     assert index_from_data(index_to_data(index)).platform_reach == index.platform_reach
+
+
+SPARSE_REFUSED = CPU_PLATFORM.replace(".use_mla:", ".use_sparse:")
+
+
+def test_a_layer_naming_its_own_sparse_backend_is_refused_where_sparse_attention_is(tmp_path):
+    indexer = LAYERS["vllm/model_executor/layers/indexer.py"].replace(
+        "class IndexerBackend(AttentionBackend):",
+        "class IndexerBackend(AttentionBackend):\n"
+        "            @classmethod\n            def is_sparse(cls):\n                return True\n",
+    )
+    tree = cpu_tree(tmp_path, SPARSE_REFUSED)
+    assert build_tree_index(tree).platform_reach.refused_layers(CPU_RUNNER) == frozenset(), "it declares nothing"
+    write_tree(tree, {"vllm/model_executor/layers/indexer.py": indexer})
+    assert build_tree_index(tree).platform_reach.refused_layers(CPU_RUNNER) == {"IndexerCache"}

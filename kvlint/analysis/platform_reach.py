@@ -7,7 +7,8 @@ such a module, or in a module beside it that carries the platform's name (`cpu_m
 `cpu_worker.py`), never meets a container holding a refused layer: no model with such a layer starts there.
 
 A layer needs a flag when its class passes it as a literal True to the backend selection
-(`get_attn_backend(..., use_mla=True)`), itself or through a base class the census also lists. Read with
+(`get_attn_backend(..., use_mla=True)`), or names its own backend whose class says so of itself (`is_sparse`
+returning True: `use_sparse`), itself or through a base class the census also lists. Read with
 `ast`, never imported; whatever cannot be read leaves the code reachable by every container, as before.
 """
 
@@ -137,16 +138,64 @@ def _layer_flags(census: Census, texts: dict[str, bytes]) -> dict[str, frozenset
         )
         if found is None:
             continue
-        own[layer.name] = frozenset(
+        passed = frozenset(
             k.arg
             for n in ast.walk(found)
             if isinstance(n, ast.Call)
             for k in n.keywords
             if k.arg and k.arg.startswith("use_") and isinstance(k.value, ast.Constant) and k.value.value is True
         )
+        own[layer.name] = passed | _own_backend_flags(found, texts, parsed)
         bases[layer.name] = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in found.bases]
     flags = dict(own)
     for _ in range(len(flags)):  # a base's flags reach its subclasses, however deep (bounded by the count)
         for name, names in bases.items():
             flags[name] = flags[name].union(*(flags.get(b, frozenset()) for b in names))
     return flags
+
+
+def _own_backend_flags(layer: ast.ClassDef, texts: dict[str, bytes], parsed: dict) -> frozenset[str]:
+    """A layer that names its own backend (`def get_attn_backend(self) -> type[B]` or `return B`) needs what
+    the backend declares of itself: `is_sparse` returning True is `use_sparse`, `is_mla` is `use_mla`."""
+    names = set()
+    for method in layer.body:
+        if not isinstance(method, ast.FunctionDef) or method.name != "get_attn_backend":
+            continue
+        returns = method.returns
+        if isinstance(returns, ast.Subscript):
+            returns = returns.slice
+        names.update(
+            n.id
+            for n in (returns, *(r.value for r in ast.walk(method) if isinstance(r, ast.Return)))
+            if isinstance(n, ast.Name)
+        )
+    flags = set()
+    for name in names:
+        backend = _find_class(name, texts, parsed)
+        for method in backend.body if backend is not None else ():
+            if (
+                isinstance(method, ast.FunctionDef)
+                and method.name.startswith("is_")
+                and any(
+                    isinstance(r, ast.Return) and isinstance(r.value, ast.Constant) and r.value.value is True
+                    for r in ast.walk(method)
+                )
+            ):
+                flags.add("use_" + method.name.removeprefix("is_"))
+    return frozenset(flags)
+
+
+def _find_class(name: str, texts: dict[str, bytes], parsed: dict) -> ast.ClassDef | None:
+    needle = f"class {name}(".encode()
+    for module, data in texts.items():
+        if needle not in data:
+            continue
+        if module not in parsed:
+            parsed[module] = _parse(data)
+        tree = parsed[module]
+        found = (
+            next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name), None) if tree else None
+        )
+        if found is not None:
+            return found
+    return None
