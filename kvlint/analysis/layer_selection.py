@@ -103,10 +103,14 @@ def built_containers(
     checked: frozenset[str],
     exact: bool,
     selection: LayerSelection,
+    refused: frozenset[str] = frozenset(),
 ) -> tuple[ContainerComposition, ...]:
-    """The compositions whose every layer answers the check True and is one the check is about."""
+    """The compositions whose every layer answers the check True and is one the check is about; none with a
+    layer in `refused` (the platform the checking code runs on refuses it: kvlint.analysis.platform_reach)."""
     found = []
     for composition in compositions:
+        if composition.layer_classes & refused:
+            continue
         answers = (
             composition.spec_classes <= checked
             if exact

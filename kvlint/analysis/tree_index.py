@@ -19,6 +19,7 @@ from kvlint.analysis.consumers import scheduler_consumed_members
 from kvlint.analysis.containers import ContainerReachability, container_reachability
 from kvlint.analysis.hierarchy import SpecHierarchy, hierarchy_of_source
 from kvlint.analysis.kind_table import KindTable, table_from_hierarchy, table_from_sizing
+from kvlint.analysis.platform_reach import PlatformReach, read_platform_reach
 from kvlint.analysis.resolver import find_resolver, read_resolver_rule
 from kvlint.analysis.sizing.matrix import build_sizing_analysis
 from kvlint.analysis.sizing.results import SizingAnalysis
@@ -90,6 +91,8 @@ class TreeIndex:
     # Code outside the tree judged against this release: which names every release it targets defines
     # (kvlint.analysis.target_names). None: the scanned code is this tree's own, or targets this release alone.
     target: TargetNames | None = None
+    # The layers code that runs on one platform only never meets (kvlint.analysis.platform_reach).
+    platform_reach: PlatformReach = PlatformReach()
 
     def lacked_by(self, module: str, name: str) -> tuple[str, ...]:
         """The targeted releases that lack `name` in `module` (dotted): a remedy or fix must not name it."""
@@ -171,6 +174,7 @@ def build_tree_index(
         )
     consumed = scheduler_consumed_members(consumer_texts, scheduler_only_paths)
     built = scheduler_built_classes(builder_texts, scheduler_only_paths)
+    reach = read_platform_reach(root, files, census, census_texts)
     resolver_path = find_resolver(root, files)
     if resolver_path is None:
         kinds = table_from_sizing(sizing, hierarchy) if sizing is not None else None
@@ -185,6 +189,7 @@ def build_tree_index(
             compositions=compositions,
             scheduler_consumed=consumed,
             scheduler_built=built,
+            platform_reach=reach,
         )
     relative = resolver_path.relative_to(root)
     rule = read_resolver_rule(resolver_path, files.overlay.get(relative.as_posix()))
@@ -205,6 +210,7 @@ def build_tree_index(
         compositions=compositions,
         scheduler_consumed=consumed,
         scheduler_built=built,
+        platform_reach=reach,
     )
 
 

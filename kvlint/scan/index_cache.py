@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from kvlint.analysis.census.reading import census_fingerprint, census_words, could_shape_census
 from kvlint.analysis.containers import NAMING_WORD
 from kvlint.analysis.hierarchy import builtin_hierarchy
+from kvlint.analysis.platform_reach import PLATFORMS_DIR
 from kvlint.analysis.tree_files import is_hidden
 from kvlint.analysis.tree_root import find_tree_root
 from kvlint.analysis.vocabulary import (
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
     from kvlint.analysis.tree_index import TreeIndex
 
 INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD)
-_INDEX_FORMAT = 11
+_INDEX_FORMAT = 12
 
 
 class IndexHandle:
@@ -180,6 +181,8 @@ def could_matter(relative: str, data: bytes) -> bool | str:
     or, for a model or layer module the census selects by its folder, the fingerprint of what the census
     reads in it (kvlint.analysis.census): only a change of that fingerprint matters."""
     if relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in INDEX_WORDS):
+        return True
+    if relative.startswith(f"{PLATFORMS_DIR}/"):  # what a platform refuses (kvlint.analysis.platform_reach)
         return True
     if census_words(data) or could_consume(relative, data) or could_construct(data):  # census, connectors, builders
         return True

@@ -1,0 +1,201 @@
+"""Which layers code that runs on one platform only can meet, read from the tree's platform modules.
+
+A platform module (`vllm/platforms/<name>.py`) names the classes that run only on it (`worker_cls =
+"vllm.v1.worker.cpu_worker.CPUWorker"`, a `get_*_cls` returning such a string), and refuses some layers when
+it selects their attention backend (`if selector_config.use_mla: raise NotImplementedError(...)`). Code in
+such a module, or in a module beside it that carries the platform's name (`cpu_model_runner.py` next to
+`cpu_worker.py`), never meets a container holding a refused layer: no model with such a layer starts there.
+
+A layer needs a flag when its class passes it as a literal True to the backend selection
+(`get_attn_backend(..., use_mla=True)`), or names its own backend whose class says so of itself (`is_sparse`
+returning True: `use_sparse`), itself or through a base class the census also lists. Read with
+`ast`, never imported; whatever cannot be read leaves the code reachable by every container, as before.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kvlint.analysis.census.reading import Census
+from kvlint.analysis.tree_files import TreeFiles
+
+PLATFORMS_DIR = "vllm/platforms"
+_NOT_PLATFORMS = frozenset({"__init__", "interface"})
+_DOTTED_CLASS = re.compile(r"^vllm(?:\.\w+)+\.[A-Z]\w*$")
+
+
+@dataclass(frozen=True)
+class PlatformReach:
+    # module (relative path) → the layer classes no platform it runs on accepts.
+    refused: tuple[tuple[str, frozenset[str]], ...] = ()
+    # module → the platforms it runs on, for the words that explain a dropped witness.
+    platforms: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def refused_layers(self, module_path: str) -> frozenset[str]:
+        return dict(self.refused).get(module_path, frozenset())
+
+    def platforms_of(self, module_path: str) -> tuple[str, ...]:
+        return dict(self.platforms).get(module_path, ())
+
+
+def read_platform_reach(root: Path, files: TreeFiles, census: Census | None, texts: dict[str, bytes]) -> PlatformReach:
+    """The reach of the tree at `root` (`texts`: the module texts the census read, by relative path)."""
+    if census is None:
+        return PlatformReach()
+    owners: dict[str, list[str]] = {}  # module → platforms
+    refusals: dict[str, frozenset[str]] = {}  # platform → refused flags
+    for name in _platform_names(root):
+        tree = _parse(files.read_if_present(f"{PLATFORMS_DIR}/{name}.py"))
+        if tree is None:
+            continue
+        refusals[name] = _refused_flags(tree)
+        for module in _own_modules(root, name, tree):
+            owners.setdefault(module, []).append(name)
+    if not any(refusals.values()):
+        return PlatformReach()
+    needs = _layer_flags(census, texts)
+    refused, platforms = [], []
+    for module, names in sorted(owners.items()):
+        # Code more than one platform runs meets what any of them accepts: only a flag all refuse.
+        flags = frozenset.intersection(*(refusals[n] for n in names))
+        layers = frozenset(layer for layer, needed in needs.items() if needed & flags)
+        if layers:
+            refused.append((module, layers))
+            platforms.append((module, tuple(names)))
+    return PlatformReach(tuple(refused), tuple(platforms))
+
+
+def _platform_names(root: Path) -> list[str]:
+    try:
+        entries = sorted(os.listdir(root / PLATFORMS_DIR))
+    except OSError:
+        return []
+    return [e[: -len(".py")] for e in entries if e.endswith(".py") and e[: -len(".py")] not in _NOT_PLATFORMS]
+
+
+def _parse(data: bytes | None) -> ast.Module | None:
+    if data is None:
+        return None
+    try:
+        return ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _refused_flags(tree: ast.Module) -> frozenset[str]:
+    """`if <x>.use_…: raise …` in the platform's backend selection: the flags it refuses."""
+    flags = set()
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or "backend" not in function.name:
+            continue
+        for node in ast.walk(function):
+            if not isinstance(node, ast.If) or not any(isinstance(s, ast.Raise) for s in node.body):
+                continue
+            test = node.test
+            name = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else None
+            if name is not None and name.startswith("use_"):
+                flags.add(name)
+    return frozenset(flags)
+
+
+def _own_modules(root: Path, platform: str, tree: ast.Module) -> set[str]:
+    """The modules whose classes the platform names as strings, and their siblings named after it."""
+    named = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _DOTTED_CLASS.match(node.value):
+            relative = "/".join(node.value.split(".")[:-1]) + ".py"
+            if (root / relative).is_file():
+                named.add(relative)
+    own = set(named)
+    for relative in named:
+        folder = relative.rsplit("/", 1)[0]
+        try:
+            entries = os.listdir(root / folder)
+        except OSError:
+            continue
+        own.update(f"{folder}/{e}" for e in entries if e.startswith(f"{platform}_") and e.endswith(".py"))
+    return own
+
+
+def _layer_flags(census: Census, texts: dict[str, bytes]) -> dict[str, frozenset[str]]:
+    """Layer class → the selection flags it passes as a literal True (its own, or a listed base class's)."""
+    own: dict[str, frozenset[str]] = {}
+    bases: dict[str, list[str]] = {}
+    parsed: dict[str, ast.Module | None] = {}
+    for layer in census.layers:
+        module = layer.where.rpartition(":")[0]
+        if module not in parsed:
+            parsed[module] = _parse(texts.get(module))
+        tree = parsed[module]
+        found = (
+            next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == layer.name), None)
+            if tree is not None
+            else None
+        )
+        if found is None:
+            continue
+        passed = frozenset(
+            k.arg
+            for n in ast.walk(found)
+            if isinstance(n, ast.Call)
+            for k in n.keywords
+            if k.arg and k.arg.startswith("use_") and isinstance(k.value, ast.Constant) and k.value.value is True
+        )
+        own[layer.name] = passed | _own_backend_flags(found, texts, parsed)
+        bases[layer.name] = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in found.bases]
+    flags = dict(own)
+    for _ in range(len(flags)):  # a base's flags reach its subclasses, however deep (bounded by the count)
+        for name, names in bases.items():
+            flags[name] = flags[name].union(*(flags.get(b, frozenset()) for b in names))
+    return flags
+
+
+def _own_backend_flags(layer: ast.ClassDef, texts: dict[str, bytes], parsed: dict) -> frozenset[str]:
+    """A layer that names its own backend (`def get_attn_backend(self) -> type[B]` or `return B`) needs what
+    the backend declares of itself: `is_sparse` returning True is `use_sparse`, `is_mla` is `use_mla`."""
+    names = set()
+    for method in layer.body:
+        if not isinstance(method, ast.FunctionDef) or method.name != "get_attn_backend":
+            continue
+        returns = method.returns
+        if isinstance(returns, ast.Subscript):
+            returns = returns.slice
+        names.update(
+            n.id
+            for n in (returns, *(r.value for r in ast.walk(method) if isinstance(r, ast.Return)))
+            if isinstance(n, ast.Name)
+        )
+    flags = set()
+    for name in names:
+        backend = _find_class(name, texts, parsed)
+        for method in backend.body if backend is not None else ():
+            if (
+                isinstance(method, ast.FunctionDef)
+                and method.name.startswith("is_")
+                and any(
+                    isinstance(r, ast.Return) and isinstance(r.value, ast.Constant) and r.value.value is True
+                    for r in ast.walk(method)
+                )
+            ):
+                flags.add("use_" + method.name.removeprefix("is_"))
+    return frozenset(flags)
+
+
+def _find_class(name: str, texts: dict[str, bytes], parsed: dict) -> ast.ClassDef | None:
+    needle = f"class {name}(".encode()
+    for module, data in texts.items():
+        if needle not in data:
+            continue
+        if module not in parsed:
+            parsed[module] = _parse(data)
+        tree = parsed[module]
+        found = (
+            next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name), None) if tree else None
+        )
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,105 @@
+"""Code that runs on one platform only meets only the containers of layers that platform accepts: a group-spec
+check in the CPU runner is not reported for a container of MLA layers when the CPU platform refuses MLA."""
+
+from __future__ import annotations
+
+import json
+
+from kvlint.analysis.tree_index import build_tree_index
+from kvlint.scan.cache_codec import index_from_data, index_to_data
+from kvlint.scan.index_cache import could_matter
+from tests.kvlint_runner import run_kvlint
+from tests.mini_vllm import write_tree
+from tests.test_compositions import CHECKS, CONNECTOR, LAYERS, files
+
+ATTENTION = """
+    class Attention(AttentionLayerBase):
+        def get_kv_cache_spec(self, vllm_config):
+            return FullAttentionSpec(block_size=16)
+
+    class MLAAttention(AttentionLayerBase):
+        def __init__(self):
+            self.attn_backend = get_attn_backend(16, use_mla=True, use_sparse=False)
+
+        def get_kv_cache_spec(self, vllm_config):
+            return MLAAttentionSpec(block_size=16)
+    """
+
+CPU_PLATFORM = """
+    class CpuPlatform(Platform):
+        @classmethod
+        def get_attn_backend_cls(cls, selected_backend, attn_selector_config):
+            if attn_selector_config.use_mla:
+                raise NotImplementedError("MLA is not supported on CPU.")
+            return "vllm.v1.attention.backends.cpu_attn.CPUAttentionBackend"
+
+        @classmethod
+        def check_and_update_config(cls, vllm_config):
+            if vllm_config.parallel_config.worker_cls == "auto":
+                vllm_config.parallel_config.worker_cls = "vllm.v1.worker.cpu_worker.CPUWorker"
+    """
+
+CPU_RUNNER = "vllm/v1/worker/cpu_model_runner.py"
+
+
+def cpu_tree(tmp_path, platform: str = CPU_PLATFORM):
+    return write_tree(
+        tmp_path / "tree",
+        {
+            **files(),
+            "vllm/model_executor/layers/attention.py": ATTENTION,
+            "vllm/platforms/cpu.py": platform,
+            "vllm/v1/worker/cpu_worker.py": "from vllm.v1.worker.cpu_model_runner import CPUModelRunner\n",
+            CPU_RUNNER: CHECKS.replace("FooConnectorWorker", "CPUModelRunner"),
+        },
+    )
+
+
+def kv101_lines(tree, path: str) -> dict[int, str]:
+    completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV101", path, cwd=tree)
+    return {f["line"]: f["severity"] for f in json.loads(completed.stdout)}
+
+
+def test_the_platform_names_its_runner_and_refuses_mla_layers(tmp_path):
+    reach = build_tree_index(cpu_tree(tmp_path)).platform_reach
+    assert reach.refused_layers(CPU_RUNNER) == {"MLAAttention"}
+    assert reach.refused_layers("vllm/v1/worker/cpu_worker.py") == {"MLAAttention"}
+    assert reach.refused_layers(CONNECTOR) == frozenset(), "code every platform runs meets every layer"
+
+
+def test_a_cpu_runner_check_is_not_reported_for_a_container_the_cpu_platform_refuses(tmp_path):
+    tree = cpu_tree(tmp_path)
+    assert kv101_lines(tree, CONNECTOR)[16] == "error", "elsewhere the MLA container still makes it an error"
+    runner = kv101_lines(tree, CPU_RUNNER)
+    assert 16 not in runner, "every container of MLA layers is refused by the CPU platform"
+    assert runner[9] == "warning", "a Mamba container the CPU platform accepts is still the witness"
+
+
+def test_without_the_refusal_the_cpu_runner_check_is_still_an_error(tmp_path):
+    accepting = CPU_PLATFORM.replace('raise NotImplementedError("MLA is not supported on CPU.")', "pass")
+    assert kv101_lines(cpu_tree(tmp_path, accepting), CPU_RUNNER)[16] == "error"
+
+
+def test_an_edit_of_a_platform_module_invalidates_the_cached_index():
+    # Its refusals are part of the index: a cached index must not outlive a change of them.
+    assert could_matter("vllm/platforms/cpu.py", b"class CpuPlatform:\n    pass\n") is True
+
+
+def test_the_reach_survives_the_index_cache(tmp_path):
+    index = build_tree_index(cpu_tree(tmp_path))
+    assert index_from_data(index_to_data(index)).platform_reach == index.platform_reach
+
+
+SPARSE_REFUSED = CPU_PLATFORM.replace(".use_mla:", ".use_sparse:")
+
+
+def test_a_layer_naming_its_own_sparse_backend_is_refused_where_sparse_attention_is(tmp_path):
+    indexer = LAYERS["vllm/model_executor/layers/indexer.py"].replace(
+        "class IndexerBackend(AttentionBackend):",
+        "class IndexerBackend(AttentionBackend):\n"
+        "            @classmethod\n            def is_sparse(cls):\n                return True\n",
+    )
+    tree = cpu_tree(tmp_path, SPARSE_REFUSED)
+    assert build_tree_index(tree).platform_reach.refused_layers(CPU_RUNNER) == frozenset(), "it declares nothing"
+    write_tree(tree, {"vllm/model_executor/layers/indexer.py": indexer})
+    assert build_tree_index(tree).platform_reach.refused_layers(CPU_RUNNER) == {"IndexerCache"}
