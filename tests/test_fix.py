@@ -21,6 +21,25 @@ UPSTREAM_CALL = (
 )
 
 
+SIMPLE_OFFLOAD_MANAGER = "vllm/v1/simple_kv_offload/manager.py"
+MANAGER_FA_CALL = (
+    "self.fa_block_size: int = resolve_dcp_kv_block_size(\n"
+    "            self.cpu_kv_cache_config.kv_cache_groups[self.fa_gidx].kv_cache_spec,\n"
+    "            self.cp_world_size,\n"
+    "        )"
+)
+# What one `kvlint fix vllm` changes in 0.29.0 (test_upstream_tests checks `verify --upstream-tests` says so).
+FIXED_IN_0_29_0 = sorted(
+    [
+        OFFLOADING_CONFIG,
+        SIMPLE_OFFLOAD_MANAGER,
+        "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py",
+        "vllm/v1/worker/cpu_model_runner.py",
+        "vllm/v1/worker/gpu_model_runner.py",
+    ]
+)
+
+
 def kvlint(*args, cwd=None):
     return run_kvlint(*args, cwd=cwd or os.getcwd())
 
@@ -37,15 +56,8 @@ def test_fix_029_matches_upstream_and_is_idempotent(vllm_release, fixed_029):
     before, after = snapshot(vllm_release("0.29.0")), snapshot(tree)
     assert sorted(before) == sorted(after), "the fix added or removed a file"
     changed = sorted(path for path in before if before[path] != after[path])
-    # the resolver call (KV102) and the container-blind checks whose unwrapping is safe (KV101)
-    assert changed == sorted(
-        [
-            OFFLOADING_CONFIG,
-            "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py",
-            "vllm/v1/worker/cpu_model_runner.py",
-            "vllm/v1/worker/gpu_model_runner.py",
-        ]
-    )
+    # the resolver calls (KV102) and the container-blind checks whose unwrapping is safe (KV101)
+    assert changed == FIXED_IN_0_29_0
     fixed = (tree / OFFLOADING_CONFIG).read_text()
     assert UPSTREAM_CALL in fixed
     assert (
@@ -54,6 +66,14 @@ def test_fix_029_matches_upstream_and_is_idempotent(vllm_release, fixed_029):
         "    resolve_kv_cache_block_sizes,\n"
         ")"
     ) in fixed
+    # The simple offload manager's hand-scaled spans (KV102, since the census of issue 26): its
+    # `cp_world_size` is the DCP size (manager.py:90-91), and the resolver gives `block_size * dcp` for an
+    # attention spec, so a plain spec's span is the same; a container of attention layers now scales too.
+    manager = (tree / SIMPLE_OFFLOAD_MANAGER).read_text()
+    assert "from vllm.v1.core.kv_cache_utils import resolve_dcp_kv_block_size\n" in manager
+    assert MANAGER_FA_CALL in manager
+    assert "block_size = resolve_dcp_kv_block_size(spec, cp_world_size)\n" in manager
+    assert "spec.block_size * cp_world_size" not in manager
     for path in changed:
         py_compile.compile(str(tree / path), doraise=True)
     # Run again on the fixed tree (warm: the first run's cache; test_cache_and_workers proves warm == cold).
@@ -81,10 +101,13 @@ def test_fix_027_changes_nothing_and_says_why(vllm_copy):
     assert snapshot(tree / "vllm" / "distributed") == before
     assert result.returncode == 1
     # each finding a block (as `check` prints it): the reason it was left on its own `note:` line
-    blocks = [block for block in result.stdout.split("\n\n") if "offloading/config.py" in block and " KV102 " in block]
-    assert blocks and all(
-        "    note: no fix: this tree defines no shared `resolve_dcp_kv_block_size`" in b for b in blocks
-    )
+    # (ruff's full layout: the headline `KV102 error: …` opens the block; a long note wraps at a space)
+    blocks = [
+        " ".join(block.split())
+        for block in result.stdout.split("\n\n")
+        if "offloading/config.py" in block and block.startswith("KV102 ")
+    ]
+    assert blocks and all("note: no fix: this tree defines no shared `resolve_dcp_kv_block_size`" in b for b in blocks)
 
 
 @pytest.fixture
