@@ -65,8 +65,11 @@ def test_034_a_gate_on_an_earlier_line_is_the_resolver_rule(scan_034):
 
 def test_034_one_look_at_the_layers_does_not_unwrap_the_spec(scan_034):
     # `_get_startup_fill_group_ids`: `iter_layer_specs(spec)` on :115, `isinstance(spec, AttentionSpec)` on :117.
+    # A model still builds the container by default, but the connector exists for benchmarks only (issue 26):
+    # reported, as a warning that says why it is not an error.
     [finding] = at(scan_034, CONNECTORS + "decode_bench_connector.py", 117, "KV101")
-    assert finding["severity"] == "error" and " by default has them put in one container by `" in finding["message"]
+    assert finding["severity"] == "warning" and " by default has them put in one container by `" in finding["message"]
+    assert "a warning, not an error: the code exists for benchmarks only (“" in finding["message"]
     assert "iter_layer_specs(spec)" in finding["message"]
 
 
@@ -78,8 +81,12 @@ def census_of(vllm_release, version):
 
 _BUILT = re.compile(
     r"UniformTypeKVCacheSpecs of (?P<layers>.+?) layers while each layer answers True: (?P<model>\S+) "
-    r"(?:by default|under (?P<setting>.+?) \(opt-in\)) has them put in one container by `(?P<path>\w+)` "
-    r"\(\S+:(?P<line>\d+)\)"
+    r"(?:by default|possibly \((?P<link>.+?)\)|under (?P<setting>.+?) \(opt-in\)) "
+    r"has them put in one container by `(?P<path>\w+)` \(\S+:(?P<line>\d+)\)"
+)
+# Why a container some model builds by default is still only a warning (issue 26): no user meets the defect.
+_NOT_AN_ERROR = re.compile(
+    r"; a warning, not an error: the (?:check refuses what it cannot vouch for on purpose|code exists for benchmarks only) \(“.+?”\)"
 )
 
 
@@ -88,7 +95,9 @@ def test_every_kv101_names_the_model_setting_and_path_that_build_its_container(
     kvlint_in_release, vllm_release, version
 ):
     """An error: a model of the tree builds the container by default; a warning: only an opt-in setting does
-    (named). Each claim is checked against the census itself, not against a list of sites."""
+    (named), the census could not prove a link (named), or the default container meets no user as a defect
+    (a deliberate fail-closed check, benchmark-only code: said why). Each claim is checked against the census
+    itself, not against a list of sites."""
     census = census_of(vllm_release, version)
     kv101 = [f for f in check(kvlint_in_release, version)[1] if f["code"] == "KV101"]
     assert kv101
@@ -102,18 +111,33 @@ def test_every_kv101_names_the_model_setting_and_path_that_build_its_container(
             if c.model == claim["model"] and c.layer_classes == layers and c.path.endswith(":" + claim["path"])
         ]
         assert built, finding["message"]
+        unmet = _NOT_AN_ERROR.search(finding["message"])
         if finding["severity"] == "error":
-            assert claim["setting"] is None and any(c.is_default for c in built)
-        else:
+            assert claim["setting"] is None and claim["link"] is None and unmet is None
+            assert any(c.is_default for c in built)
+        elif claim["setting"] is not None:
             assert "VLLM_KV_CACHE_LAYOUT=" in claim["setting"] and not any(c.is_default for c in built)
+            assert any(c.setting == "opt-in: " + claim["setting"] for c in built), finding["message"]
+        elif claim["link"] is not None:
+            assert not any(c.is_default for c in built)
+            assert any(c.setting == "possible: " + claim["link"] for c in built), finding["message"]
+        else:
+            assert any(c.is_default for c in built) and unmet is not None, finding["message"]
 
 
 def test_034_every_error_names_its_counterexample(scan_034):
-    errors = [f for f in scan_034 if f["severity"] == "error"]
-    assert errors
-    for finding in errors:
-        assert finding["code"] == "KV101", finding  # no hand-written scaling of 0.34.0 disagrees with the resolver
-        assert " by default has them put in one container by `" in finding["message"]
+    # Issue 26: an error needs a proven witness. 0.34.0 has none left: no hand-written scaling disagrees with the
+    # resolver, its packed containers need an opt-in layout (and mixed page sizes), and the one default container
+    # meets benchmark-only code. So every KV101 names its counterexample, and says why it is only a warning.
+    assert [f for f in scan_034 if f["severity"] == "error"] == []
+    kv101 = [f for f in scan_034 if f["code"] == "KV101"]
+    assert kv101
+    for finding in kv101:
+        assert " has them put in one container by `" in finding["message"], finding
+        if " by default has them put in one container by `" in finding["message"]:
+            assert _NOT_AN_ERROR.search(finding["message"]), finding
+        else:
+            assert " (opt-in) has them" in finding["message"] or " possibly (" in finding["message"], finding
     assert not [f for f in scan_034 if f["code"] == "KV000"]
 
 
@@ -126,11 +150,15 @@ def test_029_the_offloading_defect_stays_an_error_on_every_rule(scan_029):
     # the same root cause: the container check, the predicate and the divergent path are its related locations
     related = {(r["code"], r["line"]) for r in scaling["related"]}
     assert related == {("KV101", 47), ("KV105", 47), ("KV103", 29)}
-    [certifiable] = at(scan_029, config, 154, "KV101")  # spec_certifiable
-    assert certifiable["severity"] == "error" and "spec_certifiable()" in certifiable["message"]
+    # spec_certifiable: a container does reach it, but the check refuses on purpose what it cannot vouch for (its
+    # comment says so): a deliberate fail-closed check is a warning that says why (issue 26).
+    [certifiable] = at(scan_029, config, 154, "KV101")
+    assert certifiable["severity"] == "warning" and "spec_certifiable()" in certifiable["message"]
+    assert " by default has them put in one container by `" in certifiable["message"]
+    assert "a warning, not an error: the check refuses what it cannot vouch for on purpose (“" in certifiable["message"]
 
 
-@pytest.mark.parametrize("line", [111, 231, 355, 376, 595])
+@pytest.mark.parametrize("line", [355, 376, 595])
 def test_029_simple_kv_offload_scales_mamba(scan_029, line):
     [finding] = at(scan_029, "vllm/v1/simple_kv_offload/manager.py", line, "KV102")
     assert finding["severity"] == "error"
@@ -138,11 +166,25 @@ def test_029_simple_kv_offload_scales_mamba(scan_029, line):
     assert "gives 16" in finding["message"]
 
 
-def test_029_cpu_runner_zeroing_and_managers_helper_stay_errors(scan_029):
+@pytest.mark.parametrize("line", [111, 231])
+def test_029_simple_kv_offload_scaling_no_mamba_group_consumes_is_a_warning(scan_029, line):
+    # Issue 26: the value a Mamba group would get wrong is never consumed for one. :111 scales the group whose
+    # index an earlier `isinstance(…, FullAttentionSpec)` chose; :231's Mamba branch never reads `block_size`.
+    [finding] = at(scan_029, "vllm/v1/simple_kv_offload/manager.py", line, "KV102")
+    assert finding["severity"] == "warning"
+    assert "restates `resolve_dcp_kv_block_size` by hand (no gate: the DCP size for every kind)" in finding["message"]
+    assert "it agrees with it for every kind that reaches it today" in finding["message"]
+    assert "MambaSpec" not in finding["message"]
+
+
+def test_029_cpu_runner_zeroing_stays_an_error_and_managers_helper_diverges_only_where_dcp_is_refused(scan_029):
     [zeroing] = at(scan_029, "vllm/v1/worker/cpu_model_runner.py", 186, "KV101")
     assert zeroing["severity"] == "error"
+    # Issue 26: the helper differs from the resolver only for kinds vLLM refuses at startup under DCP > 1 (the
+    # coordinator's and the spec's asserts): no counterexample vLLM accepts, so a warning that names the guards.
     [helper] = at(scan_029, "vllm/v1/core/kv_cache_utils.py", 678, "KV105")
-    assert helper["severity"] == "error" and "dcp_world_size_for_kv_cache_spec" in helper["message"]
+    assert helper["severity"] == "warning" and "dcp_world_size_for_kv_cache_spec" in helper["message"]
+    assert "only for kinds vLLM rejects under DCP (HybridKVCacheCoordinator.__init__ asserts" in helper["message"]
     # The coordinator's path diverges through that helper: one defect, reported at the helper.
     assert at(scan_029, "vllm/v1/core/kv_cache_coordinator.py", 72, "KV103") == []
     [coordinator] = [r for r in helper["related"] if r["path"].endswith("vllm/v1/core/kv_cache_coordinator.py")]
