@@ -33,9 +33,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # The code that decides what is an error and whether a fix is safe (issue 31).
 CORE = (
     "kvlint/analysis/census",
-    "kvlint/analysis/census.py",
-    "kvlint/analysis/grouping_paths.py",
-    "kvlint/analysis/compositions.py",
     "kvlint/analysis/layer_mixes.py",
     "kvlint/analysis/provenance.py",
     "kvlint/analysis/consumers.py",
