@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from kvlint.commands.options import vllm_tree_target
+from kvlint.commands.options import tree_format_option, vllm_tree_target
 from kvlint.engine.summary import EXIT_CLEAN, EXIT_ERROR
 from kvlint.errors import TargetError
 from kvlint.escaping import printable
@@ -19,15 +19,7 @@ from kvlint.scan.index_cache import build_project_index
 @click.command("containers")
 @click.argument("path", required=False, type=click.Path())
 @click.option("--vllm-release", "release", metavar="VERSION", help="Fetch this vLLM release's sources from PyPI.")
-@click.option(
-    "--output-format",
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text or json (`--format` is the same option, as for `check`).",
-)
+@tree_format_option
 def containers(path, release, output_format):
     """Show the container compositions the tree's models build, the path and setting that build each."""
     target, root = vllm_tree_target(path, release, quiet=output_format == "json")

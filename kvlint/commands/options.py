@@ -106,6 +106,18 @@ def output_format_options(function):
     )(function)
 
 
+# `paths` and `containers`: a table or JSON, under the name `check` uses for its format.
+tree_format_option = click.option(
+    "--output-format",
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text or json (`--format` is the same option, as for `check`).",
+)
+
+
 def resolve_output_format(output_format: str | None, legacy_format: str | None) -> str:
     """The format the two options name (`full` when neither is given)."""
     legacy = LEGACY_FORMATS.get(legacy_format, legacy_format) if legacy_format else None

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from kvlint.analysis.sizing.results import SizingAnalysis
-from kvlint.commands.options import vllm_tree_target
+from kvlint.commands.options import tree_format_option, vllm_tree_target
 from kvlint.engine.summary import EXIT_CLEAN, EXIT_ERROR
 from kvlint.errors import TargetError
 from kvlint.escaping import printable
@@ -34,15 +34,7 @@ from kvlint.scan.storage import cache_root
     metavar="VERSION",
     help="Fetch this vLLM release's sources from PyPI and show its matrix.",
 )
-@click.option(
-    "--output-format",
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text or json (`--format` is the same option, as for `check`).",
-)
+@tree_format_option
 def paths(path, release, output_format):
     """Show the sizing-path matrix: spec kinds x every sizing path (`module:function`), each cell the DCP factor."""
     target, root = vllm_tree_target(path, release, quiet=output_format == "json")
