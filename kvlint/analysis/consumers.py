@@ -18,6 +18,7 @@ members whose every read is in scheduler-only code (or in a member of the same n
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 import libcst as cst
 
@@ -47,11 +48,13 @@ def scheduler_consumed_members(texts: dict[str, bytes], patterns: tuple[str, ...
     reads = re.compile(rb"\.(" + b"|".join(re.escape(name.encode()) for name in sorted(accessors)) + rb")\b")
     worker_read: set[str] = set()
     for relative, data in texts.items():
+        outline = None  # the file's class and def lines, read once (not once per read: quadratic in a PR's file)
         for match in reads.finditer(data):
             name = match.group(1).decode()
             if name in worker_read:
                 continue
-            scope = _enclosing(data, match.start())
+            outline = outline or _Outline(data)
+            scope = outline.enclosing(match.start())
             if scope["def"] == name:
                 continue  # a member of the same name delegating to it: the same consumer
             if not sees_only_scheduler_config(relative, scope["classes"], patterns):
@@ -59,21 +62,28 @@ def scheduler_consumed_members(texts: dict[str, bytes], patterns: tuple[str, ...
     return frozenset(accessors - worker_read)
 
 
-def _enclosing(data: bytes, offset: int) -> dict:
-    """The innermost def and the classes around `offset`, by indentation of the lines above it."""
-    line_start = data.rfind(b"\n", 0, offset) + 1
-    indent = len(data[line_start:offset]) - len(data[line_start:offset].lstrip())
-    classes: list[str] = []
-    function = None
-    for match in reversed(list(_CLASS_LINE.finditer(data, 0, line_start))):
-        if len(match.group(1)) < indent:
-            classes.append(match.group(2).decode())
-            indent = len(match.group(1))
-    head = data[:line_start]
-    for match in reversed(list(_DEF_LINE.finditer(head))):
-        function = match.group(1).decode()
-        break
-    return {"classes": classes, "def": function}
+class _Outline:
+    """A file's `class` lines (offset, indent, name) and `def` lines (offset, name), each found once."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self.classes = [(m.start(), len(m.group(1)), m.group(2).decode()) for m in _CLASS_LINE.finditer(data)]
+        self.defs = [(m.start(), m.group(1).decode()) for m in _DEF_LINE.finditer(data)]
+
+    def enclosing(self, offset: int) -> dict:
+        """The innermost def and the classes around `offset`, by indentation of the lines above it."""
+        line_start = self.data.rfind(b"\n", 0, offset) + 1
+        prefix = self.data[line_start:offset]
+        indent = len(prefix) - len(prefix.lstrip())
+        classes: list[str] = []
+        for _, class_indent, name in reversed(self.classes[: bisect_left(self.classes, (line_start,))]):
+            if indent == 0:
+                break  # nothing can enclose a line at the margin
+            if class_indent < indent:
+                classes.append(name)
+                indent = class_indent
+        before = bisect_left(self.defs, (line_start,))
+        return {"classes": classes, "def": self.defs[before - 1][1] if before else None}
 
 
 # ------------------------------------------------------------------------------------------ one check
