@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kvlint.scan import signing
+from other_accounts import needs_another_uid
 
 OURS = "11" * 32 + "\n"
 THEIRS = "ee" * 32 + "\n"
@@ -57,7 +58,7 @@ def test_a_good_key_in_a_private_folder_is_read(state):
             lambda folder: os.chown(folder, 12345, -1),
             "owned by another user (uid 12345)",
             id="another-uid",
-            marks=pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another uid needs root"),
+            marks=needs_another_uid,
         ),
     ],
 )

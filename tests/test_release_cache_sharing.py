@@ -22,6 +22,7 @@ from kvlint.scan import releases
 from kvlint.scan.release_manifest import MANIFEST
 from kvlint.scan.releases import release_sources, release_tests
 from kvlint_runner import run_kvlint
+from other_accounts import OTHER_UID, needs_another_uid
 from test_releases import (
     KEPT_SOURCES,
     KEPT_TESTS,
@@ -34,8 +35,7 @@ from test_releases import (
     make_sdist,
 )
 
-OTHER_UID = 12345
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another uid needs root")
+needs_root = needs_another_uid
 
 
 @pytest.fixture
