@@ -3,6 +3,7 @@ can check there.
 
     python scripts/readme_numbers.py            # rewrite the blocks in README.md
     python scripts/readme_numbers.py --check    # exit 1 (and name the blocks) when README.md is stale
+    python scripts/readme_numbers.py --measure-tests --only-measured   # only time the fast loop again
 
 A block is the text between `<!-- generated:NAME -->` and `<!-- /generated:NAME -->`. Each comes from this
 checkout's kvlint run on real releases from kvlint's release cache (fetched from PyPI on first use):
@@ -14,7 +15,9 @@ checkout's kvlint run on real releases from kvlint's release cache (fetched from
   locations, fixes;
 - `releases`: errors and warnings per release;
 - `costs` (only with `--measure`, kept otherwise): what the full suite keeps on disk, measured here — each
-  release's sources and tests in kvlint's release cache, and the verify runtime.
+  release's sources and tests in kvlint's release cache, and the verify runtime;
+- `fast-loop` (only with `--measure-tests`, kept otherwise): the fast loop run here as the README says to run it,
+  its test count and wall time.
 tests/test_readme.py (slow) asserts that README.md holds exactly what this script would write now (the
 measured `costs` aside: a runtime grows as Python writes its bytecode).
 """
@@ -262,6 +265,30 @@ def costs_block() -> str:
     return "\n".join(rows) + "\n"
 
 
+FAST_LOOP = [sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-n", "auto", "-p", "no:cacheprovider"]
+# The one test that checks this block's count against pytest's: it fails until the block is written, so it is left
+# out of the timed run and counted (it takes the seconds of one `pytest --collect-only`).
+COUNT_CHECK = "tests/test_readme.py::test_the_fast_loops_count_is_what_pytest_collects_now"
+OUTCOME = re.compile(r"(?P<count>\d+) (?P<kind>passed|skipped|failed|errors?)")
+WALL = re.compile(r" in (?P<seconds>[\d.]+)s")
+
+
+def fast_loop_block() -> str:
+    """The fast loop, run as the README's command runs it: how many tests it ran and how long it took here."""
+    run = subprocess.run([*FAST_LOOP, "--deselect", COUNT_CHECK], cwd=ROOT, capture_output=True, text=True, check=False)
+    last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
+    counts = {match.group("kind"): int(match.group("count")) for match in OUTCOME.finditer(last)}
+    wall = WALL.search(last)
+    if run.returncode != 0 or "failed" in counts or wall is None:
+        raise SystemExit(f"the fast loop did not pass; nothing measured: {last or run.stderr[-500:]}")
+    tests = counts.get("passed", 0) + counts.get("skipped", 0) + 1  # COUNT_CHECK
+    return (
+        f"The fast loop runs {tests:,} tests ({counts.get('skipped', 0)} skip here, each saying why) in "
+        f"{float(wall.group('seconds')):.0f} s on this {os.cpu_count()}-core machine "
+        f"(`python scripts/readme_numbers.py --measure-tests`).\n"
+    )
+
+
 def blocks() -> dict[str, str]:
     """Every generated block, from kvlint's output now."""
     text = first_run(SAMPLE)
@@ -295,11 +322,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when README.md is not what this writes")
     parser.add_argument("--measure", action="store_true", help="also measure the caches (the `costs` block)")
+    parser.add_argument("--measure-tests", action="store_true", help="also time the fast loop (`fast-loop`)")
+    parser.add_argument("--only-measured", action="store_true", help="rewrite only the measured blocks asked for")
     options = parser.parse_args()
     readme = README.read_text(encoding="utf-8")
-    generated = blocks()
+    generated = {} if options.only_measured else blocks()
     if options.measure:
         generated["costs"] = costs_block()
+    if options.measure_tests:
+        generated["fast-loop"] = fast_loop_block()
     updated = rewrite(readme, generated)
     if options.check:
         stale = [name for name, body in current(updated).items() if current(readme).get(name) != body]

@@ -127,8 +127,26 @@ def test_the_precommit_entry_runs_as_written(tmp_path, hook_repo, pre_commit_hom
 def test_every_generated_block_is_there_once():
     script = load_script()
     names = [match.group("name") for match in script.BLOCK.finditer(README)]
-    assert sorted(names) == ["costs", "first-screen", "newest-kv101", "releases", "summary-029"]
+    assert sorted(names) == ["costs", "fast-loop", "first-screen", "newest-kv101", "releases", "summary-029"]
     assert script.rewrite(README, {}) == README
+
+
+def test_the_fast_loops_count_is_what_pytest_collects_now():
+    """The measured block says how many tests the fast loop runs; a test added or removed since makes it stale."""
+    said = re.search(r"The fast loop runs ([\d,]+) tests", README)
+    assert said, "README.md has no measured fast loop: python scripts/readme_numbers.py --measure-tests"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "not slow", "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    collected = re.search(r"(\d+)(?:/\d+)? tests? collected", run.stdout)
+    assert collected, run.stdout[-500:]
+    assert int(said.group(1).replace(",", "")) == int(collected.group(1)), (
+        "README.md's fast loop count is stale: python scripts/readme_numbers.py --measure-tests"
+    )
 
 
 def test_the_first_screen_is_a_terminals_width_and_shows_whole_findings():
