@@ -17,11 +17,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kvlint.analysis.tree_index import build_tree_index
+from kvlint.fixing.fix_cache import entry_key
 from kvlint.scan.config import Config
-from kvlint.scan.index_cache import IndexDigests, index_digests
+from kvlint.scan.index_cache import IndexDigests, IndexHandle, fixed_tree_index
 from kvlint.scan.jobs import Job, WorkerState, ignored_for, module_path_of, run_jobs
-from kvlint.scan.runner import ScanResult, read_source
+from kvlint.scan.result_cache import ResultCache, configuration_key
+from kvlint.scan.runner import ScanResult, cacheable, read_source
+from kvlint.scan.storage import content_digest
 from kvlint.types import FileResult, Finding
 
 
@@ -29,21 +31,23 @@ def findings_after_fix(
     first: ScanResult, fixed: dict[str, bytes], written: bool, config: Config, jobs: int | None
 ) -> list[Finding]:
     """The findings a fresh check of the scanned paths reports once `fixed` (display path → new bytes)
-    is applied; `written`: the new bytes are already on disk."""
+    is applied; `written`: the new bytes are already on disk. With the scan's cache, the fixed tree's index
+    and each result linted again are kept (a repeated `fix --diff` builds and lints nothing)."""
     if not fixed:
         return list(first.findings)  # nothing changed: the first scan is a fresh check
     root = first.index.root
     roles = tuple(config.scheduler_only_paths)
     if root is None or first.reference is not None:  # no tree of the files' own: only the changed files change
-        after = first.project
+        after = first.index
         before_digests = after_digests = None
     else:
-        overlay = {} if written else _overlay_of(Path(root), fixed)
-        after = build_tree_index(Path(root), roles, overlay=overlay)
-        before_digests, after_digests = first.index.digests, index_digests(after)
+        after = fixed_tree_index(first.index, _overlay_of(Path(root), fixed), written, first.cache_dir, roles)
+        before_digests, after_digests = first.index.digests, after.digests
     again = _to_lint_again(first, fixed, root, before_digests, after_digests)
-    state = WorkerState(after, config.rule_settings())
-    work = []
+    settings = config.rule_settings()
+    cache = _after_cache(first, after, settings)
+    results = list(first.files)
+    work, keys = [], {}
     for position, result in enumerate(first.files):
         if position in again:
             data = fixed.get(result.path)
@@ -52,11 +56,33 @@ def findings_after_fix(
                 if isinstance(data, FileResult):
                     continue  # gone since the first scan: its first result stands
             ignored = ignored_for(result.path, config)
-            work.append(Job(position, result.path, module_path_of(result.path, root), first.codes, data, ignored))
-    results = list(first.files)
-    for job, result in run_jobs(work, jobs, state):
-        results[job.index] = result
+            job = Job(position, result.path, module_path_of(result.path, root), first.codes, data, ignored)
+            if cache is not None:
+                scope = (job.module_path, after.digests.of_module(job.module_path))
+                keys[position] = (content_digest(data), scope, job.cache_codes)
+                hit = cache.matching(job.display, keys[position][0], None, scope, job.cache_codes)
+                if hit is not None:
+                    results[position] = hit
+                    continue
+            work.append(job)
+    if work:
+        for job, result in run_jobs(work, jobs, WorkerState(after.index, settings)):
+            results[job.index] = result
+            if cache is not None and cacheable(result):
+                cache.store(job.display, None, *keys[job.index], result)
+    if cache is not None:
+        cache.save()
     return sorted((f for r in results for f in r.findings if f.code in first.codes), key=Finding.sort_key)
+
+
+def _after_cache(first: ScanResult, after: IndexHandle, settings: dict) -> ResultCache | None:
+    """The results of the fixed tree's files, kept apart from the scan's own (whose entries hold the files
+    as they are on disk): keyed on the fixed tree's index as the scan's are on its own."""
+    if first.cache_dir is None or first.cache_key is None or first.also:
+        return None
+    return ResultCache(
+        first.cache_dir, entry_key("after-fix", configuration_key(after.digests.shared, settings, first.codes))
+    )
 
 
 def _to_lint_again(

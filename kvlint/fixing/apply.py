@@ -5,10 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import libcst as cst
-
 from kvlint.errors import FixError
-from kvlint.fixing.imports import add_from_import
 from kvlint.types import Applicability, Finding, TextEdit
 
 LINE_LIMIT = 88
@@ -58,6 +55,11 @@ def _overlaps(a: TextEdit, b: TextEdit) -> bool:
 
 
 def _update_imports(text: str, adds: set[tuple[str, str]], removes: set[tuple[str, str]]) -> str:
+    # libcst only when a fix is really applied: a `fix` answered from its cache never loads it
+    import libcst as cst
+
+    from kvlint.fixing.imports import add_from_import
+
     try:
         cst.parse_module(text)
     except cst.ParserSyntaxError as error:
@@ -85,6 +87,7 @@ def _update_imports(text: str, adds: set[tuple[str, str]], removes: set[tuple[st
 
 def _add_with_libcst(code: str, module_name: str, name: str) -> str:
     # Loaded here, as in _update_imports: `review` imports this module for files with nothing to fix
+    import libcst as cst
     from libcst.codemod import CodemodContext
     from libcst.codemod.visitors import AddImportsVisitor
 
@@ -126,6 +129,8 @@ def check_compiles(text: str, path: str, original: str | None = None, oldest: tu
         if original is None or syntax_error(original, path, version) is None:
             target = f" on Python {version[0]}.{version[1]}" if version is not None else ""
             raise FixError(f"the fixed source does not compile{target} ({error}); left unchanged")
+    import libcst as cst
+
     try:
         cst.parse_module(text)
     except cst.ParserSyntaxError as error:

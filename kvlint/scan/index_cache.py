@@ -74,6 +74,9 @@ class IndexHandle:
         self._load = load
         self._digests = digests
         self._index = index
+        # The tree the index was made from, when a cache snapshot read it whole: relative path → (content
+        # digest, whether it could matter). What the index of a fixed tree is keyed on (kvlint.scan.fixed_index).
+        self.tree: dict[str, tuple[str, bool | str]] | None = None
 
     @property
     def index(self) -> TreeIndex:
@@ -167,13 +170,17 @@ def open_project_index(
 
 
 def _build_index(
-    root: Path, scheduler_only_paths: tuple[str, ...], could_matter_files: frozenset[str] | None = None
+    root: Path,
+    scheduler_only_paths: tuple[str, ...],
+    could_matter_files: frozenset[str] | None = None,
+    overlay: dict[str, bytes] | None = None,
 ) -> TreeIndex:
     """The tree's index, built by kvlint.analysis.tree_index, which is imported here, on first use: a warm
-    scan, whose index the cache vouches for, never loads the analysis (a sixth of its time)."""
+    scan, whose index the cache vouches for, never loads the analysis (a sixth of its time). `overlay`:
+    texts standing in for some of the tree's files (a fix not written: kvlint.scan.fixed_index)."""
     from kvlint.analysis.tree_index import build_tree_index
 
-    return build_tree_index(root, scheduler_only_paths, could_matter_files)
+    return build_tree_index(root, scheduler_only_paths, could_matter_files, overlay=overlay)
 
 
 def could_matter(relative: str, data: bytes) -> bool | str:
@@ -284,7 +291,12 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_
     stored = load_record(snapshot_path, "snapshot", key)
     digests = _digests_from_data(stored.get("digests")) if type(stored) is dict else None
     old = stored.get("files") if digests is not None and type(stored.get("files")) is dict else None
-    snapshots, stale = _snapshot(root, old or {}, _tree_files(root, known_stats), started_ns)
+    current = _tree_files(root, known_stats)
+    snapshots, stale = _snapshot(root, old or {}, current, started_ns)
+    # Every file read and judged: the snapshot says what the whole tree held (a file that could not be read
+    # leaves it unknown).
+    tree = {relative: (record[1], record[2]) for relative, record in snapshots.items()}
+    whole = tree if len(tree) == len(current) else None
 
     if digests is not None and old is not None and not stale:
         kept_digests = digests
@@ -301,14 +313,18 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_
 
         if snapshots != old:
             save_record(snapshot_path, "snapshot", key, {"digests": _digests_to_data(digests), "files": snapshots})
-        return IndexHandle(str(root), load, digests=digests)
+        handle = IndexHandle(str(root), load, digests=digests)
+        handle.tree = whole
+        return handle
     index = _build_index(
         root, scheduler_only_paths, frozenset(relative for relative, snapshot in snapshots.items() if snapshot[2])
     )
     digests = index_digests(index)
     if not index.failures:  # an analysis that failed is tried again, and said again, next time
         _keep(index, digests, snapshots, index_path, snapshot_path, key)
-    return IndexHandle(str(root), lambda: index, digests=digests, index=index)
+    handle = IndexHandle(str(root), lambda: index, digests=digests, index=index)
+    handle.tree = whole
+    return handle
 
 
 def _keep(
@@ -321,3 +337,47 @@ def _keep(
     # The index first: a snapshot never names an index that is not on disk.
     if save_record(index_path, "index", key, {"digests": _digests_to_data(digests), "index": data}):
         save_record(snapshot_path, "snapshot", key, {"digests": _digests_to_data(digests), "files": snapshots})
+
+
+_FIXED_FORMAT = 1
+
+
+def fixed_tree_index(
+    before: IndexHandle, overlay: dict[str, bytes], written: bool, cache_dir: Path | None, roles: tuple[str, ...]
+) -> IndexHandle:
+    """The index of `before`'s tree once `overlay` (relative path → the fixed bytes) replaces those files:
+    already on disk when `written`, else read in their place. With a cache and a tree its snapshot read
+    whole, it is kept, keyed on every file's digest with the overlay's put in (a record beside the
+    project's, signed and checked like it), and built reading only the files that could matter."""
+    root = Path(str(before.root))
+    in_place = {} if written else overlay
+    if cache_dir is None or before.tree is None:
+        index = _build_index(root, roles, None, in_place)
+        return IndexHandle(str(root), lambda: index, index=index)
+    files = {relative: digest for relative, (digest, _) in before.tree.items()}
+    matters = {relative for relative, (_, could) in before.tree.items() if could}
+    for relative, data in overlay.items():
+        files[relative] = content_digest(data)
+        if could_matter(relative, data):
+            matters.add(relative)
+    key = _digest((_FIXED_FORMAT, str(root), own_source_digest(), roles, files))
+    path = cache_dir / f"project-fixed-{key}.json"
+    kept = load_record(path, "fixed-index", key)
+    digests = _digests_from_data(kept.get("digests")) if type(kept) is dict else None
+    if digests is not None:
+
+        def load() -> TreeIndex:
+            try:
+                return index_from_data(kept.get("index"))
+            except CodecError:  # damaged: the same files build the same index
+                return _build_index(root, roles, frozenset(matters), in_place)
+
+        return IndexHandle(str(root), load, digests=digests)
+    index = _build_index(root, roles, frozenset(matters), in_place)
+    digests = index_digests(index)
+    if not index.failures:
+        try:
+            save_record(path, "fixed-index", key, {"digests": _digests_to_data(digests), "index": index_to_data(index)})
+        except CodecError:
+            pass  # an index the codec cannot write is built each time
+    return IndexHandle(str(root), lambda: index, digests=digests, index=index)

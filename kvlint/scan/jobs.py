@@ -97,10 +97,20 @@ def ignored_for(display: str, config: Config) -> tuple[str, ...]:
 
 
 def job_for_file(
-    path: Path, display: str, codes: tuple[str, ...], config: Config, project: ProjectIndex, data: bytes
+    path: Path,
+    display: str,
+    codes: tuple[str, ...],
+    config: Config,
+    project: ProjectIndex | None,
+    data: bytes,
+    module_path: str | None = None,
 ) -> Job:
-    """The job for one file linted on its own (by `fix` or the review), as a scan would have planned it."""
-    return Job(0, display, module_path_of(path, project.root), codes, data, ignored_for(display, config))
+    """The job for one file linted on its own (by `fix` or the review), as a scan would have planned it;
+    `module_path` spares loading the project index only to find it (its root is the scan's)."""
+    if module_path is None:
+        assert project is not None, "a module path or the project index"
+        module_path = module_path_of(path, project.root)
+    return Job(0, display, module_path, codes, data, ignored_for(display, config))
 
 
 def request_for(job: Job, state: WorkerState) -> LintRequest:
@@ -112,11 +122,16 @@ def request_for(job: Job, state: WorkerState) -> LintRequest:
     )
 
 
-def lint_job(state: WorkerState, job: Job) -> FileResult:
-    """Lint one file's bytes. Never raises: every failure becomes a KV000 result."""
+def lint_unfiltered(state: WorkerState, job: Job) -> FileResult:
+    """Lint one file's bytes, a KV000 the scan did not select included (`fix` reads the findings as they are)."""
     from kvlint.engine.lint import lint_bytes
 
-    result = lint_bytes(request_for(job, state), job.data)
+    return lint_bytes(request_for(job, state), job.data)
+
+
+def lint_job(state: WorkerState, job: Job) -> FileResult:
+    """Lint one file's bytes. Never raises: every failure becomes a KV000 result."""
+    result = lint_unfiltered(state, job)
     if all(f.code in job.codes for f in result.findings):
         return result
     # a KV000 of a scan that did not select it

@@ -52,6 +52,10 @@ class ScanResult:
     reference: str | None = None
     # The other releases of a range the files were also judged against (kvlint.scan.target_scan).
     also: tuple[IndexHandle, ...] = ()
+    # The result cache's folder and configuration key (None without a cache): `fix` keeps its own results
+    # there under the same key (kvlint.fixing.fix_cache, kvlint.fixing.after).
+    cache_dir: Path | None = None
+    cache_key: str | None = None
 
     @property
     def degradations(self) -> tuple[str, ...]:
@@ -248,7 +252,7 @@ def _store(run: _Scan, cache: ResultCache) -> None:
     """Remember every result worth keeping, and the rules' triggers when they were loaded."""
     for position, (digest, scope, file_codes) in run.keys.items():
         result = run.results[position]
-        if result is not None and _cacheable(result):
+        if result is not None and cacheable(result):
             cache.store(run.files[position].display, run.stats[position], digest, scope, file_codes, result)
     triggers = run.triage.triggers_to_remember()
     if triggers is not None:
@@ -272,6 +276,8 @@ def _result(run: _Scan) -> ScanResult:
         cache_hits=run.hits,
         excluded_by_configuration=run.excluded,
         reference=str(run.index.root) if run.reference is not None and run.index.root is not None else None,
+        cache_dir=run.cache.folder if run.cache is not None else None,
+        cache_key=run.cache.key if run.cache is not None else None,
     )
 
 
@@ -314,7 +320,7 @@ def read_source(path: str, display: str) -> bytes | FileResult:
         return unreadable(display, f"cannot read: {describe(error)}")
 
 
-def _cacheable(result: FileResult) -> bool:
+def cacheable(result: FileResult) -> bool:
     # A KV000 (syntax error, internal error, …) is cheap to reproduce and may be an environment accident.
     return not any(f.code == UNREADABLE_CODE for f in result.findings)
 
