@@ -27,10 +27,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvlint.analysis.census.reading import census_fingerprint, census_words, could_shape_census
 from kvlint.analysis.containers import NAMING_WORD
 from kvlint.analysis.hierarchy import builtin_hierarchy
-from kvlint.analysis.platform_reach import PLATFORMS_DIR
 from kvlint.analysis.tree_files import is_hidden
 from kvlint.analysis.tree_root import find_tree_root
 from kvlint.analysis.vocabulary import (
@@ -187,6 +185,10 @@ def could_matter(relative: str, data: bytes) -> bool | str:
     """Whether a change to this file of the tree could change its TreeIndex: True (any change), False (none),
     or, for a model or layer module the census selects by its folder, the fingerprint of what the census
     reads in it (kvlint.analysis.census): only a change of that fingerprint matters."""
+    # The census' readers only when a file changed: a warm scan never loads them (a third of its imports).
+    from kvlint.analysis.census.reading import census_fingerprint, census_words, could_shape_census
+    from kvlint.analysis.platform_reach import PLATFORMS_DIR
+
     if relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in INDEX_WORDS):
         return True
     if relative.startswith(f"{PLATFORMS_DIR}/"):  # what a platform refuses (kvlint.analysis.platform_reach)
