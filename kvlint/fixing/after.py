@@ -10,6 +10,11 @@ placed in its own module). The rest keep the first scan's result, which a fresh 
 With `--diff` nothing is written: the fixed tree's index is built from the tree with the fixed texts read
 in their files' place (TreeFiles' overlay), so it carries the tree's own root and its digests compare with
 the first scan's (which the scan already has: nothing is built twice).
+
+With the scan's cache, the fixed tree's index is kept, keyed on the digest of every file of the tree with the
+fixed texts put in (kvlint.scan.index_cache.fixed_tree_index), and each result linted again in a manifest of
+its own keyed on that index (the scan's manifest holds the files as they are on disk): a repeated
+`fix --diff` builds and lints nothing. Both are signed records, checked as the scan's are.
 """
 
 from __future__ import annotations

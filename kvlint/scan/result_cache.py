@@ -206,7 +206,7 @@ class ResultCache:
             with os.scandir(self.folder) as listing:
                 for item in listing:
                     if (
-                        item.name.startswith(("manifest-", ".manifest-", "project-", ".project-"))
+                        item.name.startswith(("manifest-", ".manifest-", "project-", ".project-", "fixes-", ".fixes-"))
                         and item.stat().st_mtime < cutoff
                     ):
                         os.unlink(item.path)
