@@ -80,6 +80,17 @@ def check_parsable(text: str) -> None:
         )
 
 
+def python_parses(text: str) -> bool:
+    """Whether Python's own parser takes `text`: asked of every file no rule reads, since a syntax error is
+    reported in every file, as ruff does, not only where a rule's trigger word is (a false answer is
+    checked again, as a read file is, before it is reported: libcst may know syntax newer than this Python)."""
+    try:
+        compile(text, "<kvlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
 def code_is_ascii(text: str) -> bool:
     """Whether the file's code, its strings and comments aside, is ASCII (an f-string counts as code)."""
     return text.isascii() or _NOT_CODE.sub(_blank, text).isascii()
