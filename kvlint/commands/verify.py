@@ -80,8 +80,8 @@ RENDERERS = {"text": render_text, "json": render_json}
     "--setup",
     is_flag=True,
     help="Build the runtime verify needs (torch, see --torch-index-url; vLLM 0.29.0 and the requirements its sizing "
-    "modules import; about 2.1 GB with torch's CPU build and ~10 minutes, under ~/.cache/kvlint-tests, shared with "
-    "kvlint's test suite), then exit. The source of torch is said in one line before the build.",
+    "modules import; about 2.1 GB with torch's CPU build, under ~/.cache/kvlint-tests, shared with kvlint's test "
+    "suite), then exit. The source of torch is said in one line before the build.",
 )
 @click.option(
     "--torch-index-url",

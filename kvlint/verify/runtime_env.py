@@ -254,8 +254,8 @@ def vllm_runtime(progress=None, torch_index_url: str | None = None) -> VllmRunti
             torch = torch_source(torch_index_url, work_dir=root)
             if progress is not None:
                 progress(
-                    f"building the vLLM {VLLM_VERSION} environment in {target} (once; about 2.1 GB with torch's "
-                    "CPU build, ~10 minutes)"
+                    f"building the vLLM {VLLM_VERSION} environment in {target} (once: about 2.1 GB with torch's "
+                    "CPU build, most of it downloaded; minutes, each step said as it starts)"
                 )
                 progress(f"torch: {torch.said}")
             staging = Path(tempfile.mkdtemp(prefix=f"{environment_key()}.building-", dir=root))
