@@ -157,6 +157,12 @@ def test_torch_source_says_where_torch_comes_from(tmp_path, monkeypatch):
     wheel.write_bytes(b"")
     monkeypatch.setenv("KVLINT_TORCH_WHEEL", str(wheel))
     assert runtime_env.torch_source().said == f"torch from the wheel KVLINT_TORCH_WHEEL names: {wheel}"
+    # the command line's index wins over the environment's wheel
+    chosen = runtime_env.torch_source(runtime_env.PYTORCH_CPU_INDEX)
+    assert (chosen.requirement, chosen.index_url) == (
+        f"torch=={runtime_env.TORCH_VERSION}",
+        runtime_env.PYTORCH_CPU_INDEX,
+    )
     monkeypatch.delenv("KVLINT_TORCH_WHEEL")
     # no folder is searched: this machine's find-links folder holds a CPU wheel, and it is not named
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)

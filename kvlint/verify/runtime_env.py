@@ -8,9 +8,9 @@ Python versions and by this recipe's version. About 2.1 GB. The build happens in
 the final one and is renamed into place when it imports, so an interrupted build never looks finished; a
 file lock keeps concurrent builds (two sessions, a test run and `verify --setup`) from building it twice.
 
-What goes in: torch, from the one source `torch_source` names in one line before the build: the wheel file
-KVLINT_TORCH_WHEEL names, else `torch==<pin>` from the index `--torch-index-url` names (PyTorch's CPU index:
-https://download.pytorch.org/whl/cpu), else as pip resolves it with the user's own configuration (PIP_INDEX_URL,
+What goes in: torch, from the one source `torch_source` names in one line before the build: `torch==<pin>`
+from the index `--torch-index-url` names (PyTorch's CPU index: https://download.pytorch.org/whl/cpu), else the
+wheel file KVLINT_TORCH_WHEEL names, else as pip resolves it with the user's own configuration (PIP_INDEX_URL,
 pip.conf, find-links: PyPI's default build otherwise, CUDA's on Linux); no folder is searched. Then vLLM with
 --no-deps, and only the requirements needed to import the modules `kvlint verify` touches, each
 pinned as vLLM's own metadata pins it. xgrammar comes without its declared Triton (1 GB, never imported on
@@ -119,15 +119,16 @@ class TorchSource:
 
 
 def torch_source(index_url: str | None = None, work_dir: Path | None = None) -> TorchSource:
-    """torch's source: KVLINT_TORCH_WHEEL's file, else `index_url`, else pip's own configuration."""
+    """torch's source: `index_url` (the command line's), else KVLINT_TORCH_WHEEL's file, else pip's own
+    configuration."""
+    requirement = f"torch=={TORCH_VERSION}"
+    if index_url:
+        return TorchSource(requirement, index_url, f"{requirement} from {redact(index_url)} (--torch-index-url)")
     configured = os.environ.get("KVLINT_TORCH_WHEEL")
     if configured:
         if not Path(configured).is_file():
             raise RuntimeUnavailable(f"KVLINT_TORCH_WHEEL={configured} is not a file")
         return TorchSource(configured, None, f"torch from the wheel KVLINT_TORCH_WHEEL names: {configured}")
-    requirement = f"torch=={TORCH_VERSION}"
-    if index_url:
-        return TorchSource(requirement, index_url, f"{requirement} from {redact(index_url)} (--torch-index-url)")
     return TorchSource(requirement, None, f"{requirement} as pip resolves it: {_pip_index(work_dir)}")
 
 
