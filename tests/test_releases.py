@@ -475,3 +475,23 @@ def test_0_34_0_comes_in_under_60_mb_and_scans_like_the_wheel(tmp_path):
     assert set(os.listdir(release)) == {"vllm", MANIFEST}  # the sources, and their signed manifest
     golden = (Path(__file__).parent / "golden" / "check-json-0.34.0.txt").read_text(encoding="utf-8")
     assert completed.stdout.replace(f"{release}{os.sep}", "") == golden
+
+
+def test_a_release_the_index_does_not_list_is_said_in_one_line_before_any_download(index, tmp_path):
+    """Issue 29: `--vllm-release 9.9.9` said "downloading its wheel with pip…" before pip's error."""
+    index.publish({SDIST_NAME: make_sdist(SOURCES), WHEEL_NAME: make_wheel(WHEEL_MEMBERS)})
+    completed = subprocess.run(
+        [sys.executable, "-m", "kvlint", "check", "--vllm-release", "9.9.9"],
+        cwd=tmp_path,
+        env={**os.environ, "KVLINT_CACHE_DIR": str(tmp_path / "cache")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 2, completed.stderr
+    [line] = completed.stderr.splitlines()
+    assert line == (
+        f"kvlint: error: {index.url} has no vllm 9.9.9 among the 1 release(s) of vllm it lists: check the version number"
+    )
+    assert index.downloads() == []

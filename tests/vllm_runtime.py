@@ -22,7 +22,6 @@ from kvlint.verify.runtime_env import (  # noqa: F401 - the names the tests impo
     VllmRuntime,
     cache_root,
     environment_key,
-    find_torch_cpu_wheel,
     vllm_runtime,
 )
 

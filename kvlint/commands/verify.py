@@ -79,8 +79,17 @@ RENDERERS = {"text": render_text, "json": render_json}
 @click.option(
     "--setup",
     is_flag=True,
-    help="Build the CPU runtime verify needs (torch's CPU build, vLLM 0.29.0 and the requirements its sizing "
-    "modules import; about 2.1 GB under ~/.cache/kvlint-tests, shared with kvlint's test suite), then exit.",
+    help="Build the runtime verify needs (torch, see --torch-index-url; vLLM 0.29.0 and the requirements its sizing "
+    "modules import; about 2.1 GB with torch's CPU build, under ~/.cache/kvlint-tests, shared with kvlint's test "
+    "suite), then exit. The source of torch is said in one line before the build.",
+)
+@click.option(
+    "--torch-index-url",
+    metavar="URL",
+    default=None,
+    help="With --setup: the package index torch is installed from (PyTorch's CPU build: "
+    "https://download.pytorch.org/whl/cpu). Default: KVLINT_TORCH_WHEEL's wheel file, else torch as pip resolves "
+    "it with your pip configuration (PIP_INDEX_URL, pip.conf; PyPI's default build otherwise).",
 )
 @click.option(
     "--format",
@@ -128,6 +137,7 @@ def verify(
     cache_dir: Path | None,
     python: str | None,
     setup: bool,
+    torch_index_url: str | None,
     output_format: str,
     dcp_sizes: tuple[int, ...],
     rewrites_of: Path | None,
@@ -151,9 +161,11 @@ def verify(
     the tree's own get_kv_cache_groups and lists the models whose containers differ from the census's.
     Exit 0 when every model compared agrees, 1 when any differs.
     """
+    if torch_index_url is not None and not setup:
+        raise click.UsageError("--torch-index-url goes with --setup")
     if setup:
         try:
-            _setup()
+            _setup(torch_index_url)
         except VerifyError as error:
             click.echo(f"kvlint: error: {error}", err=True)
             click.get_current_context().exit(EXIT_ERROR)
@@ -207,12 +219,14 @@ def _next_step(message: str) -> str:
     )
 
 
-def _setup() -> None:
+def _setup(torch_index_url: str | None = None) -> None:
     """Build the runtime (or find it built) and say where it is and how large."""
     from kvlint.verify.runtime_env import RuntimeUnavailable, size_on_disk, vllm_runtime
 
     try:
-        runtime = vllm_runtime(progress=lambda message: click.echo(f"kvlint: {message}", err=True))
+        runtime = vllm_runtime(
+            progress=lambda message: click.echo(f"kvlint: {message}", err=True), torch_index_url=torch_index_url
+        )
     except (RuntimeUnavailable, RuntimeError, OSError) as error:
         raise VerifyError(f"cannot build the verify runtime: {error}") from None
     state = f"built now in {runtime.build_seconds:.0f} s" if runtime.built_now else "already built"

@@ -126,7 +126,7 @@ def _fetch(spelled: str, key: str, releases: Path, quiet: bool, need_tests: bool
     deadline = time.monotonic() + TIME_LIMIT_S
     with staging_folder(releases) as scratch:
         settings = pip_settings(scratch)
-        sdist = _find_sdist(settings, key, deadline)
+        sdist = _find_sdist(settings, spelled, key, deadline)
         if sdist is not None:
             return _fetch_sdist(settings, sdist, scratch, releases, quiet, deadline)
         if need_tests:
@@ -137,17 +137,32 @@ def _fetch(spelled: str, key: str, releases: Path, quiet: bool, need_tests: bool
         return {"": _fetch_wheel(spelled, key, scratch, releases, quiet, deadline), "-tests": None}
 
 
-def _find_sdist(settings: PipSettings, key: str, deadline: float) -> IndexFile | None:
+def _find_sdist(settings: PipSettings, spelled: str, key: str, deadline: float) -> IndexFile | None:
+    """The release's sdist the index lists; None when it lists only wheels of it. A release the index lists
+    no file of is said here, in one line, before any download (pip's own answer came after a "downloading")."""
     if urlsplit(settings.index_url).scheme not in ("http", "https"):
         return None  # e.g. a file:// index: pip reads it, the wheel route below goes through pip
-    matches = [
-        file
-        for file in project_files(settings, "vllm", deadline)
-        if file.filename.startswith("vllm-")
-        and file.filename.endswith(".tar.gz")
-        and _key_or_none(_sdist_version(file)) == key
-    ]
-    return min(matches, key=lambda file: file.filename, default=None)
+    listed = project_files(settings, "vllm", deadline)
+    of_release = [file for file in listed if _key_or_none(_file_version(file.filename)) == key]
+    if not of_release:
+        keys = {_key_or_none(_file_version(file.filename)) for file in listed} - {None}
+        raise ReleaseError(
+            f"{redact(settings.index_url)} has no vllm {spelled} among the {len(keys)} release(s) of vllm it lists: "
+            "check the version number"
+        )
+    sdists = [file for file in of_release if file.filename.endswith(".tar.gz")]
+    return min(sdists, key=lambda file: file.filename, default=None)
+
+
+def _file_version(filename: str) -> str:
+    """The version a distribution file's name gives (`vllm-V.tar.gz`, `vllm-V-tags.whl`); "" for another name."""
+    if not filename.startswith("vllm-"):
+        return ""
+    if filename.endswith(".tar.gz"):
+        return filename[len("vllm-") : -len(".tar.gz")]
+    if filename.endswith(".whl"):
+        return filename.split("-")[1]
+    return ""
 
 
 def _sdist_version(sdist: IndexFile) -> str:

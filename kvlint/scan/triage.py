@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
+from kvlint.engine.parse_guard import no_syntax_error_seen
 from kvlint.engine.prefilter import Triggers, triggers_match
 from kvlint.engine.registry import rules_for_codes
 from kvlint.engine.source import MAX_FILE_BYTES, decode_source
@@ -21,8 +22,8 @@ if TYPE_CHECKING:
 
 class Verdict(enum.Enum):
     PARSE = "parse"  # some rule's prefilter accepts the file: parse and lint it
-    NOTHING_TO_REPORT = "nothing to report"  # no rule's prefilter accepts it: settled without a parse
-    DIAGNOSE = "diagnose"  # the engine must say why it cannot read the file (too large, undecodable)
+    NOTHING_TO_REPORT = "nothing to report"  # no rule's prefilter accepts it, and it parses: settled, no libcst
+    DIAGNOSE = "diagnose"  # the engine must say why it cannot read the file (too large, undecodable, no parse)
 
 
 class Triage:
@@ -41,11 +42,11 @@ class Triage:
         except UnreadableSource:
             return Verdict.DIAGNOSE
         if self.triggers is not None and not any(triggers_match(self.triggers[code], text) for code in codes):
-            return Verdict.NOTHING_TO_REPORT
+            return _unread(text)
         rules = self._load_rules()
         if any(rules[code].could_match(text) for code in codes):  # engine-only rules declare no triggers
             return Verdict.PARSE
-        return Verdict.NOTHING_TO_REPORT
+        return _unread(text)
 
     def triggers_to_remember(self) -> dict[str, Triggers] | None:
         """The rules' TRIGGERS, for the cache to remember; None when the rules were never loaded."""
@@ -57,3 +58,8 @@ class Triage:
         if self.rules is None:
             self.rules = {rule.CODE: rule for rule in rules_for_codes(self.codes)}
         return self.rules
+
+
+def _unread(text: str) -> Verdict:
+    """A file no rule reads: nothing to report, unless Python cannot parse it (the engine says why)."""
+    return Verdict.NOTHING_TO_REPORT if no_syntax_error_seen(text) else Verdict.DIAGNOSE

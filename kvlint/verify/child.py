@@ -8,7 +8,10 @@ document to FILE; stdout and stderr are left to vLLM's logging.
 For every group kind x DCP size it builds the worker's KVCacheConfig (containers kept)
 and the scheduler's (flattened by the tree's own ``generate_scheduler_kv_cache_config``)
 and asks each sizing path, fed the config its role really sees, for the token span of
-one block of every group. A path that raises is recorded with its message.
+one block of every group. A path that raises is recorded with its message. A configuration the
+scheduler's own coordinator refuses to build (an assertion or ValueError raised in vLLM's code, as at
+engine start: e.g. a sliding-window group under DCP) is "refused": vLLM never runs it, so no other path's
+answer for it is a disagreement.
 Constructors differ between releases, so every spec, config and call is built by
 introspection; what a release cannot express is reported, never guessed.
 """
@@ -51,6 +54,18 @@ class NotExpressible(Exception):
 
 class StandInGap(AttributeError):
     """A sizing path asked kvlint's stand-in for something it cannot answer honestly."""
+
+
+class Refused(Exception):
+    """vLLM's scheduler refuses this configuration when it starts (its coordinator raises); the message is why."""
+
+
+def raised_by_vllm(error: BaseException) -> bool:
+    """Whether the innermost frame `error` was raised in is vLLM's code (its own assert or raise), not kvlint's."""
+    frame = error.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    return frame is not None and str(frame.tb_frame.f_globals.get("__name__", "")).startswith("vllm.")
 
 
 def describe_error(error: BaseException) -> str:
@@ -477,7 +492,12 @@ class SizingPaths:
             "metrics_collector": None,
             "num_prefill_lookahead": 0,
         }
-        coordinator = call_with_known_arguments(self.coordinator.get_kv_cache_coordinator, known)
+        try:
+            coordinator = call_with_known_arguments(self.coordinator.get_kv_cache_coordinator, known)
+        except (AssertionError, ValueError, NotImplementedError) as error:
+            if raised_by_vllm(error):  # the engine would stop here at start: vLLM refuses the configuration
+                raise Refused(describe_error(error)) from None
+            raise
         return [int(manager.block_size) for manager in coordinator.single_type_managers]
 
     def offloading_spans(self, cell: Cell, kv_cache_config: Any) -> list[int | None]:
@@ -555,12 +575,15 @@ def run_matrix(modules: dict[str, Any], dcp_sizes: tuple[int, ...]) -> dict[str,
             paths.resolve_sizes(cell)
             measured: dict[str, Any] = {}
             unexpressed: dict[str, str] = {}
+            refused: str | None = None
             for path in paths.paths:
                 try:
                     measured[path.name] = path.measure(cell)
                 except (NotExpressible, StandInGap) as error:
                     # kvlint's limit, not vLLM's disagreement: say so, compare the rest.
                     unexpressed[path.name] = str(error)
+                except Refused as error:
+                    refused = measured[path.name] = str(error)
                 except Exception as error:
                     measured[path.name] = describe_error(error)
             record["paths"] = measured
@@ -568,7 +591,10 @@ def run_matrix(modules: dict[str, Any], dcp_sizes: tuple[int, ...]) -> dict[str,
                 record["not_expressible_paths"] = unexpressed
             if cell.scheduler_sizes is not None:
                 record["scheduler_block_size"], record["hash_block_size"] = cell.scheduler_sizes
-            record["agree"] = compare(measured)
+            # A configuration vLLM refuses at start is not compared: no path of it ever runs.
+            record["agree"] = None if refused is not None else compare(measured)
+            if refused is not None:
+                record["refused"] = refused
             cells.append(record)
     return {
         "paths": paths.descriptions,

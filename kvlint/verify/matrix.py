@@ -37,6 +37,8 @@ class CellResult:
     not_expressible_paths: Mapping[str, str] = field(default_factory=dict)
     scheduler_block_size: int | None = None
     hash_block_size: int | None = None
+    # Why vLLM's scheduler refuses this configuration at start (its coordinator raised): not compared.
+    refused: str | None = None
 
     def deviates(self, name: str) -> bool:
         """Whether one path's result differs from the scheduler's (or raised)."""
@@ -98,6 +100,7 @@ def parse_report(raw: Mapping[str, Any]) -> VerifyReport:
                 not_expressible_paths=dict(cell.get("not_expressible_paths", {})),
                 scheduler_block_size=cell.get("scheduler_block_size"),
                 hash_block_size=cell.get("hash_block_size"),
+                refused=cell.get("refused"),
             )
             for cell in raw["cells"]
         )
@@ -148,6 +151,7 @@ def report_to_json(report: VerifyReport) -> dict[str, Any]:
                     else {}
                 ),
                 **({"not_expressible": cell.not_expressible} if cell.not_expressible is not None else {}),
+                **({"refused": cell.refused} if cell.refused is not None else {}),
                 **({"not_expressible_paths": dict(cell.not_expressible_paths)} if cell.not_expressible_paths else {}),
             }
             for cell in report.cells
@@ -191,13 +195,17 @@ def render_text(report: VerifyReport) -> str:
         if cell.not_expressible is not None:
             rows.append([cell.kind, str(cell.dcp), f"cannot express: {cell.not_expressible}"])
             continue
+        if cell.refused is not None:
+            number = footnotes.setdefault(cell.refused, len(footnotes) + 1)
+            rows.append([cell.kind, str(cell.dcp), f"refused by vLLM's scheduler at start[{number}]"])
+            continue
         verdict = {True: "yes", False: "NO", None: "-"}[cell.agree]
         rows.append([cell.kind, str(cell.dcp), *(cell_text(cell, n) for n in names), verdict])
     full_rows = [row for row in [header, *rows] if len(row) == len(header)]
     widths = [max(len(row[column]) for row in full_rows) for column in range(len(header))]
 
     def line(row: list[str]) -> str:
-        if len(row) != len(header):  # a "cannot express" row spans the path columns
+        if len(row) != len(header):  # a "cannot express" or "refused" row spans the path columns
             return "  ".join([row[0].ljust(widths[0]), row[1].rjust(widths[1]), row[2]])
         parts = [
             text.rjust(widths[column]) if column == 1 else text.ljust(widths[column]) for column, text in enumerate(row)
@@ -222,12 +230,20 @@ def render_text(report: VerifyReport) -> str:
         for message, number in footnotes.items():
             out.append(f"  [{number}] {message}")
     out.append("")
+    out.append(_summary(report))
+    return "\n".join(out)
+
+
+def _summary(report: VerifyReport) -> str:
+    """The last line: cells that agree of those compared, then those disagreeing, refused and not compared."""
     expressed = [cell for cell in report.cells if cell.agree is not None]
     summary = f"{len(expressed) - len(report.disagreeing)} of {len(expressed)} cells agree"
     if report.disagreeing:
         summary += f"; {len(report.disagreeing)} disagree"
-    skipped = len(report.cells) - len(expressed)
+    refused = sum(1 for cell in report.cells if cell.refused is not None)
+    if refused:
+        summary += f"; {refused} refused by vLLM's scheduler at start (not compared)"
+    skipped = len(report.cells) - len(expressed) - refused
     if skipped:
         summary += f"; {skipped} could not be compared in this release"
-    out.append(summary + ".")
-    return "\n".join(out)
+    return summary + "."

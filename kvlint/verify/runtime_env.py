@@ -8,8 +8,11 @@ Python versions and by this recipe's version. About 2.1 GB. The build happens in
 the final one and is renamed into place when it imports, so an interrupted build never looks finished; a
 file lock keeps concurrent builds (two sessions, a test run and `verify --setup`) from building it twice.
 
-What goes in: torch's CPU wheel (never a CUDA build; found in KVLINT_TORCH_WHEEL or pip's find-links),
-vLLM with --no-deps, and only the requirements needed to import the modules `kvlint verify` touches, each
+What goes in: torch, from the one source `torch_source` names in one line before the build: `torch==<pin>`
+from the index `--torch-index-url` names (PyTorch's CPU index: https://download.pytorch.org/whl/cpu), else the
+wheel file KVLINT_TORCH_WHEEL names, else as pip resolves it with the user's own configuration (PIP_INDEX_URL,
+pip.conf, find-links: PyPI's default build otherwise, CUDA's on Linux); no folder is searched. Then vLLM with
+--no-deps, and only the requirements needed to import the modules `kvlint verify` touches, each
 pinned as vLLM's own metadata pins it. xgrammar comes without its declared Triton (1 GB, never imported on
 this path).
 """
@@ -17,7 +20,6 @@ this path).
 from __future__ import annotations
 
 import fcntl
-import glob
 import json
 import os
 import re
@@ -28,6 +30,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from kvlint.scan.package_index import pip_settings, redact
 
 VLLM_VERSION = "0.29.0"
 TORCH_VERSION = "2.13.0"  # vLLM 0.29.0 pins torch==2.13.0
@@ -101,24 +105,44 @@ def environment_key() -> str:
     return f"vllm-{VLLM_VERSION}-torch-{TORCH_VERSION}-cpu-{python}-r{RECIPE_VERSION}"
 
 
-def find_torch_cpu_wheel() -> Path:
-    """torch's CPU wheel: from KVLINT_TORCH_WHEEL, else pip's find-links folders."""
+PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+@dataclass(frozen=True)
+class TorchSource:
+    """Where the build takes torch from: `requirement` (a wheel file, or `torch==<pin>`) and the index pip
+    reads it from (None: pip's own configuration); `said` is the one line that tells the user."""
+
+    requirement: str
+    index_url: str | None
+    said: str
+
+
+def torch_source(index_url: str | None = None, work_dir: Path | None = None) -> TorchSource:
+    """torch's source: `index_url` (the command line's), else KVLINT_TORCH_WHEEL's file, else pip's own
+    configuration."""
+    requirement = f"torch=={TORCH_VERSION}"
+    if index_url:
+        return TorchSource(requirement, index_url, f"{requirement} from {redact(index_url)} (--torch-index-url)")
     configured = os.environ.get("KVLINT_TORCH_WHEEL")
     if configured:
         if not Path(configured).is_file():
             raise RuntimeUnavailable(f"KVLINT_TORCH_WHEEL={configured} is not a file")
-        return Path(configured)
-    folders = [folder for value in (os.environ.get("PIP_FIND_LINKS", ""), "/opt/wheels") for folder in value.split()]
-    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    for folder in folders:
-        pattern = os.path.join(folder, f"torch-{TORCH_VERSION}+cpu-{tag}-{tag}-*x86_64.whl")
-        matches = sorted(glob.glob(pattern))
-        if matches:
-            return Path(matches[0])
-    raise RuntimeUnavailable(
-        f"no CPU wheel of torch {TORCH_VERSION} for {tag} found (set KVLINT_TORCH_WHEEL); "
-        "refusing to let pip fetch a CUDA build"
-    )
+        return TorchSource(configured, None, f"torch from the wheel KVLINT_TORCH_WHEEL names: {configured}")
+    return TorchSource(requirement, None, f"{requirement} as pip resolves it: {_pip_index(work_dir)}")
+
+
+def _pip_index(work_dir: Path | None) -> str:
+    """The index pip reads (its configuration and PIP_* environment), said with what to do for a CPU build."""
+    with tempfile.TemporaryDirectory(prefix="kvlint-pip-") as scratch:
+        index = redact(pip_settings(work_dir or Path(scratch)).index_url)
+    said = f"from {index}, pip's index (its extra indexes and find-links too, where configured)"
+    if index.rstrip("/") == "https://pypi.org/simple":
+        said += (
+            "; PyPI's default torch for Linux is a CUDA build (with its nvidia packages, several GB): "
+            f"for the CPU build give --torch-index-url {PYTORCH_CPU_INDEX}"
+        )
+    return said
 
 
 def _isolated(python: str | Path, *arguments: str) -> list[str]:
@@ -169,22 +193,21 @@ def _without_extras(requirement: str) -> str:
     return re.sub(r"\[[^\]]*\]", "", requirement, count=1)
 
 
-def _build(target: Path, log: list[str], progress=None) -> None:
-    """Build the environment in `target` (a folder kvlint made, the working folder of every step)."""
-    torch_wheel = find_torch_cpu_wheel()
+def _build(target: Path, log: list[str], progress=None, torch: TorchSource | None = None) -> str:
+    """Build the environment in `target` (a folder kvlint made, the working folder of every step); returns
+    the version of torch installed."""
+    torch = torch or torch_source(work_dir=target)
     _run(_isolated(sys.executable, "-m", "venv", str(target)), "create the virtualenv", log, target, progress)
     python = target / "bin" / "python"
     pip = _isolated(python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check")
+    from_index = ["--index-url", torch.index_url] if torch.index_url else []
+    _run([*pip, *from_index, torch.requirement], f"install {Path(torch.requirement).name}", log, target, progress)
+    script = "import importlib.metadata as m; print(m.version('torch'))"
+    installed = _run(_isolated(python, "-c", script), "read the torch installed", log, target).strip()
+    # Whatever asks for torch later gets the build installed or fails: pip must never swap in another.
     constraints = target / "kvlint-constraints.txt"
-    # Whatever asks for torch gets this CPU build or fails: pip must never swap in CUDA.
-    constraints.write_text(f"torch=={TORCH_VERSION}+cpu\n", encoding="utf-8")
-    pip += ["--find-links", str(torch_wheel.parent)]
-    steps = [
-        ([*pip, str(torch_wheel)], f"install {torch_wheel.name}"),
-        ([*pip, "--no-deps", f"vllm=={VLLM_VERSION}"], f"install vllm=={VLLM_VERSION} --no-deps"),
-    ]
-    for command, what in steps:
-        _run(command, what, log, target, progress)
+    constraints.write_text(f"torch=={installed}\n", encoding="utf-8")
+    _run([*pip, "--no-deps", f"vllm=={VLLM_VERSION}"], f"install vllm=={VLLM_VERSION} --no-deps", log, target, progress)
     pins = _requirement_pins(python, log, target)
     steps = [
         (
@@ -200,6 +223,7 @@ def _build(target: Path, log: list[str], progress=None) -> None:
     ]
     for command, what in steps:
         _run(command, what, log, target, progress)
+    return installed
 
 
 def _site_packages(python: Path) -> Path:
@@ -215,8 +239,8 @@ def _site_packages(python: Path) -> Path:
     return Path(completed.stdout.strip().splitlines()[-1])
 
 
-def vllm_runtime(progress=None) -> VllmRuntime:
-    """The cached environment, built first if needed (minutes, once per machine)."""
+def vllm_runtime(progress=None, torch_index_url: str | None = None) -> VllmRuntime:
+    """The cached environment, built first if needed (minutes, once per machine; torch from `torch_source`)."""
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     target = root / environment_key()
@@ -228,17 +252,22 @@ def vllm_runtime(progress=None) -> VllmRuntime:
         if not (target / INFO_FILE).is_file():
             if target.exists():  # a folder without its info file is not ours to trust
                 shutil.rmtree(target)
+            torch = torch_source(torch_index_url, work_dir=root)
             if progress is not None:
-                progress(f"building the vLLM {VLLM_VERSION} CPU environment in {target} (once)")
+                progress(
+                    f"building the vLLM {VLLM_VERSION} environment in {target} (once: about 2.1 GB with torch's "
+                    "CPU build, most of it downloaded; minutes, each step said as it starts)"
+                )
+                progress(f"torch: {torch.said}")
             staging = Path(tempfile.mkdtemp(prefix=f"{environment_key()}.building-", dir=root))
             log: list[str] = []
             started = time.monotonic()
             try:
                 # A virtualenv records its own path in places; build it where it will live,
                 # only in a staging name, and rename: `bin/python -m …` works after the move.
-                _build(staging, log, progress)
+                installed = _build(staging, log, progress, torch)
                 seconds = time.monotonic() - started
-                info = {"vllm": VLLM_VERSION, "torch": TORCH_VERSION, "build_seconds": seconds, "steps": log}
+                info = {"vllm": VLLM_VERSION, "torch": installed, "build_seconds": seconds, "steps": log}
                 (staging / INFO_FILE).write_text(json.dumps(info, indent=1), encoding="utf-8")
                 os.rename(staging, target)
                 built_now = True
