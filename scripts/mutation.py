@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import shutil
 import subprocess
@@ -213,8 +214,13 @@ def mutants_of(module: str, root: Path = ROOT) -> Iterator[Mutant]:
         yield Mutant(module, first, last, operator, source)
 
 
-def coverage_map(pytest_args: list[str]) -> dict[str, dict[int, set[str]]]:
-    """module → line → the fast tests that run it (coverage's per-test dynamic contexts, one run)."""
+def coverage_map(pytest_args: list[str], cache: Path | None = None, jobs: int = 1) -> dict[str, dict[int, set[str]]]:
+    """module → line → the fast tests that run it (coverage's per-test dynamic contexts, one run). With `cache`,
+    a map saved there is read back instead (it is only as fresh as the tests and code it was made from: make
+    it again after changing either), and a new one is saved there."""
+    if cache is not None and cache.is_file():
+        saved = json.loads(cache.read_text())
+        return {m: {int(n): set(t) for n, t in by_line.items()} for m, by_line in saved.items()}
     data_file = ROOT / ".mutation-coverage"
     command = [
         sys.executable,
@@ -224,6 +230,7 @@ def coverage_map(pytest_args: list[str]) -> dict[str, dict[int, set[str]]]:
         "-p",
         "no:cacheprovider",
         "-x",
+        *(["-n", str(jobs)] if jobs > 1 else []),
         *pytest_args,
         "--cov=kvlint",
         "--cov=rules",
@@ -232,7 +239,7 @@ def coverage_map(pytest_args: list[str]) -> dict[str, dict[int, set[str]]]:
         f"--cov-config={_coverage_rc()}",
     ]
     env = dict(os.environ, COVERAGE_FILE=str(data_file))
-    subprocess.run(command, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(command, cwd=ROOT, env=env, check=True, stdout=sys.stderr)
     from coverage import CoverageData
 
     data = CoverageData(basename=str(data_file))
@@ -243,6 +250,8 @@ def coverage_map(pytest_args: list[str]) -> dict[str, dict[int, set[str]]]:
         by_line = data.contexts_by_lineno(measured)
         lines[relative] = {number: {c.rsplit("|", 1)[0] for c in contexts if c} for number, contexts in by_line.items()}
     data_file.unlink(missing_ok=True)
+    if cache is not None:
+        cache.write_text(json.dumps({m: {n: sorted(t) for n, t in b.items()} for m, b in lines.items()}))
     return lines
 
 
@@ -305,6 +314,15 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=1800.0, help="stop starting mutants after this many seconds")
     parser.add_argument("--report", action="store_true", help="write the scores into docs/reliability.md")
     parser.add_argument("--tests", default="tests", help="the test folder or files the coverage map is made from")
+    parser.add_argument(
+        "--results", type=Path, metavar="FILE", help="write every mutant's verdict to FILE (JSON lines)"
+    )
+    parser.add_argument(
+        "--retry", type=Path, metavar="FILE", help="run only the mutants FILE (from --results) lists as surviving"
+    )
+    parser.add_argument(
+        "--coverage-cache", type=Path, metavar="FILE", help="reuse the per-test coverage map saved in FILE, or save it"
+    )
     options = parser.parse_args()
     start = time.monotonic()
     modules = modules_from(options.modules, options.changed)
@@ -312,8 +330,15 @@ def main() -> int:
         print("mutation: no module to mutate")
         return 0
     print(f"mutation: per-test coverage of the fast loop over {options.tests}…", file=sys.stderr)
-    covered = coverage_map(["-m", "not slow", options.tests])
+    covered = coverage_map(["-m", "not slow", options.tests], options.coverage_cache, options.jobs)
     mutants = [m for module in modules for m in mutants_of(module)]
+    if options.retry:
+        again = {
+            (r["module"], r["line"], r["operator"])
+            for r in map(json.loads, options.retry.read_text().splitlines())
+            if r["verdict"] in ("survived", "uncovered", "not run")
+        }
+        mutants = [m for m in mutants if (m.module, m.line, m.operator) in again]
     print(f"mutation: {len(mutants)} mutants of {len(modules)} module(s)", file=sys.stderr)
     results: dict[str, dict[str, list[Mutant]]] = {
         m: {"killed": [], "survived": [], "uncovered": [], "not run": []} for m in modules
@@ -343,7 +368,11 @@ def main() -> int:
         with ThreadPoolExecutor(max_workers=len(copies)) as pool:
             for mutant, verdict in pool.map(work, mutants):
                 results[mutant.module][verdict].append(mutant)
-                print(f"{verdict:9} {mutant.module}:{mutant.line} {mutant.operator}", file=sys.stderr)
+                print(f"{verdict:9} {mutant.module}:{mutant.line} {mutant.operator}", file=sys.stderr, flush=True)
+                if options.results:
+                    record = {"module": mutant.module, "line": mutant.line, "operator": mutant.operator}
+                    with options.results.open("a") as stream:
+                        stream.write(json.dumps({**record, "verdict": verdict}) + "\n")
     report = render(results, time.monotonic() - start)
     print(report)
     if options.report:
