@@ -229,7 +229,7 @@ def coverage_map(pytest_args: list[str], cache: Path | None = None, jobs: int = 
         "-q",
         "-p",
         "no:cacheprovider",
-        "-x",
+        "-rf",
         *(["-n", str(jobs)] if jobs > 1 else []),
         *pytest_args,
         "--cov=kvlint",
@@ -239,7 +239,13 @@ def coverage_map(pytest_args: list[str], cache: Path | None = None, jobs: int = 
         f"--cov-config={_coverage_rc()}",
     ]
     env = dict(os.environ, COVERAGE_FILE=str(data_file))
-    subprocess.run(command, cwd=ROOT, env=env, check=True, stdout=sys.stderr)
+    run = subprocess.run(command, cwd=ROOT, env=env, check=False, stdout=subprocess.PIPE, text=True)
+    # A test that fails on the unmutated code would "kill" every mutant it covers: it is left out of the map.
+    failing = {line.split()[1] for line in run.stdout.splitlines() if line.startswith("FAILED ")}
+    if run.returncode not in (0, 1) or not data_file.exists():
+        sys.exit(f"mutation: the coverage run failed (exit {run.returncode}):\n{run.stdout[-3000:]}")
+    for name in sorted(failing):
+        print(f"mutation: {name} fails without any mutant; it is left out", file=sys.stderr)
     from coverage import CoverageData
 
     data = CoverageData(basename=str(data_file))
@@ -248,7 +254,9 @@ def coverage_map(pytest_args: list[str], cache: Path | None = None, jobs: int = 
     for measured in data.measured_files():
         relative = os.path.relpath(measured, ROOT)
         by_line = data.contexts_by_lineno(measured)
-        lines[relative] = {number: {c.rsplit("|", 1)[0] for c in contexts if c} for number, contexts in by_line.items()}
+        lines[relative] = {
+            number: {c.rsplit("|", 1)[0] for c in contexts if c} - failing for number, contexts in by_line.items()
+        }
     data_file.unlink(missing_ok=True)
     if cache is not None:
         cache.write_text(json.dumps({m: {n: sorted(t) for n, t in b.items()} for m, b in lines.items()}))
