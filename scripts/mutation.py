@@ -51,6 +51,12 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
         29,
         "if-branch never taken",
     ): "a fast path: a source without the word holds no directive",
+    (
+        "kvlint/analysis/dominance.py",
+        54,
+        "and -> or",
+    ): "a guard that only saves work: `_exits` is False for all it lets through (an expression, an `else` or "
+    "`elif` clause, None), none of them a block ending in an exit",
 }
 TEST_TIMEOUT = 120  # seconds for one mutant's tests: a loop the mutant made is a kill
 MARK_BEGIN, MARK_END = "<!-- generated:mutation -->", "<!-- /generated:mutation -->"
@@ -141,6 +147,12 @@ class _Finder(ast.NodeVisitor):
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
         return  # messages: their wording is the goldens' business, not the analysis'
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        # A decorator (`@dataclass(frozen=True)`) declares, it decides nothing, and runs only at import, where
+        # no test's coverage context sees it: its mutants could only ever read "uncovered".
+        for child in node.body:
+            self.visit(child)
 
 
 def _empty_like(value: ast.AST | None) -> str | None:
@@ -340,17 +352,13 @@ def main() -> int:
     print(f"mutation: per-test coverage of the fast loop over {options.tests}…", file=sys.stderr)
     covered = coverage_map(["-m", "not slow", options.tests], options.coverage_cache, options.jobs)
     mutants = [m for module in modules for m in mutants_of(module)]
-    if options.retry:
-        again = {
-            (r["module"], r["line"], r["operator"])
-            for r in map(json.loads, options.retry.read_text().splitlines())
-            if r["verdict"] in ("survived", "uncovered", "not run")
-        }
-        mutants = [m for m in mutants if (m.module, m.line, m.operator) in again]
-    print(f"mutation: {len(mutants)} mutants of {len(modules)} module(s)", file=sys.stderr)
+    reach = _reach(covered)
     results: dict[str, dict[str, list[Mutant]]] = {
         m: {"killed": [], "survived": [], "uncovered": [], "not run": []} for m in modules
     }
+    if options.retry:
+        mutants = _carry_over(mutants, options.retry, results)
+    print(f"mutation: {len(mutants)} mutants of {len(modules)} module(s) to run", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="kvlint-mutation-") as scratch:
         copies = [scratch_copy(Path(scratch) / f"copy{i}") for i in range(max(1, options.jobs))]
         free = list(copies)
@@ -361,7 +369,8 @@ def main() -> int:
                     t
                     for line in range(mutant.line, mutant.end_line + 1)
                     for t in covered.get(mutant.module, {}).get(line, ())
-                }
+                },
+                key=lambda t: (reach.get(t, 0), t),
             )
             if not tests:
                 return mutant, "uncovered"
@@ -388,26 +397,63 @@ def main() -> int:
     return 0
 
 
+def _reach(covered: dict[str, dict[int, set[str]]]) -> dict[str, int]:
+    """Test → how many lines it runs. The tests that run the fewest go first: a unit test of the mutated
+    code fails soonest and cheapest, and `-x` stops there."""
+    reach: dict[str, int] = {}
+    for by_line in covered.values():
+        for tests in by_line.values():
+            for test in tests:
+                reach[test] = reach.get(test, 0) + 1
+    return reach
+
+
+def _carry_over(mutants: list[Mutant], retry: Path, results: dict[str, dict[str, list[Mutant]]]) -> list[Mutant]:
+    """The mutants to run again: those not killed in the run `retry` recorded. The others count as killed
+    (tests only added since that run, the code unchanged: a mutant killed then is killed now)."""
+    last = {}  # (module, line, operator) → its latest verdict (the file may hold several runs)
+    for line in retry.read_text().splitlines():
+        if line.strip():
+            record = json.loads(line)
+            last[record["module"], record["line"], record["operator"]] = record["verdict"]
+    again = []
+    for mutant in mutants:
+        if last.get((mutant.module, mutant.line, mutant.operator)) == "killed":
+            results[mutant.module]["killed"].append(mutant)
+        else:
+            again.append(mutant)
+    return again
+
+
 def render(results: dict[str, dict[str, list[Mutant]]], seconds: float) -> str:
-    rows = ["| module | mutants | killed | survived | uncovered | score |", "|---|---:|---:|---:|---:|---:|"]
+    rows = [
+        "| module | mutants | killed | survived | uncovered | equivalent | score |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     survivors = []
+    equivalent = []
     for module, verdicts in results.items():
         run = len(verdicts["killed"]) + len(verdicts["survived"]) + len(verdicts["uncovered"])
         score = f"{len(verdicts['killed']) / run:.0%}" if run else "—"
+        same = sorted((line, operator, why) for (m, line, operator), why in EQUIVALENT.items() if m == module)
         rows.append(
-            f"| `{module}` | {run} | {len(verdicts['killed'])} | {len(verdicts['survived'])} | {len(verdicts['uncovered'])} | {score} |"
+            f"| `{module}` | {run} | {len(verdicts['killed'])} | {len(verdicts['survived'])} "
+            f"| {len(verdicts['uncovered'])} | {len(same)} | {score} |"
         )
         survivors += [
             f"- `{m.module}:{m.line}` {m.operator} ({kind})"
             for kind in ("survived", "uncovered")
             for m in verdicts[kind]
         ]
+        equivalent += [f"- `{module}:{line}` {operator}: {why}" for line, operator, why in same]
     skipped = sum(len(v["not run"]) for v in results.values())
     tail = f"\n\n{skipped} mutant(s) not run (over the time budget)." if skipped else ""
     listing = "\n".join(survivors) if survivors else "(none)"
+    same_listing = "\n".join(equivalent) if equivalent else "(none)"
     return (
         "\n".join(rows)
         + f"\n\nIn {seconds / 60:.0f} min (`python scripts/mutation.py --report`). Survivors:\n\n{listing}{tail}"
+        + f"\n\nEquivalent mutants (not counted; `EQUIVALENT` in scripts/mutation.py says why):\n\n{same_listing}"
     )
 
 
