@@ -210,3 +210,39 @@ def test_only_a_method_returning_one_self_attribute_in_a_connector_module_is_an_
     assert scheduler_consumed_members(texts, ()) == frozenset({"pulls"})
     elsewhere = {"vllm/v1/worker/foo.py": ACCESSORS.encode()}
     assert scheduler_consumed_members(elsewhere, ()) == frozenset()
+
+
+def test_a_validation_reports_when_any_statement_of_its_list_check_raises():
+    logged = COLLECTING.replace(
+        "raise ValueError(unsupported)", "log(unsupported)\n            raise ValueError(unsupported)"
+    )
+    assert divergence(logged) is not None
+
+
+def test_a_validation_at_module_level_has_no_role():
+    assert divergence("if isinstance(spec, MambaSpec):\n    raise ValueError()\n") is None
+
+
+def test_a_both_roles_constructor_outside_any_class_is_no_half():
+    source = "def __init__(self, vllm_config, role):\n    self._pulls = isinstance(s, MambaSpec)\n\ndef pulls(self):\n    return self._pulls\n"
+    assert divergence(source) is not None
+
+
+def test_a_read_one_space_into_a_scheduler_class_is_the_schedulers():
+    assert consumed("class FooConnectorScheduler:\n x = self.c.pulls()\n") == frozenset({"pulls"})
+
+
+def test_a_class_at_the_reads_own_indentation_does_not_enclose_it():
+    reads = "class FooWorker:\n    class Scheduler:\n        pass\n    x = self.c.pulls()\n"
+    assert consumed(reads) == frozenset()
+
+
+def test_a_delegating_member_is_told_from_the_def_before_it():
+    delegate = "class Wrapper:\n    def other(self):\n        pass\n\n    def pulls(self):\n        return self.inner.pulls()\n"
+    assert consumed(delegate) == frozenset({"pulls"})
+    assert (
+        consumed(
+            delegate.replace("return self.inner.pulls()", "pass\n\n    def x(self):\n        return self.inner.pulls()")
+        )
+        == frozenset()
+    )

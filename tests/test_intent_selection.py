@@ -201,3 +201,26 @@ def test_the_best_witness_is_default_then_possible_then_opt_in_then_most_shared_
     far, close = container({"Near"}, {"A"}, model="Far"), container({"Near"}, {"A"}, model="Close")
     ranked = rank_witnesses((opt_in, possible, lonely, far, close), tree)
     assert ranked == (close, far, lonely, possible, opt_in)
+
+
+def test_a_flag_whose_every_value_is_falsy_deselects_its_layer():
+    tree = census(layer("Never", {"MambaSpec"}, attributes=[("use_replay", "0|False|None")]))
+    flagged = LayerSelection(flags=("use_replay",))
+    never = container({"Never"}, {"MambaSpec"})
+    assert built_containers((never,), tree, HIERARCHY, frozenset({"MambaSpec"}), False, flagged) == ()
+
+
+def test_a_container_of_any_one_checkpoints_layers_is_the_whole_model():
+    alternatives = (frozenset({"A"}), frozenset({"A", "B"}))
+    model = Model("M", "vllm/models/m.py", frozenset({"A", "B"}), alternatives)
+    tree = census(layer("A", {"FullAttentionSpec"}), layer("B", {"MLAAttentionSpec"}), models=(model,))
+    assert whole_model(container({"A", "B"}, {"FullAttentionSpec"}), tree)
+
+
+def test_witnesses_rank_without_a_census_and_a_model_or_layer_it_lacks_is_near_nothing():
+    first, second = container({"X"}, {"A"}, model="Gone"), container({"Y"}, {"A"})
+    assert rank_witnesses((second, first), None) == (second, first)
+    homeless = census(layer("Y", {"A"}, where="elsewhere/y.py:1"), models=(Model("M", "vllm/m.py", frozenset()),))
+    unplaced = container({"Z"}, {"A"})  # no layer of the census: no home to be near
+    assert rank_witnesses((second, unplaced), homeless) == (second, unplaced)
+    assert rank_witnesses((second, first), homeless) == (second, first)  # "Gone": no model in the census
