@@ -57,6 +57,20 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
         "and -> or",
     ): "a guard that only saves work: `_exits` is False for all it lets through (an expression, an `else` or "
     "`elif` clause, None), none of them a block ending in an exit",
+    ("kvlint/analysis/layer_selection.py", 183, "0 -> 1"): "every layer set's count shifted by one: the order of "
+    "witnesses, which alone uses it, is the same",
+    ("kvlint/analysis/layer_selection.py", 183, "1 -> 2"): "every count doubled: the same order of witnesses",
+    ("kvlint/analysis/layer_selection.py", 188, "0 -> 1"): "without a census every witness is equally near: "
+    "any constant gives the same order",
+    ("kvlint/analysis/consumers.py", 46, "if-branch never taken"): "a fast path: with no accessor the empty "
+    "pattern's reads name no accessor, and none is consumed",
+    ("kvlint/analysis/consumers.py", 54, "if-branch never taken"): "a fast path: a name read by the worker "
+    "once stays so",
+    ("kvlint/analysis/consumers.py", 75, "0 -> 1"): "only a read on line 2 after an empty line 1 differs, "
+    "and nothing above it can enclose it",
+    ("kvlint/analysis/consumers.py", 80, "if-branch never taken"): "a fast exit: no class indentation is "
+    "below 0, so a line at the margin gets no class either way",
+    ("kvlint/analysis/census/compositions.py", 57, "1 -> 2"): "a maxsplit: the first part is the same",
 }
 TEST_TIMEOUT = 120  # seconds for one mutant's tests: a loop the mutant made is a kill
 MARK_BEGIN, MARK_END = "<!-- generated:mutation -->", "<!-- /generated:mutation -->"

@@ -289,3 +289,45 @@ def test_a_layout_gated_path_is_opt_in_unless_a_backend_allows_only_block_outerm
         POSSIBLE + "with mixed page sizes, which the census does not decide (block-outermost by default: "
         "Outer's backend allows no other layout)"
     }
+
+
+def test_a_container_says_where_its_path_builds_it_and_what_kind_of_setting_it_is():
+    (found,) = compose(
+        Census(
+            LAYERS, (Model("M", "m.py", frozenset({"Attn", "Mla"}), (frozenset({"Attn", "Mla"}),)),), frozenset(), ""
+        ),
+        (path(),),
+        HIERARCHY,
+        BASES,
+    )
+    assert found.where() == "g.py:10" and found.kind == "default" and found.is_default
+    assert found.checkpoints == (("Attn:FullAttentionSpec", "Mla:MLAAttentionSpec"),)
+
+
+def test_checkpoints_building_the_same_container_are_one_composition_naming_each():
+    alternatives = (frozenset({"Attn", "Mla"}), frozenset({"Attn", "Mla", "Hidden"}))
+    model = Model("M", "m.py", frozenset({"Attn", "Mla", "Hidden"}), alternatives)
+    (found,) = compose(Census(LAYERS, (model,), frozenset(), ""), (path(excluded={"HiddenSpec"}),), HIERARCHY, BASES)
+    assert len(found.checkpoints) == 2 and found.layer_classes == {"Attn", "Mla"}
+
+
+def test_default_containers_come_before_possible_ones():
+    merged = Model("A", "a.py", frozenset({"Attn", "Mla"}), (frozenset({"Attn", "Mla"}),), True)
+    plain = Model("B", "b.py", frozenset({"Attn", "Mla"}), (frozenset({"Attn", "Mla"}),))
+    found = compose(Census(LAYERS, (merged, plain), frozenset(), ""), (path(),), HIERARCHY, BASES)
+    assert [c.model for c in found] == ["B", "A"]
+
+
+def test_a_layer_building_one_of_several_specs_gives_a_checkpoint_per_choice_and_one_of_all():
+    from kvlint.analysis.census.compositions import checkpoints
+
+    either = [
+        LayerClass(f"E{i}", "l.py:1", frozenset({"MLAAttentionSpec", "SlidingWindowSpec"}), (), (), None)
+        for i in range(5)
+    ]
+    few = Census(tuple(either[:2]), (), frozenset(), "")
+    model = Model("M", "m.py", frozenset({"E0", "E1"}), (frozenset({"E0", "E1"}),))
+    assert len(checkpoints(few, model)) == 5  # all four specs at once, and 2 x 2 choices
+    many = Census(tuple(either), (), frozenset(), "")
+    model = Model("M", "m.py", frozenset(f"E{i}" for i in range(5)), (frozenset(f"E{i}" for i in range(5)),))
+    assert len(checkpoints(many, model)) == 1  # 2**5 choices: past the cap, only all at once
