@@ -362,3 +362,29 @@ def test_a_constructor_chain_past_the_depth_limit_exceeds_the_budget_not_the_sta
         model_layers(Program(texts, set(), Budget()), "m.py", "C0")
     shallow = {"m.py": (chain.split("class C90")[0] + "class C90:\n    pass\n").encode()}
     assert model_layers(Program(shallow, set(), Budget()), "m.py", "C0") is not None
+
+
+def test_a_constructor_chain_of_exactly_the_depth_limit_is_followed_one_deeper_is_not():
+    import pytest
+
+    from kvlint.analysis.census.budget import BudgetExceeded
+
+    def chain(length: int) -> dict[str, bytes]:
+        body = "".join(
+            f"class C{i}:\n    def __init__(self):\n        self.x = C{i + 1}()\n\n" for i in range(length - 1)
+        )
+        return {"m.py": (body + f"class C{length - 1}:\n    pass\n").encode()}
+
+    assert model_layers(Program(chain(100), set(), Budget()), "m.py", "C0") is not None
+    with pytest.raises(BudgetExceeded):
+        model_layers(Program(chain(101), set(), Budget()), "m.py", "C0")
+
+
+def test_an_import_re_exported_twenty_modules_deep_is_followed_not_one_more():
+    def reexports(depth: int) -> dict[str, bytes]:
+        texts = {f"m{i}.py": f"from m{i + 1} import Layer\n".encode() for i in range(depth)}
+        texts[f"m{depth}.py"] = b"class Layer:\n    pass\n"
+        return texts
+
+    assert Program(reexports(20), set(), Budget()).resolve("m0.py", "Layer") is not None
+    assert Program(reexports(21), set(), Budget()).resolve("m0.py", "Layer") is None
