@@ -331,3 +331,67 @@ def test_a_layer_building_one_of_several_specs_gives_a_checkpoint_per_choice_and
     many = Census(tuple(either), (), frozenset(), "")
     model = Model("M", "m.py", frozenset(f"E{i}" for i in range(5)), (frozenset(f"E{i}" for i in range(5)),))
     assert len(checkpoints(many, model)) == 1  # 2**5 choices: past the cap, only all at once
+
+
+def test_reading_the_paths_spends_the_budget_on_the_module_and_each_paths_function():
+    import pytest
+
+    from kvlint.analysis.census.budget import Budget, BudgetExceeded
+
+    source = "def f(s):\n    return UniformTypeKVCacheSpecs.from_specs(s)\n"
+    texts = {PLANNING: source.encode()}
+    with pytest.raises(BudgetExceeded):
+        read_grouping_paths(texts, CONTAINER, Budget(len(source) - 1))
+    with pytest.raises(BudgetExceeded):  # the module, then the function's body again
+        read_grouping_paths(texts, CONTAINER, Budget(len(source) + 10))
+    assert read_grouping_paths(texts, CONTAINER, Budget(2 * len(source)))
+
+
+def test_a_call_is_the_path_of_the_function_whose_lines_hold_it():
+    found = paths_of(
+        """
+        def first(
+            kv_cache_spec,
+        ):
+            # a comment at the margin inside the function
+        # another
+            x = f(
+                kv_cache_spec
+        )
+            return UniformTypeKVCacheSpecs.from_specs(kv_cache_spec)
+
+
+        def second(kv_cache_spec):
+            mla = {k: v for k, v in kv_cache_spec.items() if isinstance(v, MLAAttentionSpec)}
+            return UniformTypeKVCacheSpecs.from_specs(mla)
+        """
+    )
+    assert set(found) == {"first", "second"}
+    assert found["first"].line == 10 and found["second"].line == 15
+    assert found["first"].only == frozenset() and found["second"].only == frozenset({"MLAAttentionSpec"})
+
+
+def test_a_filter_names_the_classes_of_a_tuple_and_nothing_for_a_computed_class():
+    found = paths_of(
+        """
+        def tupled(kv_cache_spec):
+            kept = {k: v for k, v in kv_cache_spec.items() if not isinstance(v, (HiddenSpec, EncoderSpec))}
+            return UniformTypeKVCacheSpecs.from_specs(kept)
+
+        def computed(kv_cache_spec):
+            kept = {k: v for k, v in kv_cache_spec.items() if not isinstance(v, pick(HiddenSpec))}
+            return UniformTypeKVCacheSpecs.from_specs(kept)
+
+        def attribute(kv_cache_spec):
+            kept = {k: v for k, v in kv_cache_spec.items() if not isinstance(v.spec, HiddenSpec)}
+            return UniformTypeKVCacheSpecs.from_specs(kept)
+
+        def listed(kv_cache_spec):
+            kept = [v for v in kv_cache_spec if not isinstance(v, HiddenSpec)]
+            return UniformTypeKVCacheSpecs.from_specs(kept)
+        """
+    )
+    assert found["tupled"].excluded == frozenset({"HiddenSpec", "EncoderSpec"})
+    assert found["computed"].excluded == frozenset()
+    assert found["attribute"].excluded == frozenset()
+    assert found["listed"].excluded == frozenset()
