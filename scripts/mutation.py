@@ -71,6 +71,12 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("kvlint/analysis/consumers.py", 80, "if-branch never taken"): "a fast exit: no class indentation is "
     "below 0, so a line at the margin gets no class either way",
     ("kvlint/analysis/census/compositions.py", 57, "1 -> 2"): "a maxsplit: the first part is the same",
+    ("kvlint/analysis/census/reading.py", 73, "16 -> 17"): "the fingerprint's length: a longer prefix of the "
+    "same digest tells the same changes apart",
+    ("kvlint/analysis/census/reading.py", 210, "if-branch never taken"): "a fast path: a module without the "
+    "words has no match of the method's pattern either",
+    ("kvlint/analysis/census/reading.py", 212, "1 -> 2"): "every definition's line one later: no class "
+    "statement shares a line with the def it holds, so `c.line < line` picks the same classes",
     ("kvlint/analysis/census/instantiation.py", 220, "1000 -> 1001"): "what one constructor costs the "
     "budget: a unit, not a decision (the budget's own tests bound it)",
 }

@@ -388,3 +388,64 @@ def test_an_import_re_exported_twenty_modules_deep_is_followed_not_one_more():
 
     assert Program(reexports(20), set(), Budget()).resolve("m0.py", "Layer") is not None
     assert Program(reexports(21), set(), Budget()).resolve("m0.py", "Layer") is None
+
+
+def test_a_module_could_shape_the_census_by_its_folder_or_by_a_word_it_holds():
+    from kvlint.analysis.census import could_shape_census
+
+    assert could_shape_census("vllm/model_executor/models/x.py", b"")
+    assert could_shape_census("vllm/v1/other.py", b"def get_kv_cache_spec(self):")
+    assert not could_shape_census("vllm/v1/other.py", b"nothing here")
+
+
+def test_the_registry_is_the_registry_module_with_the_most_entries_each_class_once():
+    texts = {
+        "vllm/other/table.py": b'X = {\n    "A": ("m", "M"),\n    "B": ("m2", "M2"),\n    "C": ("m3", "M3"),\n}\n',
+        f"{MODELS}/registry.py": (
+            b'_MODELS = {\n    "M": ("m", "M"),\n    "Again": ("m", "M"),\n'
+            b'    "Gone1": ("gone1", "X"),\n    "Gone2": ("gone2", "X"),\n}\n'
+        ),
+        "vllm/extra/registry.py": b'_MODELS = {\n    "Other": ("m", "M"),\n}\n',
+        f"{MODELS}/m.py": (IMPORTS + "class M:\n    def __init__(self):\n        self.a = Attention()\n").encode(),
+        LAYER_MODULE: LAYERS.encode(),
+    }
+    census = read_census(texts, SPECS)
+    assert [m.name for m in census.models] == ["M"]  # "Again" names the same class: one model
+    assert census.unread == ("Gone1", "Gone2")  # two missing modules, each its own model
+    tied = {**texts, f"{MODELS}/registry.py": b'_MODELS = {\n    "First": ("m", "M"),\n}\n'}
+    tied["vllm/extra/registry.py"] = b'_MODELS = {\n    "Second": ("m", "M"),\n}\n'
+    assert [m.name for m in read_census(tied, SPECS).models] == ["First"]  # a tie: the first read
+
+
+def test_the_spec_method_belongs_to_the_class_indented_around_it_not_a_nested_one_above():
+    layers = LAYERS + (
+        "\nclass Outer(AttentionLayerBase):\n    class Meta:\n        pass\n\n"
+        "    def get_kv_cache_spec(self, vllm_config):\n        return MambaSpec(block_size=16)\n"
+    )
+    census = census_of("class M:\n    pass\n", **{LAYER_MODULE: layers})
+    names = {layer.name for layer in census.layers}
+    assert "Outer" in names and "Meta" not in names
+
+
+def test_classes_deriving_from_each_other_are_read_once_not_forever():
+    cyclic = LAYERS + "\nclass Ping(Pong, Attention):\n    pass\n\nclass Pong(Ping):\n    pass\n"
+    census = census_of("class M:\n    pass\n", **{LAYER_MODULE: cyclic})
+    assert {layer.name: layer.spec_classes for layer in census.layers}["Ping"] == {"FullAttentionSpec"}
+
+
+def test_a_layers_layouts_are_what_its_backends_nearest_declaration_says():
+    layers = LAYERS + (
+        "\nclass BaseBackend:\n    @classmethod\n    def supported_kv_cache_layouts(cls):\n"
+        "        return (KVCacheLayout.HND, KVCacheLayout.NHD)\n\n"
+        "class Backend(BaseBackend):\n    pass\n\n"
+        "class Silent:\n    pass\n\n"
+        "class Declared(Attention):\n    def get_attn_backend(self):\n        return Backend\n\n"
+        "class Undeclared(Attention):\n    def get_attn_backend(self):\n        return Silent\n\n"
+        "class Chooses(Attention):\n    def get_attn_backend(self):\n        if x:\n            return Backend\n"
+        "        return Silent\n\n"
+        "class InheritsIt(Declared):\n    pass\n"
+    )
+    census = census_of("class M:\n    pass\n", **{LAYER_MODULE: layers})
+    layouts = {layer.name: layer.layouts for layer in census.layers}
+    assert layouts["Declared"] == ("HND", "NHD") and layouts["InheritsIt"] == ("HND", "NHD")
+    assert layouts["Undeclared"] is None and layouts["Chooses"] is None and layouts["Attention"] is None
