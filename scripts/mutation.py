@@ -77,6 +77,13 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "words has no match of the method's pattern either",
     ("kvlint/analysis/census/reading.py", 212, "1 -> 2"): "every definition's line one later: no class "
     "statement shares a line with the def it holds, so `c.line < line` picks the same classes",
+    ("kvlint/analysis/census/instantiation.py", 132, "if-branch never taken"): "a cache: the bindings read "
+    "again are the same",
+    ("kvlint/analysis/census/instantiation.py", 200, "if-branch never taken"): "a cache: the constructor "
+    "read again builds the same (only the budget, not the answer, tells)",
+    ("kvlint/analysis/census/instantiation.py", 230, "if-branch never taken"): "a cache, as for constructors",
+    ("kvlint/analysis/census/instantiation.py", 299, "if-branch never taken"): "a fast path: `resolve_expr` "
+    "resolves no attribute of anything but a name, so the reference builds nothing either way",
     ("kvlint/analysis/census/instantiation.py", 220, "1000 -> 1001"): "what one constructor costs the "
     "budget: a unit, not a decision (the budget's own tests bound it)",
 }

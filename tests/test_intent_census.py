@@ -449,3 +449,50 @@ def test_a_layers_layouts_are_what_its_backends_nearest_declaration_says():
     layouts = {layer.name: layer.layouts for layer in census.layers}
     assert layouts["Declared"] == ("HND", "NHD") and layouts["InheritsIt"] == ("HND", "NHD")
     assert layouts["Undeclared"] is None and layouts["Chooses"] is None and layouts["Attention"] is None
+
+
+def test_imports_two_packages_up_and_a_class_named_through_its_module_are_followed():
+    assert built(
+        """
+        from ..layers.attention import Mamba
+        from ..layers import attention
+
+        class M:
+            def __init__(self):
+                self.a = Mamba()
+                self.b = attention.Mla()
+                self.kind = attention.Sliding
+        """
+    ) == {frozenset({"Mamba", "Mla", "Sliding"})}
+
+
+def test_a_layer_function_defined_inside_the_constructor_is_read():
+    assert built(
+        """
+        class M:
+            def __init__(self, config):
+                def layer_fn(prefix):
+                    return Mamba()
+
+                self.layers = make_layers(config.n, layer_fn)
+        """
+    ) == {frozenset({"Mamba"})}
+
+
+def test_a_constructor_or_function_reaching_itself_is_read_once():
+    assert built(
+        """
+        def build(n):
+            return [Mla(), build(n - 1)]
+
+        class Node:
+            def __init__(self, depth):
+                self.attn = Attention()
+                self.child = Node(depth - 1) if depth else None
+
+        class M:
+            def __init__(self):
+                self.root = Node(3)
+                self.extra = build(2)
+        """
+    ) == {frozenset({"Attention", "Mla"})}
