@@ -395,3 +395,32 @@ def test_a_filter_names_the_classes_of_a_tuple_and_nothing_for_a_computed_class(
     assert found["computed"].excluded == frozenset()
     assert found["attribute"].excluded == frozenset()
     assert found["listed"].excluded == frozenset()
+
+
+def test_past_sixteen_spec_choices_only_the_all_at_once_checkpoint_is_kept():
+    from kvlint.analysis.census.compositions import checkpoints
+
+    def count(specs: int) -> int:
+        layer = LayerClass("E", "l.py:1", frozenset(f"S{i}" for i in range(specs)), (), (), None)
+        model = Model("M", "m.py", frozenset({"E"}), (frozenset({"E"}),))
+        return len(checkpoints(Census((layer,), (), frozenset(), ""), model))
+
+    assert count(16) == 17  # all at once, and each of the 16
+    assert count(17) == 1
+
+
+def test_a_whole_model_container_built_by_default_keeps_later_paths_from_running():
+    whole = path("whole", guards=Guards(returns_container=True))
+    only_mla = path("mla", only={"MLAAttentionSpec"})
+    assert containers({"Attn", "Mla", "Indexer"}, only_mla, whole) == {(frozenset({"Attn", "Mla", "Indexer"}), DEFAULT)}
+    possible = path("whole", guards=Guards(returns_container=True, page_gated=True))
+    assert containers({"Attn", "Mla", "Indexer", "Swa"}, only_mla, possible) == {
+        (frozenset({"Mla", "Indexer"}), DEFAULT)
+    }
+
+
+def test_a_layer_setting_its_own_block_size_at_run_time_makes_its_container_only_possible():
+    sized = LayerClass("Sized", "l.py:9", frozenset({"FullAttentionSpec"}), (("block_size", "?"),), (), None)
+    model = Model("M", "m.py", frozenset({"Sized", "Mla"}), (frozenset({"Sized", "Mla"}),))
+    (found,) = compose(Census((*LAYERS, sized), (model,), frozenset(), ""), (path(),), HIERARCHY, BASES)
+    assert found.setting == POSSIBLE + "that Sized share the others' block size is unproven (set at run time)"
