@@ -424,3 +424,46 @@ def test_a_layer_setting_its_own_block_size_at_run_time_makes_its_container_only
     model = Model("M", "m.py", frozenset({"Sized", "Mla"}), (frozenset({"Sized", "Mla"}),))
     (found,) = compose(Census((*LAYERS, sized), (model,), frozenset(), ""), (path(),), HIERARCHY, BASES)
     assert found.setting == POSSIBLE + "that Sized share the others' block size is unproven (set at run time)"
+
+
+def guards_of(layers: set[str], one: GroupingPath, **census) -> set[str]:
+    model = Model("M", "m.py", frozenset(layers), (frozenset(layers),))
+    outermost, setting = census.pop("block_outermost", frozenset()), census.pop("layout_setting", "")
+    tree = Census(LAYERS, (model,), outermost, setting, **census)
+    return {c.guard for c in compose(tree, (one,), HIERARCHY, BASES)}
+
+
+def test_a_containers_guard_says_what_in_the_paths_code_lets_its_layers_through_in_order():
+    requiring = path(requires={"MLAAttentionSpec"}, guards=Guards(refuses=frozenset({"MambaSpec"})))
+    assert guards_of({"Attn", "Mla"}, requiring) == {"the model has MLAAttentionSpec layers; none of MambaSpec"}
+    gated = path(buckets=True, guards=Guards(refuses=frozenset({"MambaSpec"}), page_gated=True))
+    assert guards_of({"Attn", "Swa"}, gated) == {"mixed page sizes; none of MambaSpec"}
+    laid_out = path(buckets=True, layout_gated=True, guards=Guards(refuses=frozenset({"MambaSpec"})))
+    assert guards_of({"Attn", "Swa"}, laid_out) == {
+        "a block-outermost KV cache layout and mixed page sizes; none of MambaSpec"
+    }
+
+
+def test_one_kind_of_layer_never_makes_mixed_page_sizes():
+    gated = path(requires={"MLAAttentionSpec"}, guards=Guards(page_gated=True))
+    assert containers({"Mla"}, gated) == set()
+    padded_gate = path(requires={"MambaSpec"}, guards=Guards(page_gated=True))
+    assert containers({"Mamba"}, padded_gate, mamba_page_padding="p.py:1") == set()
+
+
+def test_with_padded_mamba_pages_state_layers_alone_still_differ_among_themselves():
+    gated = path(buckets=True, guards=Guards(page_gated=True))
+    found = containers({"Mamba", "Mamba2"}, gated, mamba_page_padding="p.py:1")
+    assert {layers for layers, _ in found} == {frozenset({"Mamba"}), frozenset({"Mamba2"})}
+    assert containers({"Attn", "Swa", "Mamba"}, gated, mamba_page_padding="p.py:1") != set()
+
+
+def test_a_required_class_only_some_config_of_a_layer_builds_leaves_the_container_possible():
+    either = LayerClass("Either", "l.py:9", frozenset({"MLAAttentionSpec", "SlidingWindowSpec"}), (), (), None)
+    model = Model("M", "m.py", frozenset({"Either", "Attn"}), (frozenset({"Either", "Attn"}),))
+    tree = Census((*LAYERS, either), (model,), frozenset(), "")
+    found = compose(tree, (path(requires={"MLAAttentionSpec"}),), HIERARCHY, BASES)
+    settings = {c.setting for c in found if c.spec_classes == {"MLAAttentionSpec", "FullAttentionSpec"}}
+    assert settings == {
+        POSSIBLE + "that a layer of Either builds a MLAAttentionSpec is unproven (its spec depends on its config)"
+    }
