@@ -467,3 +467,25 @@ def test_a_required_class_only_some_config_of_a_layer_builds_leaves_the_containe
     assert settings == {
         POSSIBLE + "that a layer of Either builds a MLAAttentionSpec is unproven (its spec depends on its config)"
     }
+
+
+def test_a_single_layer_container_needs_no_shared_block_size():
+    sized = LayerClass("Sized", "l.py:9", frozenset({"FullAttentionSpec"}), (("block_size", "?"),), (), None)
+    model = Model("M", "m.py", frozenset({"Sized"}), (frozenset({"Sized"}),))
+    found = compose(
+        Census((*LAYERS, sized), (model,), frozenset(), ""), (path(requires={"FullAttentionSpec"}),), HIERARCHY, BASES
+    )
+    assert [c.setting for c in found] == [DEFAULT]
+
+
+def test_a_spec_is_promoted_by_its_nearest_promoted_base_whatever_the_codes_order():
+    promotions = (("AttentionSpec", "FullAttentionSpec"), ("SlidingWindowSpec", "MLAAttentionSpec"))
+    promoting = path(requires={"MLAAttentionSpec"}, guards=Guards(promotions=promotions))
+    model = Model("M", "m.py", frozenset({"Mla", "Swa"}), (frozenset({"Mla", "Swa"}),))
+    (found,) = compose(Census(LAYERS, (model,), frozenset(), ""), (promoting,), HIERARCHY, BASES)
+    assert found.spec_classes == {"MLAAttentionSpec", "FullAttentionSpec"}  # Swa → MLA (nearest), Mla → Full
+
+
+def test_a_path_handed_several_classes_takes_layers_of_any_of_them():
+    two = path(only={"MLAAttentionSpec", "HiddenSpec"})
+    assert containers({"Mla", "Hidden", "Swa"}, two) == {(frozenset({"Mla", "Hidden"}), DEFAULT)}
