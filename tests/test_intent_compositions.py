@@ -489,3 +489,5 @@ def test_a_spec_is_promoted_by_its_nearest_promoted_base_whatever_the_codes_orde
 def test_a_path_handed_several_classes_takes_layers_of_any_of_them():
     two = path(only={"MLAAttentionSpec", "HiddenSpec"})
     assert containers({"Mla", "Hidden", "Swa"}, two) == {(frozenset({"Mla", "Hidden"}), DEFAULT)}
+    split = path(only={"MLAAttentionSpec", "SlidingWindowSpec"})
+    assert containers({"Mla", "Indexer", "Swa", "Attn"}, split) == {(frozenset({"Mla", "Indexer"}), DEFAULT)}
