@@ -491,3 +491,8 @@ def test_a_path_handed_several_classes_takes_layers_of_any_of_them():
     assert containers({"Mla", "Hidden", "Swa"}, two) == {(frozenset({"Mla", "Hidden"}), DEFAULT)}
     split = path(only={"MLAAttentionSpec", "SlidingWindowSpec"})
     assert containers({"Mla", "Indexer", "Swa", "Attn"}, split) == {(frozenset({"Mla", "Indexer"}), DEFAULT)}
+
+
+def test_a_call_on_a_functions_last_line_right_before_the_next_def_is_its_path():
+    source = "def a(s):\n    return UniformTypeKVCacheSpecs.from_specs(s)\ndef b(s):\n    pass\n"
+    assert set(paths_of(source)) == {"a"}
