@@ -496,3 +496,36 @@ def test_a_path_handed_several_classes_takes_layers_of_any_of_them():
 def test_a_call_on_a_functions_last_line_right_before_the_next_def_is_its_path():
     source = "def a(s):\n    return UniformTypeKVCacheSpecs.from_specs(s)\ndef b(s):\n    pass\n"
     assert set(paths_of(source)) == {"a"}
+
+
+def test_a_call_at_the_margin_after_a_function_is_no_path_of_it():
+    for source in (
+        "def a(s): return 1\nX = UniformTypeKVCacheSpecs.from_specs(s)\n",
+        "def a(s):\n    x = 1\nX = UniformTypeKVCacheSpecs.from_specs(s)\n",
+    ):
+        assert paths_of(source) == {}, source
+
+
+def test_a_call_on_the_last_line_of_a_file_without_a_final_newline_is_placed_there():
+    found = paths_of("def a(s):\n    x = 1\n    return UniformTypeKVCacheSpecs.from_specs(s)")
+    assert found["a"].line == 3
+
+
+def test_a_path_handed_a_dict_filled_only_under_a_class_test_is_handed_that_class():
+    found = paths_of(
+        """
+        def grouped(kv_cache_spec):
+            by_key = {}
+            for name, spec in kv_cache_spec.items():
+                if isinstance(spec, MambaSpec):
+                    by_key[spec.key][name] = spec
+            for specs in by_key.values():
+                UniformTypeKVCacheSpecs.from_specs(specs)
+        """
+    )
+    assert found["grouped"].only == frozenset({"MambaSpec"})
+
+
+def test_a_def_only_in_a_strings_text_does_not_break_the_reading():
+    source = 'DOC = """\ndef fake(s):\n    return UniformTypeKVCacheSpecs.from_specs(s)\n"""\n'
+    assert set(paths_of(source)) == {"fake"}  # read as text, without the guards `ast` would give
