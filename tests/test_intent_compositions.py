@@ -529,3 +529,18 @@ def test_a_path_handed_a_dict_filled_only_under_a_class_test_is_handed_that_clas
 def test_a_def_only_in_a_strings_text_does_not_break_the_reading():
     source = 'DOC = """\ndef fake(s):\n    return UniformTypeKVCacheSpecs.from_specs(s)\n"""\n'
     assert set(paths_of(source)) == {"fake"}  # read as text, without the guards `ast` would give
+
+
+def test_a_filter_written_over_several_lines_is_read_whole():
+    found = paths_of(
+        """
+        def multi(kv_cache_spec):
+            kept = {
+                k: v
+                for k, v in kv_cache_spec.items()
+                if not isinstance(v, HiddenSpec)
+            }
+            return UniformTypeKVCacheSpecs.from_specs(kept)
+        """
+    )
+    assert found["multi"].excluded == frozenset({"HiddenSpec"})
