@@ -86,6 +86,10 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("kvlint/analysis/census/instantiation.py", 230, "if-branch never taken"): "a cache, as for constructors",
     ("kvlint/analysis/census/instantiation.py", 299, "if-branch never taken"): "a fast path: `resolve_expr` "
     "resolves no attribute of anything but a name, so the reference builds nothing either way",
+    ("kvlint/analysis/census/instantiation.py", 285, "if-branch never taken"): "a lambda read as any other "
+    "expression visits the same child, its body (its defaults are read by neither)",
+    ("kvlint/analysis/census/instantiation.py", 339, "if-branch never taken"): "`_reference` builds a class "
+    "the same way, at the callee's line, which is the call's",
     ("kvlint/analysis/census/instantiation.py", 220, "1000 -> 1001"): "what one constructor costs the "
     "budget: a unit, not a decision (the budget's own tests bound it)",
 }
@@ -372,6 +376,9 @@ def main() -> int:
         "--retry", type=Path, metavar="FILE", help="run only the mutants FILE (from --results) lists as surviving"
     )
     parser.add_argument(
+        "--replay", action="store_true", help="with --retry: run nothing, report the verdicts FILE records"
+    )
+    parser.add_argument(
         "--coverage-cache", type=Path, metavar="FILE", help="reuse the per-test coverage map saved in FILE, or save it"
     )
     options = parser.parse_args()
@@ -380,8 +387,10 @@ def main() -> int:
     if not modules:
         print("mutation: no module to mutate")
         return 0
-    print(f"mutation: per-test coverage of the fast loop over {options.tests}…", file=sys.stderr)
-    covered = coverage_map(["-m", "not slow", options.tests], options.coverage_cache, options.jobs)
+    if not (options.replay and options.retry):
+        print(f"mutation: per-test coverage of the fast loop over {options.tests}…", file=sys.stderr)
+    replaying = bool(options.replay and options.retry)
+    covered = {} if replaying else coverage_map(["-m", "not slow", options.tests], options.coverage_cache, options.jobs)
     mutants = [m for module in modules for m in mutants_of(module)]
     reach = _reach(covered)
     import_time = {module: _import_time_lines(ROOT / module) for module in modules}
@@ -393,7 +402,7 @@ def main() -> int:
         m: {"killed": [], "survived": [], "uncovered": [], "not run": []} for m in modules
     }
     if options.retry:
-        mutants = _carry_over(mutants, options.retry, results)
+        mutants = _carry_over(mutants, options.retry, results, replay=options.replay)
     print(f"mutation: {len(mutants)} mutants of {len(modules)} module(s) to run", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="kvlint-mutation-") as scratch:
         copies = [scratch_copy(Path(scratch) / f"copy{i}") for i in range(max(1, options.jobs))]
@@ -462,7 +471,9 @@ def _reach(covered: dict[str, dict[int, set[str]]]) -> dict[str, int]:
     return reach
 
 
-def _carry_over(mutants: list[Mutant], retry: Path, results: dict[str, dict[str, list[Mutant]]]) -> list[Mutant]:
+def _carry_over(
+    mutants: list[Mutant], retry: Path, results: dict[str, dict[str, list[Mutant]]], replay: bool = False
+) -> list[Mutant]:
     """The mutants to run again: those not killed in the run `retry` recorded. The others count as killed
     (tests only added since that run, the code unchanged: a mutant killed then is killed now)."""
     last = {}  # (module, line, operator) → its latest verdict (the file may hold several runs)
@@ -472,8 +483,9 @@ def _carry_over(mutants: list[Mutant], retry: Path, results: dict[str, dict[str,
             last[record["module"], record["line"], record["operator"]] = record["verdict"]
     again = []
     for mutant in mutants:
-        if last.get((mutant.module, mutant.line, mutant.operator)) == "killed":
-            results[mutant.module]["killed"].append(mutant)
+        verdict = last.get((mutant.module, mutant.line, mutant.operator), "not run")
+        if verdict == "killed" or replay:
+            results[mutant.module][verdict].append(mutant)
         else:
             again.append(mutant)
     return again
