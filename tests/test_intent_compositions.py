@@ -544,3 +544,37 @@ def test_a_filter_written_over_several_lines_is_read_whole():
         """
     )
     assert found["multi"].excluded == frozenset({"HiddenSpec"})
+
+
+def test_an_empty_dict_a_path_fills_is_read_as_empty_whatever_follows():
+    found = paths_of(
+        """
+        def f(kv_cache_spec):
+            chosen = {}
+            for name, spec in kv_cache_spec.items():
+                if not isinstance(spec, HiddenSpec):
+                    log("}")
+                chosen[name] = spec
+            return UniformTypeKVCacheSpecs.from_specs(chosen)
+        """
+    )
+    assert found["f"].excluded == frozenset()
+
+
+def test_a_re_split_on_one_line_without_braces_is_no_path_either():
+    source = (
+        "def split(group, names):\n"
+        "    specs = dict((n, group.kv_cache_spec.kv_cache_specs[n]) for n in names)\n"
+        "    return UniformTypeKVCacheSpecs.from_specs(specs)\n"
+    )
+    assert paths_of(source) == {}
+
+
+def test_an_unclosed_class_test_in_a_filter_names_no_class():
+    source = (
+        "def f(s):\n"
+        "    kept = {k: v for k, v in s.items() if not isinstance(v, (HiddenSpec,\n"
+        "        EncoderSpec)) if k\n"
+        "    return UniformTypeKVCacheSpecs.from_specs(kept)"
+    )
+    assert paths_of(source)["f"].excluded == frozenset()
