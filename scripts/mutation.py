@@ -439,7 +439,8 @@ def main() -> int:
                     record = {"module": mutant.module, "line": mutant.line, "operator": mutant.operator}
                     with options.results.open("a") as stream:
                         stream.write(json.dumps({**record, "verdict": verdict}) + "\n")
-    report = render(results, time.monotonic() - start)
+    how = f"The verdicts recorded in `{options.retry.name}`, replayed" if replaying else ""
+    report = render(results, time.monotonic() - start, how)
     print(report)
     if options.report:
         write_report(report)
@@ -492,7 +493,7 @@ def _carry_over(
     return again
 
 
-def render(results: dict[str, dict[str, list[Mutant]]], seconds: float) -> str:
+def render(results: dict[str, dict[str, list[Mutant]]], seconds: float, how: str = "") -> str:
     rows = [
         "| module | mutants | killed | survived | uncovered | equivalent | score |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -519,7 +520,7 @@ def render(results: dict[str, dict[str, list[Mutant]]], seconds: float) -> str:
     same_listing = "\n".join(equivalent) if equivalent else "(none)"
     return (
         "\n".join(rows)
-        + f"\n\nIn {seconds / 60:.0f} min (`python scripts/mutation.py --report`). Survivors:\n\n{listing}{tail}"
+        + f"\n\n{how or f'In {seconds / 60:.0f} min (`python scripts/mutation.py --report`)'}. Survivors:\n\n{listing}{tail}"
         + f"\n\nEquivalent mutants (not counted; `EQUIVALENT` in scripts/mutation.py says why):\n\n{same_listing}"
     )
 
