@@ -1,0 +1,99 @@
+"""What a KV101 fix must know of the scope it writes into (rules/_fix_scope.py): a use of the checked value
+the check guards, a name the rewrite calls that the scope rebinds, a free loop name. One snippet per
+behaviour, named after it; written against the mutants scripts/mutation.py made of that module (issue 31)."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from kvlint.analysis.cst_walk import parent_map
+from kvlint.analysis.provenance import SpecFlow
+from kvlint.rules._fix_scope import free_name, guarded_use, rebinding
+from tests.test_witness_semantics import _isinstance_call
+
+
+def flow_of(source: str):
+    module = cst.parse_module(source)
+    return SpecFlow(module, lambda: parent_map(module)), _isinstance_call(module)
+
+
+def use(source: str) -> str | None:
+    flow, check = flow_of(source)
+    return guarded_use(flow, check, check.args[0].value)
+
+
+@pytest.mark.parametrize(
+    ("body", "found"),
+    [
+        # past `if not check: continue` (or any exit) the rest of the block is narrowed: a use there counts
+        (
+            "if not isinstance(g.spec, MambaSpec):\n            continue\n        n = g.spec.mamba_type",
+            "g.spec.mamba_type",
+        ),
+        (
+            "if not isinstance(g.spec, MambaSpec):\n            log()\n            break\n        n = g.spec.x",
+            "g.spec.x",
+        ),
+        ("if not isinstance(g.spec, MambaSpec): raise ValueError()\n        n = g.spec.x", "g.spec.x"),
+        # a branch that does not leave: what follows is reached either way, not guarded
+        ("if not isinstance(g.spec, MambaSpec):\n            log()\n        n = g.spec.x", None),
+        # in the check's own statement, outside the check
+        ("ok = isinstance(g.spec, MambaSpec) and g.spec.x > 1", "g.spec.x"),
+        ("ok = isinstance(g.spec, MambaSpec) and g.other", None),
+        # a name bound to the same value is the same value
+        (
+            "spec = g.spec\n        if not isinstance(spec, MambaSpec):\n            continue\n        n = g.spec.x",
+            "g.spec.x",
+        ),
+        (
+            "spec = g.spec\n        if not isinstance(g.spec, MambaSpec):\n            continue\n        n = spec.x",
+            "spec.x",
+        ),
+        # another class test of it is a look, not a use
+        ("if not isinstance(g.spec, MambaSpec):\n            continue\n        n = type(g.spec)", None),
+        ("if not isinstance(g.spec, MambaSpec):\n            continue\n        n = isinstance(g.spec, A)", None),
+    ],
+)
+def test_a_use_of_the_checked_value_the_check_guards(body, found):
+    assert use(f"def f(groups, log):\n    for g in groups:\n        {body}\n") == found
+
+
+def test_a_check_outside_any_statement_guards_nothing():
+    assert use("def f(s=isinstance(x, A)):\n    pass\n") is None
+
+
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        ("def f(all, s):\n    return isinstance(s, A)\n", "`all` is a parameter here"),
+        ("def f(s):\n    all = 1\n    return isinstance(s, A)\n", "`all` is bound in `f`"),
+        ("from numpy import all\n\ndef f(s):\n    return isinstance(s, A)\n", "`all` is bound at module level"),
+        ("def f(ss):\n    return [isinstance(s, A) for all in ss]\n", "`all` is a comprehension variable here"),
+        ("f = lambda all, s: isinstance(s, A)\n", "`all` is a parameter here"),
+        ("def f(s):\n    return isinstance(s, A)\n", None),
+    ],
+)
+def test_a_name_the_rewrite_calls_that_the_scope_rebinds(source, why):
+    flow, check = flow_of(source)
+    assert rebinding(flow, check, ("all",), "vllm/x.py") == why
+
+
+def test_the_interface_modules_own_helper_imported_from_there_is_the_one_the_fix_means():
+    helper = ("iter_layer_specs",)
+    meant = "from vllm.v1.kv_cache_interface import iter_layer_specs\n\ndef f(s):\n    return isinstance(s, A)\n"
+    flow, check = flow_of(meant)
+    assert rebinding(flow, check, helper, "vllm/x.py") is None
+    renamed = meant.replace("import iter_layer_specs", "import other as iter_layer_specs")
+    flow, check = flow_of(renamed)
+    assert rebinding(flow, check, helper, "vllm/x.py") == "`iter_layer_specs` is bound at module level"
+    own = "def iter_layer_specs(s):\n    return s\n\ndef f(s):\n    return isinstance(s, A)\n"
+    flow, check = flow_of(own)
+    assert rebinding(flow, check, helper, "vllm.v1.kv_cache_interface") is None
+    assert rebinding(flow, check, helper, "vllm/x.py") == "`iter_layer_specs` is bound at module level"
+
+
+def test_a_loop_name_the_code_does_not_mention():
+    assert free_name("x") == "spec"
+    assert free_name("spec") == "layer_spec"
+    assert free_name("spec layer_spec layer layer_spec_1") == "layer_spec_2"
