@@ -31,6 +31,7 @@ from kvlint.analysis.census.reading import census_fingerprint, census_words, cou
 from kvlint.analysis.containers import NAMING_WORD
 from kvlint.analysis.hierarchy import builtin_hierarchy
 from kvlint.analysis.platform_reach import PLATFORMS_DIR
+from kvlint.analysis.plugin_roles import could_shape_roles
 from kvlint.analysis.tree_files import is_hidden
 from kvlint.analysis.tree_root import find_tree_root
 from kvlint.analysis.vocabulary import (
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
     from kvlint.analysis.tree_index import TreeIndex
 
 INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD)
-_INDEX_FORMAT = 12
+_INDEX_FORMAT = 13
 
 
 class IndexHandle:
@@ -183,6 +184,8 @@ def could_matter(relative: str, data: bytes) -> bool | str:
     if relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in INDEX_WORDS):
         return True
     if relative.startswith(f"{PLATFORMS_DIR}/"):  # what a platform refuses (kvlint.analysis.platform_reach)
+        return True
+    if could_shape_roles(relative) and b"class " in data:  # the roles of code outside the tree (plugin_roles)
         return True
     if census_words(data) or could_consume(relative, data) or could_construct(data):  # census, connectors, builders
         return True
