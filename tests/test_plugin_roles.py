@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import replace
 
 import libcst as cst
 import pytest
@@ -137,3 +138,59 @@ def test_a_class_name_the_plugin_defines_itself_is_not_the_targets():
     module = cst.parse_module("class Scheduler:\n    pass\n\nclass Mine(Scheduler):\n    pass\n")
     roles = FileRoles(module, TreeRoles(scheduler_classes=frozenset({"Scheduler"})))
     assert not roles.is_scheduler_class(cst.Name("Mine"))  # its own Scheduler, not imported from vllm
+
+
+# ------------------------------------------------------------------------------------------ the plugin's own spec classes
+
+OWN_SPECS = """
+    from vllm.v1.kv_cache_interface import AttentionSpec, FullAttentionSpec
+
+
+    class NpuAttentionSpec(AttentionSpec):
+        pass
+
+
+    class NpuPagedSpec(NpuAttentionSpec):
+        pass
+    """
+
+SCALING = """
+    from vllm.v1.kv_cache_interface import FullAttentionSpec
+
+
+    def npu_block_size(spec, dcp):
+        return spec.block_size * (dcp if isinstance(spec, FullAttentionSpec) else 1)
+    """
+
+
+def test_the_plugins_own_spec_classes_are_kinds_the_scaling_is_judged_on(tmp_path, fake_releases):
+    package = write_tree(
+        tmp_path / "pkg",
+        {"pyproject.toml": PYPROJECT, "plugin/specs.py": OWN_SPECS, "plugin/sizing.py": SCALING},
+    )
+    completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV102", ".", cwd=package)
+    (finding,) = json.loads(completed.stdout)
+    # The resolver scales every AttentionSpec; the gate only FullAttentionSpec: the plugin's own classes,
+    # declared in another file of the package, are kinds it gets wrong.
+    assert {"NpuAttentionSpec", "NpuPagedSpec"} <= set(finding["kinds"]), finding["kinds"]
+
+
+def test_own_spec_classes_join_the_hierarchy_with_their_kinds_alone_and_in_a_container():
+    from kvlint.analysis.hierarchy import builtin_hierarchy
+    from kvlint.analysis.own_specs import class_headers, own_spec_bases, with_own_specs
+    from kvlint.analysis.tree_index import TreeIndex
+
+    headers = class_headers([textwrap.dedent(OWN_SPECS).encode(), b"class Unrelated(Base):\n    pass\n"])
+    index = TreeIndex(
+        root=None,
+        hierarchy=builtin_hierarchy(),
+        resolver_module="vllm.v1.core.kv_cache_utils",
+        resolver_layer_classes=frozenset({"AttentionSpec"}),
+    )
+    index = replace(index, kinds=index.kind_table())  # a tree's kinds, as its sizing analysis gives them
+    own = own_spec_bases(headers, index.hierarchy)
+    assert own == {"NpuAttentionSpec": ("AttentionSpec",), "NpuPagedSpec": ("NpuAttentionSpec",)}
+    extended = with_own_specs(index, own)
+    assert extended.hierarchy.is_subclass("NpuPagedSpec", "AttentionSpec")
+    rows = {row.label: row.reference for row in extended.kind_table().rows}
+    assert rows["NpuPagedSpec"] == "dcp" and rows["UniformTypeKVCacheSpecs{NpuPagedSpec×2}"] == "dcp"

@@ -88,14 +88,22 @@ class IndexHandle:
             self._digests = index_digests(self.index)
         return self._digests
 
-    def targeting(self, target: TargetNames | None) -> IndexHandle:
+    def targeting(self, target: TargetNames | None, headers: tuple = ()) -> IndexHandle:
         """This index for code outside its tree that targets the releases `target` reads: the names every one
-        of them defines go with the index to the rules, and into the digests a file's result is keyed on."""
-        if target is None:
+        of them defines go with the index to the rules, and so do the scanned code's own spec classes among
+        its class `headers` (kvlint.analysis.own_specs); both go into the digests a file's result is keyed on."""
+        if target is None and not headers:
             return self
         load = self._load if self._index is None else (lambda: self._index)
-        handle = IndexHandle(self.root, lambda: replace(load(), target=target))
-        handle._digests = replace(self.digests, shared=_digest((self.digests.shared, target)))
+
+        def targeted() -> TreeIndex:
+            from kvlint.analysis.own_specs import own_spec_bases, with_own_specs
+
+            index = replace(load(), target=target)
+            return with_own_specs(index, own_spec_bases(headers, index.hierarchy))
+
+        handle = IndexHandle(self.root, targeted)
+        handle._digests = replace(self.digests, shared=_digest((self.digests.shared, target, headers)))
         return handle
 
     @property
