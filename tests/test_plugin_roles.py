@@ -194,3 +194,18 @@ def test_own_spec_classes_join_the_hierarchy_with_their_kinds_alone_and_in_a_con
     assert extended.hierarchy.is_subclass("NpuPagedSpec", "AttentionSpec")
     rows = {row.label: row.reference for row in extended.kind_table().rows}
     assert rows["NpuPagedSpec"] == "dcp" and rows["UniformTypeKVCacheSpecs{NpuPagedSpec×2}"] == "dcp"
+
+
+# ------------------------------------------------------------------------------------------ the release's index, kept
+
+
+def test_a_releases_index_is_built_once_and_kept_beside_it_even_with_no_cache(tmp_path, fake_releases, monkeypatch):
+    import kvlint.analysis.tree_index as tree_index
+
+    built = []
+    real = tree_index.build_tree_index
+    monkeypatch.setattr(tree_index, "build_tree_index", lambda root, *a, **k: built.append(root) or real(root, *a, **k))
+    first = kv101_lines(tmp_path / "one", CONNECTOR)
+    second = kv101_lines(tmp_path / "two", CONNECTOR)  # another package, the same release
+    assert first == second and len(built) == 1
+    assert list((tmp_path / "results").glob("project-*-index.json"))  # beside releases/, signed like any index

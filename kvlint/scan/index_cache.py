@@ -170,9 +170,23 @@ def open_project_index(
 
         return IndexHandle(None, None, index=TreeIndex(root=None, hierarchy=builtin_hierarchy()))
     roles = tuple(scheduler_only_paths)
+    if cache_dir is None and reference is not None:
+        # A release fetched for code outside the tree: its index is the release's, kept beside it (the results
+        # folder next to its `releases/`) whatever --no-cache says of the scan's own results, so that judging a
+        # plugin costs its own files, not the release's index (kept and checked like any index: §3).
+        cache_dir = _release_index_folder(Path(reference))
     if cache_dir is None:
         return IndexHandle(str(root), lambda: _build_index(root, roles))
     return _open_cached(root, cache_dir, known_stats or {}, roles)
+
+
+def _release_index_folder(reference: Path) -> Path | None:
+    """The results folder beside the `releases/` folder holding a fetched release (kvlint.scan.releases);
+    None for a reference anywhere else (a checkout named by hand), whose index is built each time."""
+    parent = reference.resolve().parent
+    if parent.name != "releases":
+        return None
+    return parent.parent / "results"  # made (0755 at most) and checked by storage when written
 
 
 def _build_index(
