@@ -25,7 +25,6 @@ from fnmatch import fnmatchcase
 import libcst as cst
 
 CONNECTOR_BASE = "KVConnectorBase_V1"
-_CONNECTOR_FOLDER = "vllm/distributed/kv_transfer/"
 _SCHEDULER_HEADING = b"# Scheduler-side methods"
 # A class header and its bases, at most 400 characters of them (no two unbounded runs side by side).
 _CLASS = re.compile(rb"^class[ \t]+(\w+)[ \t]*(?:\(([^)]{0,400})\))?[ \t]*:", re.MULTILINE)
@@ -39,11 +38,6 @@ class TreeRoles:
     scheduler_classes: frozenset[str] = frozenset()  # defined in scheduler-only modules, or derived from one
     connector_classes: frozenset[str] = frozenset()  # the connector base and the tree's classes derived from it
     scheduler_methods: frozenset[str] = frozenset()  # the connector base's scheduler-side methods
-
-
-def could_shape_roles(relative: str) -> bool:
-    """A module whose class headers TreeRoles reads (the index cache rebuilds the index when one changes)."""
-    return relative.startswith(("vllm/v1/core/", _CONNECTOR_FOLDER))
 
 
 def read_tree_roles(texts: dict[str, bytes], patterns: tuple[str, ...]) -> TreeRoles:

@@ -20,7 +20,7 @@ from kvlint.analysis.containers import ContainerReachability, container_reachabi
 from kvlint.analysis.hierarchy import SpecHierarchy, hierarchy_of_source
 from kvlint.analysis.kind_table import KindTable, table_from_hierarchy, table_from_sizing
 from kvlint.analysis.platform_reach import PlatformReach, read_platform_reach
-from kvlint.analysis.plugin_roles import TreeRoles, could_shape_roles, read_tree_roles
+from kvlint.analysis.plugin_roles import TreeRoles, read_tree_roles
 from kvlint.analysis.resolver import find_resolver, read_resolver_rule
 from kvlint.analysis.sizing.matrix import build_sizing_analysis
 from kvlint.analysis.sizing.results import SizingAnalysis
@@ -34,6 +34,7 @@ from kvlint.analysis.vocabulary import (
     RESOLVER_NAME,
     could_construct,
     could_consume,
+    could_shape_roles,
 )
 
 

@@ -31,7 +31,6 @@ from kvlint.analysis.census.reading import census_fingerprint, census_words, cou
 from kvlint.analysis.containers import NAMING_WORD
 from kvlint.analysis.hierarchy import builtin_hierarchy
 from kvlint.analysis.platform_reach import PLATFORMS_DIR
-from kvlint.analysis.plugin_roles import could_shape_roles
 from kvlint.analysis.tree_files import is_hidden
 from kvlint.analysis.tree_root import find_tree_root
 from kvlint.analysis.vocabulary import (
@@ -42,6 +41,7 @@ from kvlint.analysis.vocabulary import (
     RESOLVER_NAME,
     could_construct,
     could_consume,
+    could_shape_roles,
 )
 from kvlint.filesystem import read_regular_file, walk_python
 from kvlint.scan.cache_codec import CodecError, index_from_data, index_to_data
