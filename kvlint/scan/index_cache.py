@@ -180,6 +180,20 @@ def open_project_index(
     return _open_cached(root, cache_dir, known_stats or {}, roles)
 
 
+def class_headers_of(paths: list[str]) -> tuple:
+    """The class headers of code outside the vLLM tree (kvlint.analysis.own_specs: its own spec classes), its
+    files read as the scan reads them; a file that cannot be read is the scan's to say."""
+    from kvlint.analysis.own_specs import class_headers
+
+    texts = []
+    for path in paths:
+        try:
+            texts.append(read_regular_file(path))
+        except OSError:
+            continue
+    return class_headers(texts)
+
+
 def _release_index_folder(reference: Path) -> Path | None:
     """The results folder beside the `releases/` folder holding a fetched release (kvlint.scan.releases);
     None for a reference anywhere else (a checkout named by hand), whose index is built each time."""
