@@ -70,6 +70,7 @@ from kvlint import Example, Message, Rule, Severity
 from kvlint.analysis.ast_candidates import tests_a_layer_class
 from kvlint.analysis.consumers import unconsumed_divergence
 from kvlint.analysis.layer_selection import built_containers, rank_witnesses, reaching, selection_at
+from kvlint.analysis.plugin_roles import OutsideRoles
 from kvlint.analysis.provenance import Kind, dotted
 from kvlint.analysis.scaling import class_names
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, sees_only_scheduler_config
@@ -296,6 +297,7 @@ class ContainerIsinstance(DominatedChecks, Rule):
         # None (no tree read): any class may be a container's member, and none is proven built.
         self.containers = context.project.containers
         self.patterns = tuple(context.settings.get("scheduler-only-paths", DEFAULT_SCHEDULER_ONLY_PATHS))
+        self.roles = OutsideRoles(context)
         # (function, spec, counterexample) already reported: one finding per cause, not one per check.
         self.reported: set[tuple[int, str, str]] = set()
 
@@ -330,8 +332,10 @@ class ContainerIsinstance(DominatedChecks, Rule):
         if self.flow.checks_for_container(node, subject_code):
             return
         classes = self.flow.enclosing_class_names(node)
-        if sees_only_scheduler_config(self.context.module_path, classes, self.patterns):
-            return
+        if sees_only_scheduler_config(self.context.module_path, classes, self.patterns) or self.roles.scheduler_side(
+            node
+        ):
+            return  # its config is the scheduler's: by its path, or (outside the tree) what its class derives from
         if any(name in self.context.project.scheduler_built for name in classes):
             return  # only scheduler-only code builds this class: it is handed the flattened config
         if unconsumed_divergence(node, self.flow, self.context.project.scheduler_consumed):

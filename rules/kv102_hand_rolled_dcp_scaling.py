@@ -388,8 +388,10 @@ def build(kv_cache_config, parallel_config):
         unavailable = target_gap(project, project.resolver_module, RESOLVER_NAME)  # a targeted release lacks it
         if not project.has_resolver:
             unavailable = no_resolver_note(project.resolver_view)
-        elif scaling.spec is None or not isinstance(node, cst.BaseExpression):
-            unavailable = f"no automatic fix for this shape: call `{RESOLVER_NAME}(spec, dcp)` by hand"
+        elif scaling.spec is None or scaling.unfixable or not isinstance(node, cst.BaseExpression):
+            unavailable = (
+                scaling.unfixable or f"no automatic fix for this shape: call `{RESOLVER_NAME}(spec, dcp)` by hand"
+            )
         spec = one_line(self.code_of(scaling.spec), None) if scaling.spec is not None else None
         dcp, allocator = one_line(self.code_of(scaling.dcp), None), table is not None and table.is_allocator
         by_name = remedy(project.resolver_view, table.reference if table else "", spec, dcp, allocator=allocator)

@@ -32,6 +32,41 @@ OLD_UTILS = """
         return [g.kv_cache_spec.block_size for g in kv_cache_config.kv_cache_groups]
     """
 
+# The classes a plugin's roles are resolved through (kvlint.analysis.plugin_roles): the scheduler and the KV cache
+# manager in their scheduler-only modules, the connector base with its two halves, and a connector of the tree.
+ROLE_MODULES = {
+    "vllm/v1/core/sched/interface.py": "class SchedulerInterface(ABC):\n    pass\n",
+    "vllm/v1/core/sched/scheduler.py": "class Scheduler(SchedulerInterface):\n    pass\n",
+    "vllm/v1/core/kv_cache_manager.py": "class KVCacheManager:\n    pass\n",
+    "vllm/v1/worker/gpu_model_runner.py": "class GPUModelRunner:\n    pass\n",
+    "vllm/distributed/kv_transfer/kv_connector/v1/base.py": """
+        class KVConnectorBase_V1(ABC):
+            def __init__(self, vllm_config, role, kv_cache_config=None):
+                pass
+
+            # ==============================
+            # Worker-side methods
+            # ==============================
+
+            def register_kv_caches(self, kv_caches):
+                pass
+
+            # ==============================
+            # Scheduler-side methods
+            # ==============================
+
+            def get_num_new_matched_tokens(self, request, num_computed_tokens):
+                pass
+
+            def update_state_after_alloc(self, request, blocks, num_external_tokens):
+                pass
+        """,
+    "vllm/distributed/kv_transfer/kv_connector/v1/offloading_connector.py": """
+        class OffloadingConnector(KVConnectorBase_V1):
+            pass
+        """,
+}
+
 # The index's list of vLLM releases, as the fake releases see it: a range picks its oldest and newest.
 LISTED = ("0.16.0", "0.17.0", "0.29.0", "0.30.0", "0.31.0")
 
@@ -40,6 +75,7 @@ def fake_release(root: Path, version: str) -> Path:
     """A fake release folder (`root/vllm/...`): old before 0.29, modern from 0.29 on."""
     modern = tuple(int(part) for part in version.split(".")[:2]) >= (0, 29)
     tree = files(**{"vllm__v1__kv_cache_interface.py": MODERN_INTERFACE if modern else OLD_INTERFACE})
+    tree.update(ROLE_MODULES)
     if not modern:
         tree["vllm/v1/core/kv_cache_utils.py"] = OLD_UTILS
     return write_tree(root / f"vllm-{version}", tree)

@@ -25,6 +25,8 @@ _TYPE_TEST_OPERATORS = (ast.Is, ast.Eq, ast.In, ast.IsNot, ast.NotEq, ast.NotIn)
 # product's left operand ends so (a name or attribute ends in its identifier, a gate `… else 1` in `1`).
 _WORD_BEFORE_TIMES = re.compile(r"\b(\w+)[\s)\\]*(?:#[^\r\n]*[\r\n][\s)\\]*)*\*(?!\*)")
 
+_WORD_AFTER_TIMES = re.compile(r"(?<!\*)\*=?[ \t(]*(\w+)")
+
 NodesByType = Mapping[type, list[ast.AST]]
 
 
@@ -93,9 +95,12 @@ def has_scaling_candidate(nodes: NodesByType, aliases: frozenset[str]) -> bool:
             for size, factor in ((node.left, node.right), (node.right, node.left)):
                 if _names_block_size(size) and _dcp_factor(factor, aliases):
                     return True
+                # What plugins write: `bs * dcp` (a name holding a block size), `pcp * dcp` (an alias's value)
+                if isinstance(size, ast.Name) and is_dcp_name(identifier(factor), aliases):
+                    return True
     for node in nodes.get(ast.AugAssign, ()):
-        if isinstance(node.op, ast.Mult) and is_dcp_name(identifier(node.value), aliases):
-            if _names_block_size(node.target):
+        if isinstance(node.op, ast.Mult) and _dcp_factor(node.value, aliases):
+            if isinstance(node.target, ast.Name) or _names_block_size(node.target):
                 return True
     return False
 
@@ -104,6 +109,8 @@ def may_hold_scaling(text: str, aliases: frozenset[str]) -> bool:
     """The text-level half of `has_scaling_candidate`, decided before Python parses the file: whichever
     operand of a scaling comes first, the word before its `*` is a block size's name, a DCP size's or the
     `1` of a gate."""
+    if any(is_dcp_name(word, aliases) for word in _WORD_AFTER_TIMES.findall(text)):  # `bs * dcp`, `x *= dcp`
+        return True
     return any(
         word == "1" or "block_size" in word or is_dcp_name(word, aliases) for word in _WORD_BEFORE_TIMES.findall(text)
     )
@@ -117,13 +124,15 @@ def _names_block_size(node: ast.AST) -> bool:
 def _dcp_factor(node: ast.AST, aliases: frozenset[str]) -> bool:
     if is_dcp_name(identifier(node), aliases):
         return True
-    # `dcp if <gate> else 1`; any constant equal to 1 stands for libcst's Integer "1"
-    return (
-        isinstance(node, ast.IfExp)
-        and is_dcp_name(identifier(node.body), aliases)
-        and isinstance(node.orelse, ast.Constant)
-        and node.orelse.value == 1
-    )
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):  # `dcp * pcp`
+        return _dcp_factor(node.left, aliases) or _dcp_factor(node.right, aliases)
+    # `dcp if <gate> else 1`, `1 if <gate> else dcp`; any constant equal to 1 stands for libcst's Integer "1"
+    if not isinstance(node, ast.IfExp):
+        return False
+    for size, other in ((node.body, node.orelse), (node.orelse, node.body)):
+        if is_dcp_name(identifier(size), aliases) and isinstance(other, ast.Constant) and other.value == 1:
+            return True
+    return False
 
 
 def tests_a_layer_class(nodes: NodesByType, layer_classes: frozenset[str], containers) -> bool:

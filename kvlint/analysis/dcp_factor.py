@@ -60,6 +60,10 @@ class FactorOrigins:
             return Origin(ONE)
         if isinstance(node, cst.IfExp):
             return self._conditional(node, depth)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+            # `pcp * dcp`: the DCP side decides per kind; the other factor (another parallel size) does not.
+            sides = [s for s in (node.left, node.right) if is_dcp_size(s, self.aliases)]
+            return self.origin(sides[0], depth + 1) if len(sides) == 1 else Origin(UNKNOWN)
         if isinstance(node, cst.Name):
             return self._name(node, depth)
         if isinstance(node, cst.Attribute):

@@ -43,6 +43,9 @@ class Scaling:
     gate_classes: frozenset[str] = frozenset()
     # `S.block_size * (D if S.dcp_sharded else 1)`: the 0.31+ resolver's own rule, written out by hand.
     gate_reads_dcp_sharded: bool = False
+    # Why a shape plugins write (a factor times another, an inverted gate, a name holding one) has no
+    # automatic fix: the resolver call would drop or change part of the factor. Empty: the fix may apply.
+    unfixable: str = ""
 
 
 def spec_of_block_size(node: cst.CSTNode, flow: SpecFlow) -> cst.BaseExpression | None:
@@ -62,9 +65,10 @@ def _block_size_from_spec(node: cst.CSTNode, flow: SpecFlow) -> bool:
 
 
 def _block_size_assignments(node: cst.CSTNode, flow: SpecFlow) -> list[cst.BaseExpression]:
-    """The specs S of every `<node> = S.block_size` in its function; empty unless all assignments are such."""
+    """The specs S of every `<node> = S.block_size` in its function; empty unless all assignments are such.
+    Any name may hold a block size (`bs = spec.block_size`); an attribute must name one."""
     name = identifier(node)
-    if name is None or "block_size" not in name:
+    if name is None or ("block_size" not in name and not isinstance(node, cst.Name)):
         return []
     function = flow.enclosing_function(node)
     scope = function if function is not None else flow.module
@@ -82,6 +86,37 @@ class _AssignmentFinder(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         if any(dotted(t.target) == self.target for t in node.targets):
             self.values.append(node.value)
+
+
+def dcp_factor_of(node: cst.CSTNode, flow: SpecFlow, aliases: frozenset[str], depth: int = 0):
+    """(the DCP size a factor applies, why it has no automatic fix) for the forms plugins write, or None:
+    `dcp * pcp` (the DCP size in a product), `1 if <test> else dcp` (a gate the other way round), a name
+    every assignment of which in its function is one of these (`cp_scale = pcp * dcp`)."""
+    if depth > 3:
+        return None
+    if is_dcp_size(node, aliases):
+        return node, ""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        for side, other in ((node.left, node.right), (node.right, node.left)):
+            if is_dcp_size(side, aliases):
+                return (
+                    side,
+                    f"no automatic fix: the factor `{_code(node)}` multiplies the DCP size by `{_code(other)}` too",
+                )
+    if isinstance(node, cst.IfExp) and _is_one(node.body) and dcp_factor_of(node.orelse, flow, aliases, depth + 1):
+        return node, f"no automatic fix: the gate `{_code(node)}` is not the resolver's shape"
+    if isinstance(node, cst.Name):
+        bindings = flow.bindings_of(node)
+        values = [b.value for b in bindings if b.value is not None and not b.is_loop and not b.path and b.param is None]
+        if values and len(values) == len(bindings):
+            found = [dcp_factor_of(v, flow, aliases, depth + 1) for v in values]
+            if all(found):
+                return node, f"no automatic fix: `{node.value}` = `{_code(values[0])}`"
+    return None
+
+
+def _code(node: cst.CSTNode) -> str:
+    return " ".join(cst.Module([]).code_for_node(node).split())
 
 
 def _dcp_gate(node: cst.CSTNode, aliases: frozenset[str]) -> tuple[cst.BaseExpression, cst.IfExp] | None:
@@ -120,7 +155,8 @@ def match_scaling(node: cst.CSTNode, flow: SpecFlow, aliases: frozenset[str]) ->
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
         for size, factor in ((node.left, node.right), (node.right, node.left)):
             gated = _dcp_gate(factor, aliases)
-            dcp = gated[0] if gated else (factor if is_dcp_size(factor, aliases) else None)
+            found = None if gated else dcp_factor_of(factor, flow, aliases)
+            dcp = gated[0] if gated else (found[0] if found else None)
             if dcp is None or not _block_size_from_spec(size, flow):
                 continue
             spec = spec_of_block_size(size, flow)
@@ -141,11 +177,13 @@ def match_scaling(node: cst.CSTNode, flow: SpecFlow, aliases: frozenset[str]) ->
                 canonical=spec is not None and (classes is not None or reads_flag),
                 gate_classes=classes or frozenset(),
                 gate_reads_dcp_sharded=reads_flag,
+                unfixable=found[1] if found else "",
             )
     if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.MultiplyAssign):
-        if is_dcp_size(node.value, aliases) and _block_size_from_spec(node.target, flow):
+        found = dcp_factor_of(node.value, flow, aliases)
+        if found and _block_size_from_spec(node.target, flow):
             # `block_size = spec.block_size` … `block_size *= dcp`: the spec, when every assignment names the same.
             specs = _block_size_assignments(node.target, flow)
             spec = specs[0] if specs and len({dotted(s) for s in specs}) == 1 else None
-            return Scaling(node=node, spec=spec, dcp=node.value, gate=None, canonical=False)
+            return Scaling(node=node, spec=spec, dcp=found[0], gate=None, canonical=False, unfixable=found[1])
     return None

@@ -20,6 +20,7 @@ from kvlint.analysis.containers import ContainerReachability, container_reachabi
 from kvlint.analysis.hierarchy import SpecHierarchy, hierarchy_of_source
 from kvlint.analysis.kind_table import KindTable, table_from_hierarchy, table_from_sizing
 from kvlint.analysis.platform_reach import PlatformReach, read_platform_reach
+from kvlint.analysis.plugin_roles import TreeRoles, read_tree_roles
 from kvlint.analysis.resolver import find_resolver, read_resolver_rule
 from kvlint.analysis.sizing.matrix import build_sizing_analysis
 from kvlint.analysis.sizing.results import SizingAnalysis
@@ -33,6 +34,7 @@ from kvlint.analysis.vocabulary import (
     RESOLVER_NAME,
     could_construct,
     could_consume,
+    could_shape_roles,
 )
 
 
@@ -93,6 +95,8 @@ class TreeIndex:
     target: TargetNames | None = None
     # The layers code that runs on one platform only never meets (kvlint.analysis.platform_reach).
     platform_reach: PlatformReach = PlatformReach()
+    # The classes whose subclasses outside the tree run with the scheduler's config (kvlint.analysis.plugin_roles).
+    roles: TreeRoles = TreeRoles()
 
     def lacked_by(self, module: str, name: str) -> tuple[str, ...]:
         """The targeted releases that lack `name` in `module` (dotted): a remedy or fix must not name it."""
@@ -157,7 +161,7 @@ def build_tree_index(
     hierarchy = hierarchy_of_source(files.read_if_present(INTERFACE_MODULE), str(root / INTERFACE_MODULE))
     sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths, files)
     census_wanted = CONTAINER_CLASS in hierarchy.bases
-    census_texts, consumer_texts, builder_texts = _selected_texts(files, census_wanted)
+    census_texts, consumer_texts, builder_texts, role_texts = _selected_texts(files, census_wanted)
     census, compositions = _read_compositions(census_texts if census_wanted else None, hierarchy, files)
     if compositions is not None:
         # The census replaces the class-level reading: which layers the tree builds is not which containers.
@@ -174,6 +178,7 @@ def build_tree_index(
         )
     consumed = scheduler_consumed_members(consumer_texts, scheduler_only_paths)
     built = scheduler_built_classes(builder_texts, scheduler_only_paths)
+    roles = read_tree_roles(role_texts, scheduler_only_paths)
     reach = read_platform_reach(root, files, census, census_texts)
     resolver_path = find_resolver(root, files)
     if resolver_path is None:
@@ -190,6 +195,7 @@ def build_tree_index(
             scheduler_consumed=consumed,
             scheduler_built=built,
             platform_reach=reach,
+            roles=roles,
         )
     relative = resolver_path.relative_to(root)
     rule = read_resolver_rule(resolver_path, files.overlay.get(relative.as_posix()))
@@ -211,15 +217,17 @@ def build_tree_index(
         scheduler_consumed=consumed,
         scheduler_built=built,
         platform_reach=reach,
+        roles=roles,
     )
 
 
 def _selected_texts(files: TreeFiles, census_wanted: bool) -> tuple[dict[str, bytes], ...]:
     """(the texts the census reads, the texts the consumer model reads, the texts construction sites are read
-    in), in one pass over the tree's files."""
+    in, the texts the plugin roles are read from), in one pass over the tree's files."""
     census_texts: dict[str, bytes] = {}
     consumer_texts: dict[str, bytes] = {}
     builder_texts: dict[str, bytes] = {}
+    role_texts: dict[str, bytes] = {}
     for relative in files.relatives():
         data = files.read(relative)
         if data is None:
@@ -230,7 +238,9 @@ def _selected_texts(files: TreeFiles, census_wanted: bool) -> tuple[dict[str, by
             consumer_texts[relative] = data
         if could_construct(data):
             builder_texts[relative] = data
-    return census_texts, consumer_texts, builder_texts
+        if could_shape_roles(relative):
+            role_texts[relative] = data
+    return census_texts, consumer_texts, builder_texts, role_texts
 
 
 def _read_compositions(texts: dict[str, bytes] | None, hierarchy: SpecHierarchy, files: TreeFiles, budget=None):

@@ -87,6 +87,12 @@ def could_construct(data: bytes) -> bool:
     return b"kv_cache_config" in data or b"kv_cache_groups" in data
 
 
+def could_shape_roles(relative: str) -> bool:
+    """A module whose class headers kvlint.analysis.plugin_roles reads (the scheduler's and the connectors'):
+    the project cache rebuilds the index when one changes."""
+    return relative.startswith(("vllm/v1/core/", "vllm/distributed/kv_transfer/"))
+
+
 # Module paths (relative to the tree root) that only ever receive the scheduler's config.
 # Overridable with `scheduler-only-paths` in [tool.kvlint].
 DEFAULT_SCHEDULER_ONLY_PATHS: tuple[str, ...] = (

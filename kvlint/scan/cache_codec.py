@@ -64,6 +64,7 @@ def _with_index_records() -> type:
     from kvlint.analysis.hierarchy import SpecHierarchy
     from kvlint.analysis.kind_table import KindRow, KindTable
     from kvlint.analysis.platform_reach import PlatformReach
+    from kvlint.analysis.plugin_roles import TreeRoles
     from kvlint.analysis.sizing.divergences import FirstLayerPick, PathDivergence, PredicateDivergence
     from kvlint.analysis.sizing.kinds import SpecKind
     from kvlint.analysis.sizing.results import SizingAnalysis, SizingPath
@@ -73,7 +74,7 @@ def _with_index_records() -> type:
 
     index_records = (TreeIndex, SpecHierarchy, ContainerReachability, KindTable, KindRow, SizingAnalysis, SizingPath)
     index_records += (SpecKind, Layer, Container, PathDivergence, PredicateDivergence, FirstLayerPick)
-    index_records += (Census, LayerClass, Model, ContainerComposition, TargetNames, PlatformReach)
+    index_records += (Census, LayerClass, Model, ContainerComposition, TargetNames, PlatformReach, TreeRoles)
     RECORDS.update((cls.__name__, cls) for cls in index_records)
     return TreeIndex
 

@@ -39,6 +39,7 @@ from kvlint.analysis.vocabulary import (
     RESOLVER_NAME,
     could_construct,
     could_consume,
+    could_shape_roles,
 )
 from kvlint.filesystem import read_regular_file, walk_python
 from kvlint.scan.cache_codec import CodecError, index_from_data, index_to_data
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
     from kvlint.analysis.tree_index import TreeIndex
 
 INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD)
-_INDEX_FORMAT = 12
+_INDEX_FORMAT = 13
 
 
 class IndexHandle:
@@ -88,14 +89,22 @@ class IndexHandle:
             self._digests = index_digests(self.index)
         return self._digests
 
-    def targeting(self, target: TargetNames | None) -> IndexHandle:
+    def targeting(self, target: TargetNames | None, headers: tuple = ()) -> IndexHandle:
         """This index for code outside its tree that targets the releases `target` reads: the names every one
-        of them defines go with the index to the rules, and into the digests a file's result is keyed on."""
-        if target is None:
+        of them defines go with the index to the rules, and so do the scanned code's own spec classes among
+        its class `headers` (kvlint.analysis.own_specs); both go into the digests a file's result is keyed on."""
+        if target is None and not headers:
             return self
         load = self._load if self._index is None else (lambda: self._index)
-        handle = IndexHandle(self.root, lambda: replace(load(), target=target))
-        handle._digests = replace(self.digests, shared=_digest((self.digests.shared, target)))
+
+        def targeted() -> TreeIndex:
+            from kvlint.analysis.own_specs import own_spec_bases, with_own_specs
+
+            index = replace(load(), target=target)
+            return with_own_specs(index, own_spec_bases(headers, index.hierarchy))
+
+        handle = IndexHandle(self.root, targeted)
+        handle._digests = replace(self.digests, shared=_digest((self.digests.shared, target, headers)))
         return handle
 
     @property
@@ -162,9 +171,37 @@ def open_project_index(
 
         return IndexHandle(None, None, index=TreeIndex(root=None, hierarchy=builtin_hierarchy()))
     roles = tuple(scheduler_only_paths)
+    if cache_dir is None and reference is not None:
+        # A release fetched for code outside the tree: its index is the release's, kept beside it (the results
+        # folder next to its `releases/`) whatever --no-cache says of the scan's own results, so that judging a
+        # plugin costs its own files, not the release's index (kept and checked like any index: §3).
+        cache_dir = _release_index_folder(Path(reference))
     if cache_dir is None:
         return IndexHandle(str(root), lambda: _build_index(root, roles))
     return _open_cached(root, cache_dir, known_stats or {}, roles)
+
+
+def class_headers_of(paths: list[str]) -> tuple:
+    """The class headers of code outside the vLLM tree (kvlint.analysis.own_specs: its own spec classes), its
+    files read as the scan reads them; a file that cannot be read is the scan's to say."""
+    from kvlint.analysis.own_specs import class_headers
+
+    texts = []
+    for path in paths:
+        try:
+            texts.append(read_regular_file(path))
+        except OSError:
+            continue
+    return class_headers(texts)
+
+
+def _release_index_folder(reference: Path) -> Path | None:
+    """The results folder beside the `releases/` folder holding a fetched release (kvlint.scan.releases);
+    None for a reference anywhere else (a checkout named by hand), whose index is built each time."""
+    parent = reference.resolve().parent
+    if parent.name != "releases":
+        return None
+    return parent.parent / "results"  # made (0755 at most) and checked by storage when written
 
 
 def _build_index(
@@ -192,6 +229,8 @@ def could_matter(relative: str, data: bytes) -> bool | str:
     if relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in INDEX_WORDS):
         return True
     if relative.startswith(f"{PLATFORMS_DIR}/"):  # what a platform refuses (kvlint.analysis.platform_reach)
+        return True
+    if could_shape_roles(relative) and b"class " in data:  # the roles of code outside the tree (plugin_roles)
         return True
     if census_words(data) or could_consume(relative, data) or could_construct(data):  # census, connectors, builders
         return True

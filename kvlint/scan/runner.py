@@ -24,7 +24,7 @@ from kvlint.escaping import printable
 from kvlint.filesystem import FileTooLarge, describe, read_regular_file
 from kvlint.scan.config import Config
 from kvlint.scan.files import PathProblem, SourceFile, collect_files
-from kvlint.scan.index_cache import IndexHandle, open_project_index
+from kvlint.scan.index_cache import IndexHandle, class_headers_of, open_project_index
 from kvlint.scan.jobs import Job, WorkerState, ignored_for, lint_job, module_path_of, run_jobs
 from kvlint.scan.progress import Display, Progress
 from kvlint.scan.result_cache import ResultCache, configuration_key
@@ -164,7 +164,10 @@ def _plan(
     if cache_dir is not None and _in_a_tree([reference] if reference is not None else on_disk):
         meter.phase("indexing the tree")  # with a cache the index is checked (or built) now
     roles = tuple(config.scheduler_only_paths)
-    index = open_project_index(on_disk, cache_dir, known, roles, reference).targeting(target)
+    headers = (
+        class_headers_of([source.path for source in files]) if reference is not None else ()
+    )  # the code outside the tree's own specs
+    index = open_project_index(on_disk, cache_dir, known, roles, reference).targeting(target, headers)
     cache = (
         ResultCache(cache_dir, configuration_key(index.digests.shared, settings, codes))
         if cache_dir is not None

@@ -1,0 +1,206 @@
+"""Which code of a package outside the vLLM tree only ever meets the scheduler's KV cache config.
+
+Inside the tree a module's path says its role (`scheduler-only-paths`). A plugin's files are not the tree's:
+its roles come from what its classes derive from and what its functions patch, resolved through the
+TARGET release's own class hierarchy (DESIGN.md "Who sees a container"):
+
+- a class deriving from one the target's scheduler-only modules define (its Scheduler, AsyncScheduler,
+  KVCacheManager, KVCacheCoordinator, a SingleTypeKVCacheManager, …) is handed the scheduler's flattened
+  config, and so is a function the plugin assigns onto such a class (`Scheduler.schedule = patched`);
+- a class deriving from the target's connector base (`KVConnectorBase_V1`, or any of the tree's connectors)
+  runs the base's scheduler-side methods (those under its `# Scheduler-side methods` heading) only in the
+  instance built with role SCHEDULER; its other methods (`__init__`, built for both roles; the worker-side
+  ones) keep a worker's config.
+
+The tree's part is read once per index, from the text of its class headers (bounded patterns); the plugin's
+part per file, from its imports of `vllm` and its own classes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+import libcst as cst
+
+CONNECTOR_BASE = "KVConnectorBase_V1"
+_SCHEDULER_HEADING = b"# Scheduler-side methods"
+# A class header and its bases, at most 400 characters of them (no two unbounded runs side by side).
+_CLASS = re.compile(rb"^class[ \t]+(\w+)[ \t]*(?:\(([^)]{0,400})\))?[ \t]*:", re.MULTILINE)
+_METHOD = re.compile(rb"^    (?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class TreeRoles:
+    """The target tree's classes whose subclasses, outside the tree, run with the scheduler's config."""
+
+    scheduler_classes: frozenset[str] = frozenset()  # defined in scheduler-only modules, or derived from one
+    connector_classes: frozenset[str] = frozenset()  # the connector base and the tree's classes derived from it
+    scheduler_methods: frozenset[str] = frozenset()  # the connector base's scheduler-side methods
+
+
+def read_tree_roles(texts: dict[str, bytes], patterns: tuple[str, ...]) -> TreeRoles:
+    """TreeRoles from the texts of the modules `could_shape_roles` selects (relative path → bytes)."""
+    bases: dict[str, set[str]] = {}
+    scheduler: set[str] = set()
+    methods: frozenset[str] = frozenset()
+    for relative, data in texts.items():
+        only_scheduler = any(fnmatchcase(relative, pattern) for pattern in patterns)
+        for match in _CLASS.finditer(data):
+            name = match.group(1).decode()
+            bases.setdefault(name, set()).update(_base_names((match.group(2) or b"").decode("utf-8", "replace")))
+            if only_scheduler:
+                scheduler.add(name)
+        if b"class " + CONNECTOR_BASE.encode() in data and _SCHEDULER_HEADING in data:
+            methods = _scheduler_side_methods(data)
+    return TreeRoles(frozenset(_derived(bases, scheduler)), frozenset(_derived(bases, {CONNECTOR_BASE})), methods)
+
+
+def _base_names(text: str) -> set[str]:
+    """The last name of each base (`abc.ABC` → `ABC`); keywords (`metaclass=…`) are no base."""
+    names = set()
+    for part in text.split(","):
+        part = part.strip()
+        if part and "=" not in part:
+            names.add(part.split("[")[0].rsplit(".", 1)[-1].strip())
+    return names
+
+
+def _derived(bases: dict[str, set[str]], roots: set[str]) -> set[str]:
+    """`roots` and every class whose bases lead to one of them."""
+    found = set(roots)
+    changed = True
+    while changed:
+        changed = False
+        for name, direct in bases.items():
+            if name not in found and direct & found:
+                found.add(name)
+                changed = True
+    return found
+
+
+def _scheduler_side_methods(data: bytes) -> frozenset[str]:
+    """The methods under the connector base's `# Scheduler-side methods` heading, to the end of the class."""
+    start = data.index(_SCHEDULER_HEADING)
+    following = _CLASS.search(data, start)
+    section = data[start : following.start() if following else len(data)]
+    return frozenset(m.group(1).decode() for m in _METHOD.finditer(section))
+
+
+# -- the plugin's side: one file --------------------------------------------------------------------
+
+
+class FileRoles:
+    """One file of code outside the tree: which of its classes and functions run with the scheduler's config."""
+
+    def __init__(self, module: cst.Module, roles: TreeRoles):
+        self.roles = roles
+        self.imported: dict[str, str] = {}  # local name → the name vllm defines it as
+        self.modules: set[str] = set()  # local names of imported vllm modules (`import vllm.v1.core.sched as s`)
+        self.local: dict[str, list[cst.BaseExpression]] = {}  # the file's own classes → their bases
+        self.patched: set[str] = set()  # functions assigned onto a scheduler-side class
+        for node in _walk(module):
+            if isinstance(node, cst.ImportFrom) and _from_vllm(node) and not isinstance(node.names, cst.ImportStar):
+                for alias in node.names:
+                    if isinstance(alias.name, cst.Name):
+                        self.imported[_bound(alias) or alias.name.value] = alias.name.value
+            elif isinstance(node, cst.Import):
+                for alias in node.names:
+                    if _dotted(alias.name).split(".")[0] == "vllm":
+                        self.modules.add(_bound(alias) or "vllm")
+            elif isinstance(node, cst.ClassDef):
+                self.local[node.name.value] = [arg.value for arg in node.bases if arg.keyword is None]
+        for node in _walk(module):
+            self._note_patch(node)
+
+    def _note_patch(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name):
+            targets = [t.target for t in node.targets if isinstance(t.target, cst.Attribute)]
+            if any(self.is_scheduler_class(t.value) for t in targets):
+                self.patched.add(node.value.value)
+        elif isinstance(node, cst.Call) and _dotted(node.func) == "setattr" and len(node.args) == 3:
+            patched = node.args[2].value
+            if isinstance(patched, cst.Name) and self.is_scheduler_class(node.args[0].value):
+                self.patched.add(patched.value)
+
+    def _vllm_name(self, expression: cst.BaseExpression) -> str | None:
+        """The name vllm defines a class as, when `expression` names one imported from vllm."""
+        if isinstance(expression, cst.Name):
+            return self.imported.get(expression.value)
+        if isinstance(expression, cst.Attribute) and _dotted(expression).split(".")[0] in self.modules:
+            return expression.attr.value
+        return None
+
+    def _derives(self, expression: cst.BaseExpression, wanted: frozenset[str], seen: frozenset[str] = frozenset()):
+        vllm_name = self._vllm_name(expression)
+        if vllm_name is not None:
+            return vllm_name in wanted
+        if isinstance(expression, cst.Name) and expression.value in self.local and expression.value not in seen:
+            mine = seen | {expression.value}
+            return any(self._derives(base, wanted, mine) for base in self.local[expression.value])
+        return False
+
+    def is_scheduler_class(self, expression: cst.BaseExpression) -> bool:
+        return self._derives(expression, self.roles.scheduler_classes)
+
+    def scheduler_side(self, node: cst.CSTNode, parent) -> bool:
+        """Whether `node` runs only with the scheduler's config: in a class derived from a scheduler-side class
+        of the target, in a connector's scheduler-side method, or in a function patched onto such a class."""
+        method = None
+        current = parent(node)
+        while current is not None:
+            if isinstance(current, cst.FunctionDef):
+                if current.name.value in self.patched:
+                    return True
+                method = current
+            elif isinstance(current, cst.ClassDef):
+                name = cst.Name(current.name.value)
+                if self.is_scheduler_class(name):
+                    return True
+                if method is not None and self._derives(name, self.roles.connector_classes):
+                    return method.name.value in self.roles.scheduler_methods
+                method = None
+            current = parent(current)
+        return False
+
+
+def _walk(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def _from_vllm(node: cst.ImportFrom) -> bool:
+    return not node.relative and node.module is not None and _dotted(node.module).split(".")[0] == "vllm"
+
+
+def _bound(alias: cst.ImportAlias) -> str | None:
+    return alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else None
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+class OutsideRoles:
+    """A rule's view of one file's roles: nothing inside the vLLM tree (its paths decide there), the file's
+    FileRoles outside it, read on the first question (a check that would otherwise be reported)."""
+
+    def __init__(self, context):
+        self.context = context
+        self._file: FileRoles | None = None
+
+    def scheduler_side(self, node: cst.CSTNode) -> bool:
+        roles = self.context.project.roles
+        if self.context.module_path.startswith("vllm/") or not (roles.scheduler_classes or roles.connector_classes):
+            return False
+        if self._file is None:
+            self._file = FileRoles(self.context.wrapper.module, roles)
+        return self._file.scheduler_side(node, self.context.flow.parent)
