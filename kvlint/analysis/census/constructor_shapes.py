@@ -1,0 +1,78 @@
+"""The shapes of constructor code the census reads (kvlint.analysis.census.instantiation): platform tests
+decided for the default platform, class-body bindings, `self.<attribute>` assignments, `super().__init__`."""
+
+from __future__ import annotations
+
+import ast
+
+# `current_platform.is_X()` on the default platform (CUDA): what vLLM's own CI and most users run.
+_DEFAULT_PLATFORM = {"is_cuda": True, "is_cuda_alike": True}
+_OTHER_PLATFORMS = ("is_rocm", "is_cpu", "is_xpu", "is_tpu", "is_hpu", "is_neuron", "is_out_of_tree")
+
+
+def platform_test(test: ast.expr) -> bool | None:
+    """The value of a test on the default platform; None when it is not a platform test (a config's)."""
+    if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING":
+        return False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = platform_test(test.operand)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        values = [platform_test(value) for value in test.values]
+        if isinstance(test.op, ast.Or):
+            return True if True in values else (False if all(v is False for v in values) else None)
+        return False if False in values else (True if all(v is True for v in values) else None)
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and not test.args:
+        receiver = test.func.value
+        name = receiver.id if isinstance(receiver, ast.Name) else getattr(receiver, "attr", "")
+        if name == "current_platform":
+            method = test.func.attr
+            if method in _DEFAULT_PLATFORM:
+                return _DEFAULT_PLATFORM[method]
+            if method in _OTHER_PLATFORMS:
+                return False
+    return None
+
+
+def method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
+    return next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
+
+
+def site(relative: str, node: ast.AST) -> str:
+    return f"{relative}:{getattr(node, 'lineno', 0)}"
+
+
+def class_binding(statement: ast.stmt, name: str) -> ast.expr | None:
+    """The value a class-body statement binds to `name` (`model_cls = DeepseekV2Model`), else None."""
+    if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets):
+        return statement.value
+    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+        return statement.value if statement.target.id == name else None
+    return None
+
+
+def assigns_self_attribute(cls: ast.ClassDef, name: str) -> bool:
+    """Whether the class's constructor assigns `self.<name> = …`."""
+    init = method(cls, "__init__")
+    return init is not None and any(
+        isinstance(node, ast.Assign)
+        and any(
+            isinstance(t, ast.Attribute) and t.attr == name and isinstance(t.value, ast.Name) and t.value.id == "self"
+            for t in node.targets
+        )
+        for node in ast.walk(init)
+    )
+
+
+def calls_super_init(init: ast.FunctionDef) -> bool:
+    for node in ast.walk(init):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "__init__"
+            and isinstance(node.func.value, ast.Call)
+            and isinstance(node.func.value.func, ast.Name)
+            and node.func.value.func.id == "super"
+        ):
+            return True
+    return False
