@@ -342,8 +342,9 @@ class ContainerIsinstance(DominatedChecks, Rule):
             function = self.flow.enclosing_function(node)
             selection = selection_at(node, subject_code, self.flow.parent, function)
             census = self.context.project.census
-            refused = self.context.project.platform_reach.refused_layers(self.context.module_path)
-            built = built_containers(compositions, census, self.hierarchy, checked, exact, selection, refused)
+            # On one platform's code: what it refuses dropped, what it may refuse only possible.
+            compositions = self.context.project.platform_reach.on(self.context.module_path, compositions)
+            built = built_containers(compositions, census, self.hierarchy, checked, exact, selection)
             # Only containers the group count lets reach the check, and whose whole answer differs.
             built = reaching(built, census, self.hierarchy, node, subject_code, function, self.flow.parent)
             if not built:
