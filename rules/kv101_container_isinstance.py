@@ -25,10 +25,10 @@ built with a flag that platform refuses, decided at run time); else nothing. A s
 name that holds the spec only when the config has one group (`spec = groups[0].kv_cache_spec if
 len(groups) == 1 else None`) is reached only by a container that is the model's only group. The witness
 named is a main model before a draft (the registry's speculative-decoding models), then the composition
-most of the tree's models build by default, a model whose own module defines one of its layers first. A proven default is still a warning when no user meets it as a defect: a
-deliberate fail-closed check (the way a container takes refuses, and its docstring or comment says it is
-conservative, fails closed, refuses or rejects on purpose), or code whose module or class docstring says it
-exists for benchmarks (kvlint.analysis.deliberate); the message quotes the tree's words. Not reported: a
+most of the tree's models build by default, a model whose own module defines one of its layers first. A
+proven default is still a warning when no user meets it as a defect: a deliberate fail-closed check (the
+way a container takes refuses, and its docstring or comment says it is conservative, fails closed, refuses
+or rejects on purpose), or code whose module or class docstring says it exists for benchmarks (kvlint.analysis.deliberate); the message quotes the tree's words. Not reported: a
 worker-side answer no one consumes (analysis.consumers), a check no container reaches after an earlier one
 (its related location). Without a model registry, the classes the tree builds layers of stand in.
 
