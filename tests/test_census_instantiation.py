@@ -232,3 +232,47 @@ def test_a_main_model_is_named_before_a_draft_model_building_the_same_container(
     assert {c.model for c in found} == {"DsaHybridForCausalLM", "EagleDsaForCausalLM"}
     for order in (found, found[::-1]):
         assert rank_witnesses(order, index.census)[0].model == "DsaHybridForCausalLM"
+
+
+def test_a_branch_on_the_layer_s_position_goes_both_ways_in_one_model(tmp_path):
+    # MiniMax-M3's decoder layer: the first layers dense, the rest sparse, decided by the layer's index.
+    model, found = census_of(
+        tmp_path,
+        """
+class DecoderLayer:
+    def __init__(self, config, prefix):
+        layer_id = int(prefix.split(".")[-1])
+        is_sparse_layer = layer_id in config.sparse_ids
+        if is_sparse_layer:
+            self.attn = MLAAttention()
+            self.indexer = IndexerCache()
+        else:
+            self.attn = Attention()
+
+
+class DsaHybridForCausalLM:
+    def __init__(self, config, prefix=""):
+        self.layers = make_layers(config.n, lambda prefix: DecoderLayer(config, prefix))
+""",
+    )
+    assert set(model.alternatives) == {
+        frozenset({"MLAAttention", "IndexerCache"}),
+        frozenset({"Attention"}),
+        frozenset({"MLAAttention", "IndexerCache", "Attention"}),
+    }
+
+
+def test_a_value_a_comprehension_folds_is_no_layer_position(tmp_path):
+    model, _ = census_of(
+        tmp_path,
+        """
+class DsaHybridForCausalLM:
+    def __init__(self, config, prefix=""):
+        use_mha = all(dim == 0 for dim in (config.a, config.b))
+        if use_mha:
+            self.attn = Attention()
+        else:
+            self.attn = MLAAttention()
+""",
+    )
+    assert set(model.alternatives) == {frozenset({"Attention"}), frozenset({"MLAAttention"})}

@@ -1,5 +1,6 @@
 """The shapes of constructor code the census reads (kvlint.analysis.census.instantiation): platform tests
-decided for the default platform, class-body bindings, `self.<attribute>` assignments, `super().__init__`."""
+decided for the default platform, branches on the layer's position, class-body bindings, `self.<attribute>`
+assignments, `super().__init__`."""
 
 from __future__ import annotations
 
@@ -76,3 +77,39 @@ def calls_super_init(init: ast.FunctionDef) -> bool:
         ):
             return True
     return False
+
+
+def per_layer_test(test: ast.expr, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a branch test reads the position of the layer being built — the function's `prefix` parameter
+    (vLLM hands every module its dotted name, which ends in its layer index: `make_layers` builds each layer
+    with its own) or a loop variable — directly or through the function's local assignments
+    (`layer_id = int(prefix.split(".")[-1])`; `is_sparse = layer_id in sparse_ids`). Such a branch goes
+    both ways within one model (MiniMax-M3's first layers dense, the rest sparse), unlike a config branch."""
+    arguments = function.args
+    derived = {a.arg for a in [*arguments.args, *arguments.kwonlyargs] if a.arg == "prefix"}
+    assigned: list[tuple[set[str], set[str]]] = []
+    for node in ast.walk(function):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            derived.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            # A comprehension's own variable is gone once it is done (`all(d == 0 for d in dims)` is one value).
+            inner = {
+                n.id
+                for c in ast.walk(node.value)
+                if isinstance(c, ast.comprehension)
+                for n in ast.walk(c.target)
+                if isinstance(n, ast.Name)
+            }
+            assigned.append((names, {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)} - inner))
+    if not derived:
+        return False
+    changed = True
+    while changed:  # at most one pass per assignment: each pass adds names or ends
+        changed = False
+        for targets, reads in assigned:
+            if reads & derived and not targets <= derived:
+                derived |= targets
+                changed = True
+    return any(isinstance(n, ast.Name) and n.id in derived for n in ast.walk(test))

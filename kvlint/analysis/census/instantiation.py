@@ -30,6 +30,7 @@ from kvlint.analysis.census.constructor_shapes import (
     calls_super_init,
     class_binding,
     method,
+    per_layer_test,
     platform_test,
     site,
 )
@@ -87,6 +88,8 @@ class Program:
         # The class of the instance whose constructor is being followed (module, class): `self.<attribute>`
         # is looked up there, through its bases, as Python would.
         self._instances: list[tuple[str, ast.ClassDef]] = []
+        # The functions being followed, innermost last: a branch on the layer's position reads their locals.
+        self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
 
     # ------------------------------------------------------------------------------------------- modules
 
@@ -201,7 +204,7 @@ class Program:
         self._enter(key, relative)
         built = _NOTHING
         if init is not None:
-            built = self._body(relative, init.body, cls)
+            built = self._within(init, lambda: self._body(relative, init.body, cls))
         if init is None or calls_super_init(init):
             for base in cls.bases:
                 found = self.resolve_expr(relative, base)
@@ -259,10 +262,24 @@ class Program:
         if key in self._busy:
             return _NOTHING
         self._enter(key, relative)
-        built = self._body(relative, function.body, None)
+        built = self._within(function, lambda: self._body(relative, function.body, None))
         self._busy.discard(key)
         self._built[key] = built
         return built
+
+    def _within(self, function, follow) -> Built:
+        self._functions.append(function)
+        try:
+            return follow()
+        finally:
+            self._functions.pop()
+
+    def _branches(self, test: ast.expr, body: Built, orelse: Built) -> Built:
+        """A branch the config decides is two alternatives; one on the layer's position (kvlint.analysis.
+        census.constructor_shapes.per_layer_test) is taken both ways within one model: either, or both."""
+        if self._functions and per_layer_test(test, self._functions[-1]):
+            return _either([body, orelse, _product(body, orelse)])
+        return _either([body, orelse])
 
     def _body(self, relative: str, statements: list[ast.stmt], cls: ast.ClassDef | None) -> Built:
         built = _NOTHING
@@ -278,9 +295,8 @@ class Program:
                 return _product(test, self._body(relative, statement.body, cls))
             if decided is False:
                 return _product(test, self._body(relative, statement.orelse, cls))
-            return _product(
-                test, _either([self._body(relative, statement.body, cls), self._body(relative, statement.orelse, cls)])
-            )
+            body, orelse = self._body(relative, statement.body, cls), self._body(relative, statement.orelse, cls)
+            return _product(test, self._branches(statement.test, body, orelse))
         if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
             head = self._expr(relative, statement.iter if not isinstance(statement, ast.While) else statement.test, cls)
             return _product(head, self._body(relative, statement.body + statement.orelse, cls))
@@ -289,7 +305,8 @@ class Program:
         if isinstance(statement, ast.Try):
             return self._body(relative, statement.body + statement.orelse + statement.finalbody, cls)
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return self._body(relative, statement.body, cls)  # a layer function handed to make_layers
+            # A layer function handed to make_layers: its `prefix` is each layer's.
+            return self._within(statement, lambda: self._body(relative, statement.body, cls))
         if isinstance(statement, (ast.ClassDef, ast.Import, ast.ImportFrom, ast.Raise, ast.Assert)):
             return _NOTHING
         if isinstance(statement, ast.AnnAssign):
@@ -306,7 +323,9 @@ class Program:
             decided = platform_test(node.test)
             if decided is not None:
                 return self._expr(relative, node.body if decided else node.orelse, cls)
-            return _either([self._expr(relative, node.body, cls), self._expr(relative, node.orelse, cls)])
+            return self._branches(
+                node.test, self._expr(relative, node.body, cls), self._expr(relative, node.orelse, cls)
+            )
         if isinstance(node, ast.Call):
             return self._call(relative, node, cls)
         if isinstance(node, ast.Lambda):
