@@ -268,8 +268,11 @@ def test_a_value_a_comprehension_folds_is_no_layer_position(tmp_path):
         """
 class DsaHybridForCausalLM:
     def __init__(self, config, prefix=""):
+        layer_id = int(prefix.split(".")[-1])
+        self.layer_id = layer_id  # binds an attribute of `self`: `self` is no position
         use_mha = all(dim == 0 for dim in (config.a, config.b))
-        if use_mha:
+        self.use_mha = use_mha
+        if self.use_mha:
             self.attn = Attention()
         else:
             self.attn = MLAAttention()

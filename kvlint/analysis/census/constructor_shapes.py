@@ -93,7 +93,7 @@ def per_layer_test(test: ast.expr, function: ast.FunctionDef | ast.AsyncFunction
             derived.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            names = {n.id for t in targets for n in _bound(t)}
             # A comprehension's own variable is gone once it is done (`all(d == 0 for d in dims)` is one value).
             inner = {
                 n.id
@@ -113,3 +113,14 @@ def per_layer_test(test: ast.expr, function: ast.FunctionDef | ast.AsyncFunction
                 derived |= targets
                 changed = True
     return any(isinstance(n, ast.Name) and n.id in derived for n in ast.walk(test))
+
+
+def _bound(target: ast.expr) -> list[ast.Name]:
+    """The names an assignment target binds: `a`, `a, b` — not `self` of `self.x = …`."""
+    if isinstance(target, ast.Name):
+        return [target]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for element in target.elts for n in _bound(element)]
+    if isinstance(target, ast.Starred):
+        return _bound(target.value)
+    return []
