@@ -79,12 +79,17 @@ def calls_super_init(init: ast.FunctionDef) -> bool:
     return False
 
 
-def per_layer_test(test: ast.expr, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether a branch test reads the position of the layer being built — the function's `prefix` parameter
+def per_layer_test(test: ast.expr, positions: frozenset[str]) -> bool:
+    """Whether a branch test reads the position of the layer being built (`positions`: position_names)."""
+    return any(isinstance(n, ast.Name) and n.id in positions for n in ast.walk(test))
+
+
+def position_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """The names of a function that hold the position of the layer being built — its `prefix` parameter
     (vLLM hands every module its dotted name, which ends in its layer index: `make_layers` builds each layer
-    with its own) or a loop variable — directly or through the function's local assignments
-    (`layer_id = int(prefix.split(".")[-1])`; `is_sparse = layer_id in sparse_ids`). Such a branch goes
-    both ways within one model (MiniMax-M3's first layers dense, the rest sparse), unlike a config branch."""
+    with its own) or a loop variable — and its locals assigned from them (`layer_id = int(prefix.split(".")
+    [-1])`; `is_sparse = layer_id in sparse_ids`). A branch on one goes both ways within one model (MiniMax-M3's
+    first layers dense, the rest sparse), unlike a config branch."""
     arguments = function.args
     derived = {a.arg for a in [*arguments.args, *arguments.kwonlyargs] if a.arg == "prefix"}
     assigned: list[tuple[set[str], set[str]]] = []
@@ -104,15 +109,15 @@ def per_layer_test(test: ast.expr, function: ast.FunctionDef | ast.AsyncFunction
             }
             assigned.append((names, {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)} - inner))
     if not derived:
-        return False
+        return frozenset()
     changed = True
-    while changed:  # at most one pass per assignment: each pass adds names or ends
+    while changed:  # each pass adds names or ends: at most one pass per assignment
         changed = False
         for targets, reads in assigned:
             if reads & derived and not targets <= derived:
                 derived |= targets
                 changed = True
-    return any(isinstance(n, ast.Name) and n.id in derived for n in ast.walk(test))
+    return frozenset(derived)
 
 
 def _bound(target: ast.expr) -> list[ast.Name]:
@@ -124,3 +129,22 @@ def _bound(target: ast.expr) -> list[ast.Name]:
     if isinstance(target, ast.Starred):
         return _bound(target.value)
     return []
+
+
+def bases_nearest_first(resolve_expr, module: str, cls: ast.ClassDef, limit: int) -> list[tuple[str, ast.ClassDef]]:
+    """The class and its bases the tree defines, nearest first (breadth first: enough for the single
+    chains models use)."""
+    order: list[tuple[str, ast.ClassDef]] = []
+    pending = [(module, cls)]
+    seen: set[tuple[str, str]] = set()
+    while pending and len(seen) <= limit:
+        module, cls = pending.pop(0)
+        if (module, cls.name) in seen:
+            continue
+        seen.add((module, cls.name))
+        order.append((module, cls))
+        for base in cls.bases:
+            found = resolve_expr(module, base)
+            if found is not None and found[1] == "class":
+                pending.append((found[0], found[2]))  # type: ignore[arg-type]
+    return order

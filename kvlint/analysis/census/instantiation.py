@@ -12,10 +12,9 @@ is False): the other platform's classes are not built by default. Too many alter
 many independent branches) collapse into their union, marked `merged`: the compositions made of it are
 only possible, never default (kvlint.analysis.census.compositions).
 
-A class the constructor picks through an attribute of `self` (`self.model = self.model_cls(...)`, with
-`model_cls = DeepseekV2Model` a class attribute a subclass may override) is the one the instance's class
-binds there, looked up from the model's own class through its bases; a value with branches
-(`model_cls = A if c else B`) makes alternatives.
+A class picked through `self` (`self.model_cls(...)`, `model_cls = DeepseekV2Model` a class attribute a
+subclass may rebind) is the instance class's binding, through its bases; an instance attribute wins.
+A branch on the layer's position (constructor_shapes.position_names) goes both ways within one model.
 """
 
 from __future__ import annotations
@@ -27,11 +26,13 @@ from posixpath import dirname, join, normpath
 from kvlint.analysis.census.budget import Budget, BudgetExceeded
 from kvlint.analysis.census.constructor_shapes import (
     assigns_self_attribute,
+    bases_nearest_first,
     calls_super_init,
     class_binding,
     method,
     per_layer_test,
     platform_test,
+    position_names,
     site,
 )
 
@@ -90,6 +91,7 @@ class Program:
         self._instances: list[tuple[str, ast.ClassDef]] = []
         # The functions being followed, innermost last: a branch on the layer's position reads their locals.
         self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        self._position_names: dict[int, tuple[ast.AST, frozenset[str]]] = {}
 
     # ------------------------------------------------------------------------------------------- modules
 
@@ -220,7 +222,7 @@ class Program:
         module that binds it."""
         if not self._instances:
             return _NOTHING
-        mro = self._mro(*self._instances[-1])
+        mro = bases_nearest_first(self.resolve_expr, *self._instances[-1], _MAX_DEPTH)
         if any(assigns_self_attribute(cls, name) for _, cls in mro):
             # An instance attribute wins over any class attribute; its value was followed where assigned.
             return _NOTHING
@@ -231,25 +233,7 @@ class Program:
                     return self._expr(module, value, None)
         return _NOTHING
 
-    def _mro(self, module: str, cls: ast.ClassDef) -> list[tuple[str, ast.ClassDef]]:
-        """The class and its bases the tree defines, nearest first (breadth first: enough for the single
-        chains models use)."""
-        order: list[tuple[str, ast.ClassDef]] = []
-        pending = [(module, cls)]
-        seen: set[tuple[str, str]] = set()
-        while pending and len(seen) <= _MAX_DEPTH:
-            module, cls = pending.pop(0)
-            if (module, cls.name) in seen:
-                continue
-            seen.add((module, cls.name))
-            order.append((module, cls))
-            for base in cls.bases:
-                found = self.resolve_expr(module, base)
-                if found is not None and found[1] == "class":
-                    pending.append((found[0], found[2]))  # type: ignore[arg-type]
-        return order
-
-    def _enter(self, key: tuple[str, str, str], relative: str) -> None:
+    def _enter(self, key: tuple[str, ...], relative: str) -> None:
         self._busy.add(key)
         self.budget.spend(1000, relative)
         if len(self._busy) > _MAX_DEPTH:
@@ -274,10 +258,17 @@ class Program:
         finally:
             self._functions.pop()
 
+    def _positions(self, function) -> frozenset[str]:
+        """The function's names that hold the layer's position, read once per function (the node kept: its
+        id stays its own)."""
+        if id(function) not in self._position_names:
+            self._position_names[id(function)] = (function, position_names(function))
+        return self._position_names[id(function)][1]
+
     def _branches(self, test: ast.expr, body: Built, orelse: Built) -> Built:
         """A branch the config decides is two alternatives; one on the layer's position (kvlint.analysis.
         census.constructor_shapes.per_layer_test) is taken both ways within one model: either, or both."""
-        if self._functions and per_layer_test(test, self._functions[-1]):
+        if self._functions and per_layer_test(test, self._positions(self._functions[-1])):
             return _either([body, orelse, _product(body, orelse)])
         return _either([body, orelse])
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from posixpath import dirname, join
 
@@ -182,13 +183,17 @@ def _registry(texts: dict[str, bytes]) -> list[tuple[str, str, str, bool]]:
         if len(entries) > len(best):
             package = dirname(relative)
             tables = [(m.start(), m.group(1)) for m in _TABLE.finditer(text)]
+            starts = [start for start, _ in tables]
             seen: set[tuple[str, str]] = set()
             best = []
             for entry in entries:
                 architecture, module, class_name = entry.groups()
                 # A module the tree lacks is kept as "": its model is one the census could not read.
                 path = _module_path(texts, module, package) or ""
-                table = next((name for start, name in reversed(tables) if start < entry.start()), "")
+                # The nearest table opened before the entry (bisected: a crafted registry of many tables and
+                # entries costs its size, not their product).
+                at = bisect_left(starts, entry.start())
+                table = tables[at - 1][1] if at else ""
                 if (path or module, class_name) not in seen:
                     seen.add((path or module, class_name))
                     best.append((architecture, path, class_name, _DRAFT_TABLE.search(table) is not None))
