@@ -44,7 +44,7 @@ def unmet_defect(rule, node, function, message: Message) -> tuple[Message, Sever
 
 
 def built_by(composition) -> dict[str, str]:
-    """The fields of KV101's BUILT message that name the model, setting and path of a composition."""
+    """The fields of KV101's BUILT message that name the witness: model, setting, layers, path and guard."""
     if composition.is_default:
         setting = " by default"
     elif composition.setting.startswith("possible: "):
@@ -57,6 +57,8 @@ def built_by(composition) -> dict[str, str]:
         "setting": setting,
         "path": composition.path.split(":")[-1],
         "where": composition.where(),
+        # The path's guard that lets this model's layers through (kvlint.analysis.census.compositions).
+        "guard": f", whose guard lets them through: {composition.guard}" if composition.guard else "",
     }
 
 

@@ -18,15 +18,17 @@ cache managers, scheduler-side connector halves) never meets a container: the en
 
 Which containers exist is read from the tree (kvlint.analysis.census.compositions): its models' layers × its
 grouping paths. An error when a model builds by default a container whose every layer answers True (the
-message names model, path and line); a warning when only an opt-in setting does (named); else nothing. A
-spec-field test in the same `and` (`s.mamba_type in (…)`) or a layer flag the function picks layers by
-narrows the layers counted; a name that holds the spec only when the config has one group (`spec = groups[0]
-.kv_cache_spec if len(groups) == 1 else None`) is reached only by a container that is the model's only group.
-The witness named is the composition most of the tree's models build by default, a model whose own module
-defines one of its layers first. A proven default is still a warning when no user meets it as a defect: a
-deliberate fail-closed check (the way a container takes refuses, and its docstring or comment says it is
-conservative, fails closed, refuses or rejects on purpose), or code whose module or class docstring says it
-exists for benchmarks (kvlint.analysis.deliberate); the message quotes the tree's words. Not reported: a
+message names model, layers, path, line and the guard of the path that lets them through); a warning when
+only an opt-in setting does (named), or when a link is unproven (named: on one platform's code, a layer
+built with a flag that platform refuses, decided at run time); else nothing. A spec-field test in the same
+`and` (`s.mamba_type in (…)`) or a layer flag the function picks layers by narrows the layers counted; a
+name that holds the spec only when the config has one group (`spec = groups[0].kv_cache_spec if
+len(groups) == 1 else None`) is reached only by a container that is the model's only group. The witness
+named is a main model before a draft (the registry's speculative-decoding models), then the composition
+most of the tree's models build by default, a model whose own module defines one of its layers first. A
+proven default is still a warning when no user meets it as a defect: a deliberate fail-closed check (the
+way a container takes refuses, and its docstring or comment says it is conservative, fails closed, refuses
+or rejects on purpose), or code whose module or class docstring says it exists for benchmarks (kvlint.analysis.deliberate); the message quotes the tree's words. Not reported: a
 worker-side answer no one consumes (analysis.consumers), a check no container reaches after an earlier one
 (its related location). Without a model registry, the classes the tree builds layers of stand in.
 
@@ -106,7 +108,7 @@ class ContainerIsinstance(DominatedChecks, Rule):
     # When the tree's models and grouping paths were read: the model and path that build the counterexample.
     BUILT = (
         "`{check}` is False for a UniformTypeKVCacheSpecs of {layers} layers while each layer answers True: "
-        "{model}{setting} has them put in one container by `{path}` ({where}), and `{subject}` is {reason}, "
+        "{model}{setting} has them put in one container by `{path}` ({where}){guard}; `{subject}` is {reason}, "
         "unflattened here: such a group takes the other branch"
     )
     # When no container of the checked classes is proven built (no tree read, or the tree cannot settle it).
@@ -123,7 +125,7 @@ class ContainerIsinstance(DominatedChecks, Rule):
     BUILT_HEADLINE = "`{check}` is False for {model}'s container of {spec} layers{setting}"
     BUILT_DETAIL = (
         "each layer answers True: {model}{setting} has its {layers} layers put in one container by `{path}` "
-        "({where}); `{subject}` is {reason}, unflattened here: such a group takes the other branch"
+        "({where}){guard}; `{subject}` is {reason}, unflattened here: such a group takes the other branch"
     )
     FIX_TITLE = "Test every layer with the tree's unwrapping idiom (`is_full_attention_spec`, `iter_layer_specs`)"
     # A group spec only arises from a group list or a KVCacheGroupSpec in the same module.
@@ -346,8 +348,9 @@ class ContainerIsinstance(DominatedChecks, Rule):
             function = self.flow.enclosing_function(node)
             selection = selection_at(node, subject_code, self.flow.parent, function)
             census = self.context.project.census
-            refused = self.context.project.platform_reach.refused_layers(self.context.module_path)
-            built = built_containers(compositions, census, self.hierarchy, checked, exact, selection, refused)
+            # On one platform's code: what it refuses dropped, what it may refuse only possible.
+            compositions = self.context.project.platform_reach.on(self.context.module_path, compositions)
+            built = built_containers(compositions, census, self.hierarchy, checked, exact, selection)
             # Only containers the group count lets reach the check, and whose whole answer differs.
             built = reaching(built, census, self.hierarchy, node, subject_code, function, self.flow.parent)
             if not built:

@@ -151,3 +151,131 @@ def test_a_model_whose_class_the_tree_lacks_is_counted_not_dropped(tmp_path):
     census = build_tree_index(write_tree(tmp_path / "tree", tree)).census
     assert census.unread == ("GoneForCausalLM", "MissingClassForCausalLM")
     assert [m.name for m in census.models] == ["DsaHybridForCausalLM"]
+
+
+# A model class that builds its inner model through a class attribute a subclass may rebind (vLLM's
+# `DeepseekV2ForCausalLM.model_cls`), and a draft model that rebinds it on the instance.
+PICKED_BY_ATTRIBUTE = """
+class DenseModel:
+    def __init__(self):
+        self.attn = Attention()
+
+
+class SparseModel:
+    def __init__(self):
+        self.mla = MLAAttention()
+        self.indexer = IndexerCache()
+
+
+class BaseForCausalLM:
+    model_cls = DenseModel
+
+    def __init__(self):
+        self.model = self.model_cls()
+
+
+class DsaHybridForCausalLM(BaseForCausalLM):
+    model_cls = SparseModel
+
+
+class PlainForCausalLM(BaseForCausalLM):
+    pass
+
+
+class DraftForCausalLM(DsaHybridForCausalLM):
+    def __init__(self):
+        self.model_cls = DenseModel
+        super().__init__()
+"""
+
+REGISTRY_WITH_DRAFTS = """
+_MODELS = {
+    "DsaHybridForCausalLM": ("dsa_hybrid", "DsaHybridForCausalLM"),
+    "PlainForCausalLM": ("dsa_hybrid", "PlainForCausalLM"),
+}
+
+_SPECULATIVE_DECODING_MODELS = {
+    "DraftForCausalLM": ("dsa_hybrid", "DraftForCausalLM"),
+    "EagleDsaForCausalLM": ("dsa_hybrid", "SparseModel"),
+}
+"""
+
+
+def _census_with_drafts(tmp_path):
+    tree = files(
+        **{MODEL: IMPORTS + PICKED_BY_ATTRIBUTE, "vllm/model_executor/models/registry.py": REGISTRY_WITH_DRAFTS}
+    )
+    index = build_tree_index(write_tree(tmp_path / "tree", tree))
+    return {m.name: m for m in index.census.models}, index
+
+
+def test_a_class_picked_through_a_class_attribute_is_the_instance_classs(tmp_path):
+    models, _ = _census_with_drafts(tmp_path)
+    # The subclass's binding wins over the base's, and each model gets its own, whatever the reading order.
+    assert models["DsaHybridForCausalLM"].alternatives == (frozenset({"MLAAttention", "IndexerCache"}),)
+    assert models["PlainForCausalLM"].alternatives == (frozenset({"Attention"}),)
+    # An instance attribute set in the constructor wins over every class attribute: no union with it.
+    assert models["DraftForCausalLM"].alternatives == (frozenset({"Attention"}),)
+
+
+def test_the_registry_s_speculative_decoding_models_are_drafts(tmp_path):
+    models, _ = _census_with_drafts(tmp_path)
+    assert models["EagleDsaForCausalLM"].draft and models["DraftForCausalLM"].draft
+    assert not models["DsaHybridForCausalLM"].draft and not models["PlainForCausalLM"].draft
+
+
+def test_a_main_model_is_named_before_a_draft_model_building_the_same_container(tmp_path):
+    from kvlint.analysis.layer_selection import rank_witnesses
+
+    _, index = _census_with_drafts(tmp_path)
+    found = tuple(c for c in index.container_compositions() if c.layer_classes == {"MLAAttention", "IndexerCache"})
+    assert {c.model for c in found} == {"DsaHybridForCausalLM", "EagleDsaForCausalLM"}
+    for order in (found, found[::-1]):
+        assert rank_witnesses(order, index.census)[0].model == "DsaHybridForCausalLM"
+
+
+def test_a_branch_on_the_layer_s_position_goes_both_ways_in_one_model(tmp_path):
+    # MiniMax-M3's decoder layer: the first layers dense, the rest sparse, decided by the layer's index.
+    model, found = census_of(
+        tmp_path,
+        """
+class DecoderLayer:
+    def __init__(self, config, prefix):
+        layer_id = int(prefix.split(".")[-1])
+        is_sparse_layer = layer_id in config.sparse_ids
+        if is_sparse_layer:
+            self.attn = MLAAttention()
+            self.indexer = IndexerCache()
+        else:
+            self.attn = Attention()
+
+
+class DsaHybridForCausalLM:
+    def __init__(self, config, prefix=""):
+        self.layers = make_layers(config.n, lambda prefix: DecoderLayer(config, prefix))
+""",
+    )
+    assert set(model.alternatives) == {
+        frozenset({"MLAAttention", "IndexerCache"}),
+        frozenset({"Attention"}),
+        frozenset({"MLAAttention", "IndexerCache", "Attention"}),
+    }
+
+
+def test_a_value_a_comprehension_folds_is_no_layer_position(tmp_path):
+    model, _ = census_of(
+        tmp_path,
+        """
+class DsaHybridForCausalLM:
+    def __init__(self, config, prefix=""):
+        layer_id = int(prefix.split(".")[-1])
+        self.layer_id = layer_id  # binds an attribute of `self`: `self` is no position
+        use_mha = all(dim == 0 for dim in (config.a, config.b))
+        self.use_mha = use_mha
+        if self.use_mha:
+            self.attn = Attention()
+        else:
+            self.attn = MLAAttention()
+""",
+    )
+    assert set(model.alternatives) == {frozenset({"Attention"}), frozenset({"MLAAttention"})}

@@ -327,6 +327,19 @@ def test_kv101_severity_follows_the_model_and_setting_that_build_the_counterexam
     assert set(findings) == {3, 9, 16}, "no container of hidden-state layers alone is built: line 15 is not reported"
 
 
+def test_kv101_names_the_guard_that_lets_the_witness_through(tree):
+    completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV101", CONNECTOR, cwd=tree)
+    mla = {f["line"]: f for f in json.loads(completed.stdout)}[16]
+    witness = next(
+        c for c in build_tree_index(tree).container_compositions() if c.model == "DsaForCausalLM" and c.is_default
+    )
+    assert witness.guard, "the census has the guard of the path"
+    assert (
+        f"by `get_kv_cache_groups` ({witness.where()}), whose guard lets them through: {witness.guard};"
+        in (mla["message"])
+    )
+
+
 ACCESSOR = """
     class FooConnector:
         def __init__(self, vllm_config, role, kv_cache_config):

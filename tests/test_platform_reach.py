@@ -103,3 +103,45 @@ def test_a_layer_naming_its_own_sparse_backend_is_refused_where_sparse_attention
     assert build_tree_index(tree).platform_reach.refused_layers(CPU_RUNNER) == frozenset(), "it declares nothing"
     write_tree(tree, {"vllm/model_executor/layers/indexer.py": indexer})
     assert build_tree_index(tree).platform_reach.refused_layers(CPU_RUNNER) == {"IndexerCache"}
+
+
+# vLLM's MLA layer hands the sparse flag it is built with on to its backend selection; a DSA model decides it
+# from its config (`use_sparse=self.is_sparse`).
+FORWARDING_ATTENTION = ATTENTION.replace(
+    """        def __init__(self):
+            self.attn_backend = get_attn_backend(16, use_mla=True, use_sparse=False)""",
+    """        def __init__(self, use_sparse=False):
+            self.attn_backend = get_attn_backend(16, use_mla=True, use_sparse=use_sparse)""",
+)
+DSA_MODEL = "vllm/model_executor/models/dsa.py"
+
+
+def _sparse_tree(tmp_path, built_with: str):
+    tree = cpu_tree(tmp_path, SPARSE_REFUSED)
+    model = files()[DSA_MODEL].replace("MLAAttention()", f"MLAAttention({built_with})")
+    assert model != files()[DSA_MODEL]
+    return write_tree(tree, {"vllm/model_executor/layers/attention.py": FORWARDING_ATTENTION, DSA_MODEL: model})
+
+
+def _kv101(tree, path: str) -> dict[int, dict]:
+    completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV101", path, cwd=tree)
+    return {f["line"]: f for f in json.loads(completed.stdout)}
+
+
+def test_a_flag_decided_at_run_time_leaves_the_platform_s_witness_unproven(tmp_path):
+    tree = _sparse_tree(tmp_path, "use_sparse=self.is_sparse")
+    assert _kv101(tree, CONNECTOR)[16]["severity"] == "error", "code every platform runs: the witness stands"
+    finding = _kv101(tree, CPU_RUNNER)[16]
+    assert finding["severity"] == "warning"
+    assert (
+        "that the cpu platform builds it is unproven: MLAAttention is built with `use_sparse=self.is_sparse` "
+        "(dsa.py:6), decided at run time, and its backend selection refuses it"
+    ) in finding["message"]
+
+
+def test_a_literal_flag_decides_the_platform_s_witness(tmp_path):
+    refused = _kv101(_sparse_tree(tmp_path / "on", "use_sparse=True"), CPU_RUNNER)[16]
+    # Refused: the DSA model is no witness; only the hybrid model, which builds its MLA layers dense, is left.
+    assert "DsaForCausalLM" not in refused["message"] and "DsaHybridForCausalLM possibly" in refused["message"]
+    accepted = _kv101(_sparse_tree(tmp_path / "off", "use_sparse=False"), CPU_RUNNER)[16]
+    assert accepted["severity"] == "error" and "DsaForCausalLM by default" in accepted["message"]

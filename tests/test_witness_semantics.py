@@ -348,3 +348,41 @@ def test_a_subclass_override_that_keeps_the_scaling_changes_nothing(tmp_path):
     analysis = analyse(_tree_with_managers(tmp_path, scaled))
     manager = next(d for d in analysis.divergences if d.qualname == "SingleTypeKVCacheManager.__init__")
     assert manager.kind == "MambaSpec" and manager.tokens == "32"
+
+
+# Every release's Mamba manager: its cache lookup (run with prefix caching, on by default) refuses DCP > 1.
+MAMBA_MANAGER = """
+class MambaManager(SingleTypeKVCacheManager):
+    @classmethod
+    def find_longest_cache_hit(cls, block_hashes, kv_cache_spec, dcp_world_size=1):
+        assert isinstance(kv_cache_spec, MambaSpec), "MambaManager can only be used for mamba groups"
+        assert dcp_world_size == 1, "DCP not support mamba now."
+        return [], 0
+"""
+
+LOOKUP = """
+
+    def find_longest_cache_hit(self, block_hashes):
+        return self.single_type_managers[0].find_longest_cache_hit(block_hashes, self.spec, self.dcp_world_size)
+"""
+
+
+def test_a_kind_whose_manager_asserts_dcp_one_is_no_counterexample(tmp_path):
+    root = _tree_027(tmp_path, COORDINATOR_RAW + LOOKUP)
+    (root / MANAGERS).write_text(MANAGER + MAMBA_MANAGER)
+    analysis = analyse(root)
+    refused = {k.label: k.rejected_under_dcp for k in analysis.kinds}
+    assert refused["MambaSpec"] == (
+        "MambaManager.find_longest_cache_hit asserts `dcp_world_size == 1` for a MambaSpec group"
+    )
+    assert refused["FullAttentionSpec"] is None
+    kv103 = next(f for f in sizing_findings(analysis, all_rules()) if f.qualname == "SingleTypeKVCacheManager.__init__")
+    assert kv103.severity is Severity.WARNING
+    assert "MambaManager.find_longest_cache_hit asserts `dcp_world_size == 1`" in kv103.message
+
+
+def test_an_uncalled_manager_method_refuses_nothing(tmp_path):
+    root = _tree_027(tmp_path)
+    (root / MANAGERS).write_text(MANAGER + MAMBA_MANAGER)
+    refused = {k.label: k.rejected_under_dcp for k in analyse(root).kinds}
+    assert refused["MambaSpec"] is None

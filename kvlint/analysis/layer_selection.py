@@ -175,9 +175,11 @@ def rank_witnesses(
     compositions: tuple[ContainerComposition, ...], census: Census | None
 ) -> tuple[ContainerComposition, ...]:
     """The witnesses to name, best first: by default, then possible under the default settings (a condition the
-    census does not decide), then opt-in (a setting the user must choose); then the layers most of the
-    tree's models put in one container (the way most users meet it); then a model whose module lies nearest a
-    module defining one of those layers (the model the layers were written for, not one that borrows them)."""
+    census does not decide), then opt-in (a setting the user must choose); then a main model before a draft
+    model (the registry's speculative-decoding models run only beside a main model); then the layers most of
+    the tree's models put in one container (the way most users meet it); then a model whose module lies
+    nearest a module defining one of those layers (the model the layers were written for, not one that
+    borrows them)."""
     sharing: dict[frozenset[str], int] = {}
     for composition in compositions:
         sharing[composition.layer_classes] = sharing.get(composition.layer_classes, 0) + 1
@@ -190,8 +192,11 @@ def rank_witnesses(
         homes = [census.layer(name).where.split(":")[0] for name in composition.layer_classes if census.layer(name)]
         return max((len(commonprefix([model.module, home])) for home in homes), default=0) if model else 0
 
+    drafts = {model.name for model in census.models if model.draft} if census is not None else set()
+
     def order(composition: ContainerComposition) -> tuple:
         opt_in = composition.setting.startswith("opt-in: ")
-        return (not composition.is_default, opt_in, -sharing[composition.layer_classes], -nearness(composition))
+        draft = composition.model in drafts
+        return (not composition.is_default, opt_in, draft, -sharing[composition.layer_classes], -nearness(composition))
 
     return tuple(sorted(compositions, key=order))

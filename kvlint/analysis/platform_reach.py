@@ -10,6 +10,11 @@ A layer needs a flag when its class passes it as a literal True to the backend s
 (`get_attn_backend(..., use_mla=True)`), or names its own backend whose class says so of itself (`is_sparse`
 returning True: `use_sparse`), itself or through a base class the census also lists. Read with
 `ast`, never imported; whatever cannot be read leaves the code reachable by every container, as before.
+
+A flag decided at run time (vLLM's `MLAAttention(..., use_sparse=self.is_sparse)`, which the class hands on
+to its backend selection) proves neither: a container holding such a layer, built where the flag is not a
+literal False, is only *possible* on that platform (kvlint.analysis.platform_flags), and the link it cannot
+prove is said.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from kvlint.analysis.census.compositions import ContainerComposition
 from kvlint.analysis.census.reading import Census
+from kvlint.analysis.platform_flags import judged, passed_flags, site_flags
 from kvlint.analysis.tree_files import TreeFiles
 
 PLATFORMS_DIR = "vllm/platforms"
@@ -34,9 +41,28 @@ class PlatformReach:
     refused: tuple[tuple[str, frozenset[str]], ...] = ()
     # module → the platforms it runs on, for the words that explain a dropped witness.
     platforms: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # module → the selection flags every platform it runs on refuses.
+    refused_flags: tuple[tuple[str, frozenset[str]], ...] = ()
+    # (layer class, flag, how): a flag its class passes its backend selection by a value it is handed
+    # ("parameter") or computes (the code, and where).
+    passed: tuple[tuple[str, str, str], ...] = ()
+    # (site "module:line", layer class, flag, value as written): a model builds the layer there with that flag;
+    # flag "" when the site only names the class (the value it is built with is not read there).
+    sites: tuple[tuple[str, str, str, str], ...] = ()
 
     def refused_layers(self, module_path: str) -> frozenset[str]:
         return dict(self.refused).get(module_path, frozenset())
+
+    def on(self, module_path: str, compositions: tuple[ContainerComposition, ...]) -> tuple[ContainerComposition, ...]:
+        """The compositions code in `module_path` can meet: none with a layer its platforms refuse; one whose
+        layer is built with a refused flag decided at run time only possible, the unproven link said."""
+        flags = dict(self.refused_flags).get(module_path, frozenset())
+        refused = self.refused_layers(module_path)
+        kept = tuple(c for c in compositions if not c.layer_classes & refused)
+        if not flags:
+            return kept
+        names = dict(self.platforms).get(module_path, ())
+        return judged(kept, flags, names, self.passed, self.sites)
 
     def platforms_of(self, module_path: str) -> tuple[str, ...]:
         return dict(self.platforms).get(module_path, ())
@@ -58,15 +84,20 @@ def read_platform_reach(root: Path, files: TreeFiles, census: Census | None, tex
     if not any(refusals.values()):
         return PlatformReach()
     needs = _layer_flags(census, texts)
-    refused, platforms = [], []
+    refused, platforms, refused_flags = [], [], []
     for module, names in sorted(owners.items()):
         # Code more than one platform runs meets what any of them accepts: only a flag all refuse.
         flags = frozenset.intersection(*(refusals[n] for n in names))
         layers = frozenset(layer for layer, needed in needs.items() if needed & flags)
         if layers:
             refused.append((module, layers))
+        if flags:
+            refused_flags.append((module, flags))
+        if layers or flags:
             platforms.append((module, tuple(names)))
-    return PlatformReach(tuple(refused), tuple(platforms))
+    passed = passed_flags(census, texts)
+    built = site_flags(census, texts) if passed else ()
+    return PlatformReach(tuple(refused), tuple(platforms), tuple(refused_flags), passed, built)
 
 
 def _platform_names(root: Path) -> list[str]:

@@ -11,6 +11,10 @@ decided for the default platform (`current_platform.is_rocm()` is False, `is_cud
 is False): the other platform's classes are not built by default. Too many alternatives (a constructor with
 many independent branches) collapse into their union, marked `merged`: the compositions made of it are
 only possible, never default (kvlint.analysis.census.compositions).
+
+A class picked through `self` (`self.model_cls(...)`, `model_cls = DeepseekV2Model` a class attribute a
+subclass may rebind) is the instance class's binding, through its bases; an instance attribute wins.
+A branch on the layer's position (constructor_shapes.position_names) goes both ways within one model.
 """
 
 from __future__ import annotations
@@ -20,14 +24,22 @@ from dataclasses import dataclass
 from posixpath import dirname, join, normpath
 
 from kvlint.analysis.census.budget import Budget, BudgetExceeded
+from kvlint.analysis.census.constructor_shapes import (
+    assigns_self_attribute,
+    bases_nearest_first,
+    calls_super_init,
+    class_binding,
+    method,
+    per_layer_test,
+    platform_test,
+    position_names,
+    site,
+)
 
 _MAX_ALTERNATIVES = 16
 # Constructors and functions followed inside one another: vLLM's deepest is about ten (model, decoder layer,
 # attention, wrapper, layer); a crafted chain past this is "incomplete", never a crash of the recursion.
 _MAX_DEPTH = 100
-# `current_platform.is_X()` on the default platform (CUDA): what vLLM's own CI and most users run.
-_DEFAULT_PLATFORM = {"is_cuda": True, "is_cuda_alike": True}
-_OTHER_PLATFORMS = ("is_rocm", "is_cpu", "is_xpu", "is_tpu", "is_hpu", "is_neuron", "is_out_of_tree")
 _NOT_BUILT = ("isinstance", "issubclass", "type", "cast", "super", "getattr", "hasattr")
 
 
@@ -63,30 +75,6 @@ def _either(choices: list[Built]) -> Built:
     return Built(tuple(combined), merged, sites)
 
 
-def platform_test(test: ast.expr) -> bool | None:
-    """The value of a test on the default platform; None when it is not a platform test (a config's)."""
-    if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING":
-        return False
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = platform_test(test.operand)
-        return None if inner is None else not inner
-    if isinstance(test, ast.BoolOp):
-        values = [platform_test(value) for value in test.values]
-        if isinstance(test.op, ast.Or):
-            return True if True in values else (False if all(v is False for v in values) else None)
-        return False if False in values else (True if all(v is True for v in values) else None)
-    if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and not test.args:
-        receiver = test.func.value
-        name = receiver.id if isinstance(receiver, ast.Name) else getattr(receiver, "attr", "")
-        if name == "current_platform":
-            method = test.func.attr
-            if method in _DEFAULT_PLATFORM:
-                return _DEFAULT_PLATFORM[method]
-            if method in _OTHER_PLATFORMS:
-                return False
-    return None
-
-
 class Program:
     """The tree's selected modules, parsed on demand, with their module-level bindings."""
 
@@ -96,8 +84,14 @@ class Program:
         self.budget = budget
         self._trees: dict[str, ast.Module | None] = {}
         self._bindings: dict[str, dict[str, tuple[str, ast.AST]]] = {}
-        self._built: dict[tuple[str, str, str], Built] = {}
-        self._busy: set[tuple[str, str, str]] = set()
+        self._built: dict[tuple[str, ...], Built] = {}
+        self._busy: set[tuple[str, ...]] = set()
+        # The class of the instance whose constructor is being followed (module, class): `self.<attribute>`
+        # is looked up there, through its bases, as Python would.
+        self._instances: list[tuple[str, ast.ClassDef]] = []
+        # The functions being followed, innermost last: a branch on the layer's position reads their locals.
+        self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        self._position_names: dict[int, tuple[ast.AST, frozenset[str]]] = {}
 
     # ------------------------------------------------------------------------------------------- modules
 
@@ -193,20 +187,27 @@ class Program:
         own = _NOTHING
         if cls.name in self.layer_names:
             own = Built((frozenset({cls.name}),), sites=frozenset({(cls.name, site or f"{relative}:{cls.lineno}")}))
-        return _product(own, self._constructor(relative, cls))
+        self._instances.append((relative, cls))
+        try:
+            return _product(own, self._constructor(relative, cls))
+        finally:
+            self._instances.pop()
 
     def _constructor(self, relative: str, cls: ast.ClassDef) -> Built:
-        key = (relative, cls.name, "__init__")
+        init = method(cls, "__init__")
+        # What a constructor builds may depend on the instance's class (a subclass binds `self.<attribute>`
+        # otherwise), its own or a base's: keyed by both.
+        instance = self._instances[-1] if self._instances else (relative, cls)
+        key = (relative, cls.name, "__init__", f"{instance[0]}:{instance[1].name}")
         if key in self._built:
             return self._built[key]
         if key in self._busy:
             return _NOTHING
         self._enter(key, relative)
-        init = self._method(cls, "__init__")
         built = _NOTHING
         if init is not None:
-            built = self._body(relative, init.body, cls)
-        if init is None or _calls_super_init(init):
+            built = self._within(init, lambda: self._body(relative, init.body, cls))
+        if init is None or calls_super_init(init):
             for base in cls.bases:
                 found = self.resolve_expr(relative, base)
                 if found is not None and found[1] == "class":
@@ -215,15 +216,28 @@ class Program:
         self._built[key] = built
         return built
 
-    def _enter(self, key: tuple[str, str, str], relative: str) -> None:
+    def _instance_attribute(self, name: str) -> Built:
+        """What calling `self.<name>` builds when `name` is a class attribute of the instance's class or one
+        of its bases (the nearest binding, as Python's lookup): the value it is bound to, evaluated in the
+        module that binds it."""
+        if not self._instances:
+            return _NOTHING
+        mro = bases_nearest_first(self.resolve_expr, *self._instances[-1], _MAX_DEPTH)
+        if any(assigns_self_attribute(cls, name) for _, cls in mro):
+            # An instance attribute wins over any class attribute; its value was followed where assigned.
+            return _NOTHING
+        for module, cls in mro:
+            for statement in cls.body:
+                value = class_binding(statement, name)
+                if value is not None:
+                    return self._expr(module, value, None)
+        return _NOTHING
+
+    def _enter(self, key: tuple[str, ...], relative: str) -> None:
         self._busy.add(key)
         self.budget.spend(1000, relative)
         if len(self._busy) > _MAX_DEPTH:
             raise BudgetExceeded(f"{relative} (constructors and calls nested over {_MAX_DEPTH} deep)")
-
-    @staticmethod
-    def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
-        return next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
 
     def _function(self, relative: str, function: ast.FunctionDef | ast.AsyncFunctionDef) -> Built:
         key = (relative, function.name, f"def:{function.lineno}")
@@ -232,10 +246,31 @@ class Program:
         if key in self._busy:
             return _NOTHING
         self._enter(key, relative)
-        built = self._body(relative, function.body, None)
+        built = self._within(function, lambda: self._body(relative, function.body, None))
         self._busy.discard(key)
         self._built[key] = built
         return built
+
+    def _within(self, function, follow) -> Built:
+        self._functions.append(function)
+        try:
+            return follow()
+        finally:
+            self._functions.pop()
+
+    def _positions(self, function) -> frozenset[str]:
+        """The function's names that hold the layer's position, read once per function (the node kept: its
+        id stays its own)."""
+        if id(function) not in self._position_names:
+            self._position_names[id(function)] = (function, position_names(function))
+        return self._position_names[id(function)][1]
+
+    def _branches(self, test: ast.expr, body: Built, orelse: Built) -> Built:
+        """A branch the config decides is two alternatives; one on the layer's position (kvlint.analysis.
+        census.constructor_shapes.per_layer_test) is taken both ways within one model: either, or both."""
+        if self._functions and per_layer_test(test, self._positions(self._functions[-1])):
+            return _either([body, orelse, _product(body, orelse)])
+        return _either([body, orelse])
 
     def _body(self, relative: str, statements: list[ast.stmt], cls: ast.ClassDef | None) -> Built:
         built = _NOTHING
@@ -251,9 +286,8 @@ class Program:
                 return _product(test, self._body(relative, statement.body, cls))
             if decided is False:
                 return _product(test, self._body(relative, statement.orelse, cls))
-            return _product(
-                test, _either([self._body(relative, statement.body, cls), self._body(relative, statement.orelse, cls)])
-            )
+            body, orelse = self._body(relative, statement.body, cls), self._body(relative, statement.orelse, cls)
+            return _product(test, self._branches(statement.test, body, orelse))
         if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
             head = self._expr(relative, statement.iter if not isinstance(statement, ast.While) else statement.test, cls)
             return _product(head, self._body(relative, statement.body + statement.orelse, cls))
@@ -262,7 +296,8 @@ class Program:
         if isinstance(statement, ast.Try):
             return self._body(relative, statement.body + statement.orelse + statement.finalbody, cls)
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return self._body(relative, statement.body, cls)  # a layer function handed to make_layers
+            # A layer function handed to make_layers: its `prefix` is each layer's.
+            return self._within(statement, lambda: self._body(relative, statement.body, cls))
         if isinstance(statement, (ast.ClassDef, ast.Import, ast.ImportFrom, ast.Raise, ast.Assert)):
             return _NOTHING
         if isinstance(statement, ast.AnnAssign):
@@ -279,7 +314,9 @@ class Program:
             decided = platform_test(node.test)
             if decided is not None:
                 return self._expr(relative, node.body if decided else node.orelse, cls)
-            return _either([self._expr(relative, node.body, cls), self._expr(relative, node.orelse, cls)])
+            return self._branches(
+                node.test, self._expr(relative, node.body, cls), self._expr(relative, node.orelse, cls)
+            )
         if isinstance(node, ast.Call):
             return self._call(relative, node, cls)
         if isinstance(node, ast.Lambda):
@@ -303,7 +340,7 @@ class Program:
             return _NOTHING
         module, kind, target = found
         if kind == "class":
-            return self.of_class(module, target, _site(relative, node))  # type: ignore[arg-type]
+            return self.of_class(module, target, site(relative, node))  # type: ignore[arg-type]
         if kind == "value" and isinstance(target, (ast.Dict, ast.Tuple, ast.List, ast.Set)):
             key = (module, getattr(node, "id", getattr(node, "attr", "")), "value")
             if key in self._built or key in self._busy:
@@ -328,37 +365,19 @@ class Program:
             and isinstance(func.value, ast.Name)
             and func.value.id == "self"
         ):
-            method = self._method(cls, func.attr)
-            if method is not None:
-                return _product(built, self._function(relative, method))
-            return built
+            own = method(cls, func.attr)
+            if own is not None:
+                return _product(built, self._function(relative, own))
+            return _product(built, self._instance_attribute(func.attr))
         found = self.resolve_expr(relative, func) if isinstance(func, (ast.Name, ast.Attribute)) else None
         if found is None:
             return _product(built, self._expr(relative, func, cls)) if not isinstance(func, ast.Name) else built
         module, kind, target = found
         if kind == "class":
-            return _product(built, self.of_class(module, target, _site(relative, call)))  # type: ignore[arg-type]
+            return _product(built, self.of_class(module, target, site(relative, call)))  # type: ignore[arg-type]
         if kind == "function":
             return _product(built, self._function(module, target))  # type: ignore[arg-type]
         return _product(built, self._reference(relative, func))
-
-
-def _site(relative: str, node: ast.AST) -> str:
-    return f"{relative}:{getattr(node, 'lineno', 0)}"
-
-
-def _calls_super_init(init: ast.FunctionDef) -> bool:
-    for node in ast.walk(init):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "__init__"
-            and isinstance(node.func.value, ast.Call)
-            and isinstance(node.func.value.func, ast.Name)
-            and node.func.value.func.id == "super"
-        ):
-            return True
-    return False
 
 
 def model_layers(program: Program, relative: str, class_name: str) -> Built | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from posixpath import dirname, join
 
@@ -40,6 +41,10 @@ _MODEL_DIRS = ("/models/", "/layers/")
 # would backtrack over the other on a crafted module (issue 27 item 2). `^[ \t]*`, never `^\s*`, which
 # crosses blank lines from every line start.
 _REGISTRY_ENTRY = re.compile(r'^[ \t]*"(\w+)":\s*\(\s*"([\w.]+)",\s*"(\w+)",?\s*\)', re.MULTILINE)
+# A module-level table of the registry (`_SPECULATIVE_DECODING_MODELS = {`), and the words that name its
+# draft models' table.
+_TABLE = re.compile(r"^(\w+)[ \t]*(?::[^=\n]{0,200})?=[ \t]*\{", re.MULTILINE)
+_DRAFT_TABLE = re.compile(r"SPECULATIVE|DRAFT", re.IGNORECASE)
 _CALLED = re.compile(r"\b([A-Z]\w*)\s*\(")
 _CALLED_BYTES = re.compile(rb"\b([A-Z]\w*)\(")
 _KEYWORD_FROM_SELF = re.compile(r"\b(\w+)\s*=\s*self\.(\w+)\b(?!\s*\()")
@@ -100,6 +105,9 @@ class Model:
     merged: bool = False
     # (layer class, "module:line") where the model's code builds it (the call or reference that names it).
     sites: tuple[tuple[str, str], ...] = ()
+    # A draft model: the registry lists it among the speculative-decoding models (it runs beside a main
+    # model, never alone), so a witness names the main model that builds the same layers first.
+    draft: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,7 +149,7 @@ def read_census(texts: dict[str, bytes], spec_classes: frozenset[str], budget: B
     program = Program(texts, {layer.name for layer in layers}, budget)
     models = []
     unread = []
-    for name, relative, class_name in registry:
+    for name, relative, class_name, draft in registry:
         built = model_layers(program, relative, class_name) if relative else None
         if built is None:
             unread.append(name)
@@ -149,7 +157,8 @@ def read_census(texts: dict[str, bytes], spec_classes: frozenset[str], budget: B
         alternatives = tuple(a for a in built.alternatives if a)
         if alternatives:
             sites = tuple(sorted(built.sites))
-            models.append(Model(name, relative, frozenset().union(*alternatives), alternatives, built.merged, sites))
+            union = frozenset().union(*alternatives)
+            models.append(Model(name, relative, union, alternatives, built.merged, sites, draft))
     return Census(
         tuple(layers),
         tuple(models),
@@ -161,24 +170,33 @@ def read_census(texts: dict[str, bytes], spec_classes: frozenset[str], budget: B
     )
 
 
-def _registry(texts: dict[str, bytes]) -> list[tuple[str, str, str]]:
-    """(architecture, module path, class) per model class, from the module holding the most entries; the
-    path is "" for a module the tree does not have."""
-    best: list[tuple[str, str, str]] = []
+def _registry(texts: dict[str, bytes]) -> list[tuple[str, str, str, bool]]:
+    """(architecture, module path, class, draft) per model class, from the module holding the most entries;
+    the path is "" for a module the tree does not have; draft when the entry lies in the registry's table of
+    speculative-decoding models."""
+    best: list[tuple[str, str, str, bool]] = []
     for relative, data in texts.items():
         if not relative.endswith("registry.py") or b'": (' not in data:
             continue
-        entries = _REGISTRY_ENTRY.findall(data.decode("utf-8", "replace"))
+        text = data.decode("utf-8", "replace")
+        entries = list(_REGISTRY_ENTRY.finditer(text))
         if len(entries) > len(best):
             package = dirname(relative)
+            tables = [(m.start(), m.group(1)) for m in _TABLE.finditer(text)]
+            starts = [start for start, _ in tables]
             seen: set[tuple[str, str]] = set()
             best = []
-            for architecture, module, class_name in entries:
+            for entry in entries:
+                architecture, module, class_name = entry.groups()
                 # A module the tree lacks is kept as "": its model is one the census could not read.
                 path = _module_path(texts, module, package) or ""
+                # The nearest table opened before the entry (bisected: a crafted registry of many tables and
+                # entries costs its size, not their product).
+                at = bisect_left(starts, entry.start())
+                table = tables[at - 1][1] if at else ""
                 if (path or module, class_name) not in seen:
                     seen.add((path or module, class_name))
-                    best.append((architecture, path, class_name))
+                    best.append((architecture, path, class_name, _DRAFT_TABLE.search(table) is not None))
     return best
 
 

@@ -2,8 +2,10 @@
 
 Every concrete spec class of the tree's hierarchy, and the containers vLLM builds (a DSA group's MLA and
 indexer layers, one of full-attention layers, a mixed one), each with the reason vLLM rejects it under
-DCP when an assertion in the tree says so: one of the spec's own methods, or the coordinator's check of
-every group's kind when DCP > 1.
+DCP when an assertion in the tree says so: one of the spec's own methods, the coordinator's check of
+every group's kind when DCP > 1, or a method the scheduler calls on the group's KV cache manager that
+asserts the spec's kind and a DCP size of 1 (vLLM's `MambaManager.find_longest_cache_hit`: with prefix
+caching, on by default, a Mamba group under DCP fails there, so that vLLM accepts it is unproven).
 """
 
 from __future__ import annotations
@@ -43,8 +45,11 @@ def spec_kinds(program: Program, evaluator: Evaluator) -> tuple[SpecKind, ...]:
     roots = {n for n, bases in hierarchy.bases.items() if not any(b in hierarchy.bases for b in bases)}
     abstract = roots | {ATTENTION_ROOT, CONTAINER_CLASS}
     group_checks = coordinator_checks(program)
+    handlers = manager_checks(program)
     rejected = {
-        cls: dcp_rejection(program, evaluator, cls) or _refused_group(program, group_checks, cls)
+        cls: dcp_rejection(program, evaluator, cls)
+        or _refused_group(program, group_checks, cls)
+        or _refused_by_manager(program, handlers, cls)
         for cls in hierarchy.bases
         if cls not in abstract
     }
@@ -106,6 +111,63 @@ def _refused_group(program: Program, checks, cls: str) -> str | None:
     """Why the coordinator refuses a group of this class under DCP (its spec, as the scheduler sees it)."""
     for admitted, why in checks:
         if not any(program.hierarchy.is_subclass(cls, a) for a in admitted):
+            return why
+    return None
+
+
+def manager_checks(program: Program) -> list[tuple[frozenset[str], str]]:
+    """Methods that assert, among their first statements, both the kind of the spec they are handed
+    (`assert isinstance(kv_cache_spec, MambaSpec)`) and a DCP size of 1 (`assert dcp_world_size == 1`), and
+    that some module of the program calls: (the asserted spec classes, why), one per such method."""
+    texts = [module.text for module in program.modules.values()]
+    found = []
+    for module in program.modules.values():
+        for qualname, function, owners in sites.functions(module):
+            if not owners or not any(f".{function.name}(" in text for text in texts):
+                continue
+            parameters = {a.arg for a in [*function.args.args, *function.args.kwonlyargs]}
+            kinds: frozenset[str] = frozenset()
+            refusal = ""
+            for statement in function.body:
+                if not isinstance(statement, ast.Assert):
+                    continue
+                if not kinds:
+                    kinds = _asserted_kinds(statement.test, parameters)
+                if not refusal and _dcp_is_one(statement.test, parameters, module):
+                    refusal = " ".join(ast.unparse(statement.test).split())
+            if kinds and refusal:
+                found.append((kinds, f"{qualname} asserts `{refusal}` for a {' or '.join(sorted(kinds))} group"))
+    return found
+
+
+def _asserted_kinds(test: ast.expr, parameters: set[str]) -> frozenset[str]:
+    """`isinstance(<a parameter>, (A, B))`: {A, B}; else empty."""
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"):
+        return frozenset()
+    if len(test.args) != 2 or not (isinstance(test.args[0], ast.Name) and test.args[0].id in parameters):
+        return frozenset()
+    classes = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+    return frozenset(dotted(c) or "" for c in classes) - {""}
+
+
+def _dcp_is_one(test: ast.expr, parameters: set[str], module) -> bool:
+    """`<a DCP-size parameter> == 1`."""
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and isinstance(test.left, ast.Name)
+        and test.left.id in parameters
+        and is_dcp_name(test.left.id, module.dcp_aliases)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == 1
+    )
+
+
+def _refused_by_manager(program: Program, checks, cls: str) -> str | None:
+    """Why the manager of a group of this class fails under DCP: a method it runs asserts DCP = 1 for it."""
+    for kinds, why in checks:
+        if any(program.hierarchy.is_subclass(cls, kind) for kind in kinds):
             return why
     return None
 

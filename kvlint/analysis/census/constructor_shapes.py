@@ -1,0 +1,150 @@
+"""The shapes of constructor code the census reads (kvlint.analysis.census.instantiation): platform tests
+decided for the default platform, branches on the layer's position, class-body bindings, `self.<attribute>`
+assignments, `super().__init__`."""
+
+from __future__ import annotations
+
+import ast
+
+# `current_platform.is_X()` on the default platform (CUDA): what vLLM's own CI and most users run.
+_DEFAULT_PLATFORM = {"is_cuda": True, "is_cuda_alike": True}
+_OTHER_PLATFORMS = ("is_rocm", "is_cpu", "is_xpu", "is_tpu", "is_hpu", "is_neuron", "is_out_of_tree")
+
+
+def platform_test(test: ast.expr) -> bool | None:
+    """The value of a test on the default platform; None when it is not a platform test (a config's)."""
+    if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING":
+        return False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = platform_test(test.operand)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        values = [platform_test(value) for value in test.values]
+        if isinstance(test.op, ast.Or):
+            return True if True in values else (False if all(v is False for v in values) else None)
+        return False if False in values else (True if all(v is True for v in values) else None)
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and not test.args:
+        receiver = test.func.value
+        name = receiver.id if isinstance(receiver, ast.Name) else getattr(receiver, "attr", "")
+        if name == "current_platform":
+            method = test.func.attr
+            if method in _DEFAULT_PLATFORM:
+                return _DEFAULT_PLATFORM[method]
+            if method in _OTHER_PLATFORMS:
+                return False
+    return None
+
+
+def method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
+    return next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
+
+
+def site(relative: str, node: ast.AST) -> str:
+    return f"{relative}:{getattr(node, 'lineno', 0)}"
+
+
+def class_binding(statement: ast.stmt, name: str) -> ast.expr | None:
+    """The value a class-body statement binds to `name` (`model_cls = DeepseekV2Model`), else None."""
+    if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets):
+        return statement.value
+    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+        return statement.value if statement.target.id == name else None
+    return None
+
+
+def assigns_self_attribute(cls: ast.ClassDef, name: str) -> bool:
+    """Whether the class's constructor assigns `self.<name> = …`."""
+    init = method(cls, "__init__")
+    return init is not None and any(
+        isinstance(node, ast.Assign)
+        and any(
+            isinstance(t, ast.Attribute) and t.attr == name and isinstance(t.value, ast.Name) and t.value.id == "self"
+            for t in node.targets
+        )
+        for node in ast.walk(init)
+    )
+
+
+def calls_super_init(init: ast.FunctionDef) -> bool:
+    for node in ast.walk(init):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "__init__"
+            and isinstance(node.func.value, ast.Call)
+            and isinstance(node.func.value.func, ast.Name)
+            and node.func.value.func.id == "super"
+        ):
+            return True
+    return False
+
+
+def per_layer_test(test: ast.expr, positions: frozenset[str]) -> bool:
+    """Whether a branch test reads the position of the layer being built (`positions`: position_names)."""
+    return any(isinstance(n, ast.Name) and n.id in positions for n in ast.walk(test))
+
+
+def position_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """The names of a function that hold the position of the layer being built — its `prefix` parameter
+    (vLLM hands every module its dotted name, which ends in its layer index: `make_layers` builds each layer
+    with its own) or a loop variable — and its locals assigned from them (`layer_id = int(prefix.split(".")
+    [-1])`; `is_sparse = layer_id in sparse_ids`). A branch on one goes both ways within one model (MiniMax-M3's
+    first layers dense, the rest sparse), unlike a config branch."""
+    arguments = function.args
+    derived = {a.arg for a in [*arguments.args, *arguments.kwonlyargs] if a.arg == "prefix"}
+    assigned: list[tuple[set[str], set[str]]] = []
+    for node in ast.walk(function):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            derived.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = {n.id for t in targets for n in _bound(t)}
+            # A comprehension's own variable is gone once it is done (`all(d == 0 for d in dims)` is one value).
+            inner = {
+                n.id
+                for c in ast.walk(node.value)
+                if isinstance(c, ast.comprehension)
+                for n in ast.walk(c.target)
+                if isinstance(n, ast.Name)
+            }
+            assigned.append((names, {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)} - inner))
+    if not derived:
+        return frozenset()
+    changed = True
+    while changed:  # each pass adds names or ends: at most one pass per assignment
+        changed = False
+        for targets, reads in assigned:
+            if reads & derived and not targets <= derived:
+                derived |= targets
+                changed = True
+    return frozenset(derived)
+
+
+def _bound(target: ast.expr) -> list[ast.Name]:
+    """The names an assignment target binds: `a`, `a, b` — not `self` of `self.x = …`."""
+    if isinstance(target, ast.Name):
+        return [target]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for element in target.elts for n in _bound(element)]
+    if isinstance(target, ast.Starred):
+        return _bound(target.value)
+    return []
+
+
+def bases_nearest_first(resolve_expr, module: str, cls: ast.ClassDef, limit: int) -> list[tuple[str, ast.ClassDef]]:
+    """The class and its bases the tree defines, nearest first (breadth first: enough for the single
+    chains models use)."""
+    order: list[tuple[str, ast.ClassDef]] = []
+    pending = [(module, cls)]
+    seen: set[tuple[str, str]] = set()
+    while pending and len(seen) <= limit:
+        module, cls = pending.pop(0)
+        if (module, cls.name) in seen:
+            continue
+        seen.add((module, cls.name))
+        order.append((module, cls))
+        for base in cls.bases:
+            found = resolve_expr(module, base)
+            if found is not None and found[1] == "class":
+                pending.append((found[0], found[2]))  # type: ignore[arg-type]
+    return order
