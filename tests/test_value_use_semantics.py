@@ -1,0 +1,36 @@
+"""Issue 26, the value a check's answer feeds: a fallback that gives a one-group container what its layers
+would get, and an exact-type gate whose False is already right for a container. Miniature sources."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from kvlint.analysis.value_uses import first_group_fallback
+from tests.test_witness_semantics import _first, _isinstance_call, _parsed
+
+# vLLM 0.27.1 gpu_model_runner.py:_get_attention_kv_cache_gid, abridged.
+ATTENTION_GID = """
+class Runner:
+    def _get_attention_kv_cache_gid(self) -> int:
+        for gid, group in enumerate(self.kv_cache_config.kv_cache_groups):
+            if isinstance(group.kv_cache_spec, FullAttentionSpec):
+                return gid
+        return 0
+"""
+
+
+def _fallback(source: str) -> bool:
+    module, parent = _parsed(source)
+    function = _first(module, cst.FunctionDef, lambda n: n.name.value == "_get_attention_kv_cache_gid")
+    return first_group_fallback(_isinstance_call(module), function, parent)
+
+
+def test_a_loop_that_falls_back_to_the_first_group_answers_a_lone_container_alike():
+    assert _fallback(ATTENTION_GID)
+
+
+def test_a_fallback_to_another_index_or_a_refusal_is_no_same_answer():
+    assert not _fallback(ATTENTION_GID.replace("return 0", "return -1"))
+    assert not _fallback(ATTENTION_GID.replace("        return 0", '        raise ValueError("no attention")'))
+    assert not _fallback(ATTENTION_GID.replace("return gid", "return gid + 1"))
+    assert not _fallback(ATTENTION_GID.replace("enumerate(self.kv_cache_config.kv_cache_groups)", "pairs"))
