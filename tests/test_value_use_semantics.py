@@ -6,6 +6,8 @@ from __future__ import annotations
 import libcst as cst
 
 from kvlint.analysis.value_uses import first_group_fallback
+from kvlint.analysis.whole_answer import refused_with_a_layer
+from tests.test_consumed_answer import AGNOSTIC, HIERARCHY, _full_attention_check
 from tests.test_witness_semantics import _first, _isinstance_call, _parsed
 
 # vLLM 0.27.1 gpu_model_runner.py:_get_attention_kv_cache_gid, abridged.
@@ -34,3 +36,15 @@ def test_a_fallback_to_another_index_or_a_refusal_is_no_same_answer():
     assert not _fallback(ATTENTION_GID.replace("        return 0", '        raise ValueError("no attention")'))
     assert not _fallback(ATTENTION_GID.replace("return gid", "return gid + 1"))
     assert not _fallback(ATTENTION_GID.replace("enumerate(self.kv_cache_config.kv_cache_groups)", "pairs"))
+
+
+def test_an_and_gate_that_refuses_one_of_the_layers_is_right_to_refuse_the_container():
+    module, parent = _parsed(AGNOSTIC)
+    check = _full_attention_check(module)
+    # {FullAttention, MLA} (MiniMaxM3's sparse attention and indexer): the gate refuses the MLA layer.
+    assert refused_with_a_layer(check, "spec", parent, HIERARCHY, frozenset({"FullAttentionSpec", "MLAAttentionSpec"}))
+    # Plain full-attention layers may pass it: the container's False is the defect.
+    assert not refused_with_a_layer(check, "spec", parent, HIERARCHY, frozenset({"FullAttentionSpec"}))
+    either, parent = _parsed(AGNOSTIC.replace("and not isinstance(spec, MLA", "or not isinstance(spec, MLA"))
+    mixed = frozenset({"FullAttentionSpec", "MLAAttentionSpec"})
+    assert not refused_with_a_layer(_full_attention_check(either), "spec", parent, HIERARCHY, mixed)
