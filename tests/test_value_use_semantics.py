@@ -7,6 +7,7 @@ import libcst as cst
 
 from kvlint.analysis.value_uses import first_group_fallback
 from kvlint.analysis.whole_answer import refused_with_a_layer
+from kvlint.rules._container_remedy import remedy
 from tests.test_consumed_answer import AGNOSTIC, HIERARCHY, _full_attention_check
 from tests.test_witness_semantics import _first, _isinstance_call, _parsed
 
@@ -48,3 +49,11 @@ def test_an_and_gate_that_refuses_one_of_the_layers_is_right_to_refuse_the_conta
     either, parent = _parsed(AGNOSTIC.replace("and not isinstance(spec, MLA", "or not isinstance(spec, MLA"))
     mixed = frozenset({"FullAttentionSpec", "MLAAttentionSpec"})
     assert not refused_with_a_layer(_full_attention_check(either), "spec", parent, HIERARCHY, mixed)
+
+
+def test_a_check_that_guards_a_use_of_the_spec_is_not_told_to_let_containers_through():
+    helpers = {"is_full_attention_spec", "iter_layer_specs"}
+    checked = frozenset({"FullAttentionSpec"})
+    assert "is_full_attention_spec" in remedy(helpers, "spec", checked)
+    guarded = remedy(helpers, "spec", checked, "spec")
+    assert "is_full_attention_spec" not in guarded and "iter_layer_specs(spec)" in guarded
