@@ -1,13 +1,22 @@
 """Issue 26, the value a check's answer feeds: a fallback that gives a one-group container what its layers
-would get, and an exact-type gate whose False is already right for a container. Miniature sources."""
+would get, an `and` gate whose False is already right for a container, the remedy of a check that guards a
+use of the spec, and the hybrid model a Mamba counterexample needs. Miniature sources and censuses."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import libcst as cst
 
+from kvlint import Severity
+from kvlint.analysis.agreement import DIFFERS
+from kvlint.analysis.census.reading import Census, LayerClass, Model
+from kvlint.analysis.hierarchy import SpecHierarchy
+from kvlint.analysis.hybrid_witness import hybrid_witness
 from kvlint.analysis.value_uses import first_group_fallback
 from kvlint.analysis.whole_answer import refused_with_a_layer
 from kvlint.rules._container_remedy import remedy
+from kvlint.rules._scaling_verdict import severity_of
 from tests.test_consumed_answer import AGNOSTIC, HIERARCHY, _full_attention_check
 from tests.test_witness_semantics import _first, _isinstance_call, _parsed
 
@@ -57,3 +66,30 @@ def test_a_check_that_guards_a_use_of_the_spec_is_not_told_to_let_containers_thr
     assert "is_full_attention_spec" in remedy(helpers, "spec", checked)
     guarded = remedy(helpers, "spec", checked, "spec")
     assert "is_full_attention_spec" not in guarded and "iter_layer_specs(spec)" in guarded
+
+
+def _census(*models: tuple[str, frozenset[str]]) -> Census:
+    layers = (
+        LayerClass("Attention", "m/attention.py:1", frozenset({"FullAttentionSpec"}), (), (), None),
+        LayerClass("MambaMixer2", "m/mamba.py:1", frozenset({"MambaSpec"}), (), (), None),
+    )
+    built = tuple(Model(name, f"m/{name.lower()}.py", layers, (layers,)) for name, layers in models)
+    return Census(layers, built, frozenset(), "")
+
+
+MAMBA_HIERARCHY = SpecHierarchy(
+    bases={"KVCacheSpec": (), "AttentionSpec": ("KVCacheSpec",), "FullAttentionSpec": ("AttentionSpec",)}
+    | {"MambaSpec": ("KVCacheSpec",)}
+)
+MAMBA_VERDICT = SimpleNamespace(counterexample=SimpleNamespace(label="MambaSpec", is_container=False))
+
+
+def test_a_mamba_counterexample_names_a_hybrid_model_or_is_a_warning():
+    hybrid = _census(("PureMamba", frozenset({"MambaMixer2"})), ("Hybrid", frozenset({"MambaMixer2", "Attention"})))
+    assert hybrid_witness(hybrid, MAMBA_HIERARCHY, MAMBA_VERDICT) == "Hybrid (Attention, MambaMixer2)"
+    lone = _census(("PureMamba", frozenset({"MambaMixer2"})), ("Llama", frozenset({"Attention"})))
+    assert hybrid_witness(lone, MAMBA_HIERARCHY, MAMBA_VERDICT) == ""
+    assert severity_of(SimpleNamespace(outcome=DIFFERS), "") is Severity.WARNING
+    assert severity_of(SimpleNamespace(outcome=DIFFERS), "Hybrid (Attention, MambaMixer2)") is Severity.ERROR
+    attention = SimpleNamespace(counterexample=SimpleNamespace(label="FullAttentionSpec", is_container=False))
+    assert hybrid_witness(lone, MAMBA_HIERARCHY, attention) is None
