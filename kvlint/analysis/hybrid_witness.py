@@ -19,7 +19,7 @@ def hybrid_witness(census: Census | None, hierarchy: SpecHierarchy, verdict) -> 
     if census is None or kind is None or kind.is_container or not hierarchy.is_subclass(kind.label, MAMBA):
         return None
     for model in sorted(census.models, key=lambda m: (m.merged, m.name)):
-        for alternative in model.alternatives:
+        for alternative in model.alternatives or (model.layers,):  # none kept apart: every layer it builds
             specs = {spec for name in alternative if (layer := census.layer(name)) for spec in layer.spec_classes}
             mamba = any(hierarchy.is_subclass(spec, kind.label) for spec in specs)
             if mamba and any(hierarchy.is_subclass(spec, ATTENTION) for spec in specs):
