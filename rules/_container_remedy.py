@@ -16,8 +16,11 @@ from kvlint.analysis.vocabulary import CONTAINER_CLASS, dcp_aliases
 from kvlint.rules._scaling_verdict import one_line
 
 
-def remedy(functions, subject: str, checked: frozenset[str]) -> str:
-    if checked == {"FullAttentionSpec"} and "is_full_attention_spec" in functions:
+def remedy(functions, subject: str, checked: frozenset[str], guarded_use: str | None = None) -> str:
+    """`guarded_use`: the check lets `subject` through to a use of it (`subject.num_kv_heads`): a helper that
+    answers a container True (`is_full_attention_spec`) would hand that use the container whole, so only the
+    layers, each tested and each read, are a remedy there."""
+    if guarded_use is None and checked == {"FullAttentionSpec"} and "is_full_attention_spec" in functions:
         return f"test `is_full_attention_spec({subject})`, which looks at every layer"
     classes = next(iter(checked)) if len(checked) == 1 else f"({', '.join(sorted(checked))})"
     if "iter_layer_specs" in functions:

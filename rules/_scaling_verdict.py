@@ -18,8 +18,18 @@ from kvlint.analysis.tree_index import ResolverView
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, RESOLVER_NAME
 
 
-def severity_of(verdict: Verdict | None) -> Severity:
+def severity_of(verdict: Verdict | None, witness: str | None = None) -> Severity:
+    """`witness` "": the counterexample needs a model (a Mamba hybrid) and the tree has none to name."""
+    if witness == "":
+        return Severity.WARNING
     return Severity.ERROR if verdict is not None and verdict.outcome == DIFFERS else Severity.WARNING
+
+
+HYBRID = "; a {label} group meets the DCP size in a hybrid model, e.g. {witness}, at DCP={dcp}"
+NO_HYBRID = (
+    "; a warning, not an error: no model this tree registers builds {label} layers beside attention layers, "
+    "so no model vLLM builds is shown to give a {label} group the DCP size"
+)
 
 
 def remedy(view: ResolverView, reference: str, spec: str | None, dcp: str, allocator: bool = False) -> str:
@@ -41,8 +51,9 @@ def remedy(view: ResolverView, reference: str, spec: str | None, dcp: str, alloc
     return "this tree has no shared resolver to compare with or call"
 
 
-def describe(expression: str, verdict: Verdict | None, fix_by_name: str) -> Message:
-    """The verdict in words: a headline (what the expression gives, for which kind), the evidence, the remedy."""
+def describe(expression: str, verdict: Verdict | None, fix_by_name: str, witness: str | None = None) -> Message:
+    """The verdict in words: a headline (what the expression gives, for which kind), the evidence, the remedy;
+    `witness` (kvlint.analysis.hybrid_witness): the model a Mamba counterexample needs, "" when none is."""
     short = one_line(expression, 48)
     if verdict is None:
         return Message(
@@ -73,6 +84,9 @@ def describe(expression: str, verdict: Verdict | None, fix_by_name: str) -> Mess
             detail += f"; the same for{also[len(' (also') : -1]}"
         if verdict.outcome == REJECTED_ONLY:
             detail += f" — only for kinds vLLM rejects under DCP ({kind.rejected_under_dcp})"
+        elif witness is not None:
+            said = (HYBRID if witness else NO_HYBRID).format(label=kind.label, witness=witness, dcp=DCP)
+            message, detail = message + said, detail + said
         return Message(headline, detail, fix_by_name, statement=message, kinds=(kind.label, *verdict.also))
     if verdict.outcome == AGREES:
         provided = f" as long as {verdict.unsettled} is the DCP size its name says" if verdict.unsettled else ""

@@ -377,7 +377,8 @@ class ContainerIsinstance(DominatedChecks, Rule):
         plan = None if scaling is not None else unwrap_plan(self, node, subject, classes_node, exact)
         fix = lambda: resolver_call_fix(self, scaling) if scaling else unwrap_fix(self, plan)  # noqa: E731 - needs positions
         whole = one_line(self.code_of(subject), None)  # the remedy is copied: whole (`subject_code` shortens `[…]`)
-        message = replace(message, remedy=remedy(self.context.project.interface_functions(), whole, checked))
+        guarded = plan.guarded_use if plan is not None else None  # no helper that lets a container through
+        message = replace(message, remedy=remedy(self.context.project.interface_functions(), whole, checked, guarded))
         note = plan.note(" ".join(self.code_of(node, own_parentheses=False).split())) if plan is not None else ""
         if note:
             message = replace(message, remedy=f"{message.remedy}; {note}")

@@ -50,6 +50,7 @@ import libcst as cst
 
 from kvlint import Example, Rule, Severity
 from kvlint.analysis.ast_candidates import could_hold_scaling
+from kvlint.analysis.hybrid_witness import hybrid_witness
 from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import RESOLVER_NAME, SCHEDULER_REFERENCE, dcp_aliases
 from kvlint.rules._resolver_call import FIX_TITLE as _FIX_TITLE
@@ -395,6 +396,7 @@ def build(kv_cache_config, parallel_config):
         spec = one_line(self.code_of(scaling.spec), None) if scaling.spec is not None else None
         dcp, allocator = one_line(self.code_of(scaling.dcp), None), table is not None and table.is_allocator
         by_name = remedy(project.resolver_view, table.reference if table else "", spec, dcp, allocator=allocator)
-        message = describe(one_line(self.code_of(node, own_parentheses=False)), verdict, by_name)
+        witness = hybrid_witness(project.census, project.hierarchy, verdict)  # None: the kind needs no model
+        message = describe(one_line(self.code_of(node, own_parentheses=False)), verdict, by_name, witness)
         fix = None if unavailable else (lambda: resolver_call_fix(self, scaling))
-        self.report(node, message, fix=fix, severity=severity_of(verdict), fix_unavailable=unavailable)
+        self.report(node, message, fix=fix, severity=severity_of(verdict, witness), fix_unavailable=unavailable)

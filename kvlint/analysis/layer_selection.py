@@ -22,8 +22,8 @@ from kvlint.analysis.census.reading import Census
 from kvlint.analysis.cst_walk import preorder
 from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.provenance import dotted
-from kvlint.analysis.value_uses import past_single_group_exit, single_group_binding
-from kvlint.analysis.whole_answer import answers_alike
+from kvlint.analysis.value_uses import first_group_fallback, past_single_group_exit, single_group_binding
+from kvlint.analysis.whole_answer import answers_alike, refused_with_a_layer
 
 _FALSY = frozenset({"False", "None", "0"})
 
@@ -162,13 +162,20 @@ def reaching(
     """Of the containers whose layers answer the check True, those that reach it and get a different answer
     from the code than their layers: a name bound only with one group (`spec = groups[0].kv_cache_spec if
     len(groups) == 1 else None`) is reached only by a whole-model container; a check past an early exit taken
-    with one group (`if len(groups) == 1: return …`) never by one; and the whole `and`/`or`/`not` expression
-    holding the check must answer the container otherwise than some layer (kvlint.analysis.whole_answer)."""
+    with one group (`if len(groups) == 1: return …`) never by one, nor one whose loop over the groups returns
+    the index it tests or falls back to 0 (kvlint.analysis.value_uses.first_group_fallback); and the whole `and`/`or`/`not` expression
+    holding the check must answer the container otherwise than some layer, and an `and` gate must not refuse
+    one of its layers as it refuses the container (kvlint.analysis.whole_answer)."""
     if single_group_binding(subject, function):
         built = tuple(c for c in built if whole_model(c, census))
-    if past_single_group_exit(check, function, parent):
+    if past_single_group_exit(check, function, parent) or first_group_fallback(check, function, parent):
         built = tuple(c for c in built if not whole_model(c, census))
-    return tuple(c for c in built if not answers_alike(check, subject, parent, hierarchy, c.spec_classes))
+    return tuple(
+        c
+        for c in built
+        if not answers_alike(check, subject, parent, hierarchy, c.spec_classes)
+        and not refused_with_a_layer(check, subject, parent, hierarchy, c.spec_classes)
+    )
 
 
 def rank_witnesses(

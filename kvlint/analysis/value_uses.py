@@ -219,3 +219,47 @@ def _one_group(test: cst.BaseExpression, groups: set[str]) -> bool:
     return (isinstance(operator, (cst.Equal, cst.LessThanEqual)) and bound.value == "1") or (
         isinstance(operator, cst.LessThan) and bound.value == "2"
     )
+
+
+def first_group_fallback(check: cst.CSTNode, function: cst.CSTNode | None, parent) -> bool:
+    """`for i, g in enumerate(<groups>): if <check>: return i` then `return 0` right after the loop: a
+    config whose only group is the container gets 0 on either branch (the same answer for it as for its
+    layers); only a config of several groups can get another group's index."""
+    branch = parent(check)
+    if function is None or not isinstance(branch, cst.If) or branch.test is not check or branch.orelse is not None:
+        return False
+    loop = _enclosing_loop(branch, parent)
+    if loop is None or not isinstance(loop.target, cst.Tuple) or len(loop.target.elements) != 2:
+        return False
+    iterated = loop.iter
+    if not (
+        isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Name) and iterated.func.value == "enumerate"
+    ):
+        return False
+    index = loop.target.elements[0].value
+    if not isinstance(index, cst.Name) or not _returns(
+        branch.body, lambda v: isinstance(v, cst.Name) and v.value == index.value
+    ):
+        return False
+    block = parent(loop)
+    if loop.orelse is not None or not isinstance(block, cst.IndentedBlock):
+        return False
+    body = list(block.body)
+    position = next(i for i, s in enumerate(body) if s is loop)
+    after = body[position + 1 : position + 2]
+    return bool(after) and _returns(after[0], lambda v: isinstance(v, cst.Integer) and v.value == "0")
+
+
+def _enclosing_loop(branch: cst.If, parent) -> cst.For | None:
+    """The `for` whose body directly holds `branch`."""
+    block = parent(branch)
+    loop = parent(block) if isinstance(block, cst.IndentedBlock) else None
+    return loop if isinstance(loop, cst.For) and loop.body is block else None
+
+
+def _returns(node: cst.CSTNode, value_is) -> bool:
+    """`node` (a suite or a statement) starts with `return <value>` where `value_is(value)`."""
+    if isinstance(node, cst.IndentedBlock):
+        node = node.body[0] if node.body else None
+    smalls = node.body if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else ()
+    return bool(smalls) and isinstance(smalls[0], cst.Return) and value_is(smalls[0].value)

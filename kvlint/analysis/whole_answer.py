@@ -49,6 +49,25 @@ def answers_alike(
     )
 
 
+def refused_with_a_layer(
+    check: cst.CSTNode, subject: str, parent, hierarchy: SpecHierarchy, spec_classes: frozenset[str]
+) -> bool:
+    """Whether the `and` gate holding `check` is proven False for a container of `spec_classes` layers and
+    for one of those layers too: a gate that must hold for every layer of a group refuses the group with
+    that layer, so the container's False is the right answer, whatever the check alone says of it."""
+    whole = holding_expression(check, parent)
+    if not (isinstance(whole, cst.BooleanOperation) and isinstance(whole.operator, cst.And)) or not spec_classes:
+        return False
+    container_kinds = hierarchy.ancestors(CONTAINER_CLASS) | {CONTAINER_CLASS}
+    if _answer(whole, subject, lambda c, exact: c == CONTAINER_CLASS if exact else c in container_kinds) is not False:
+        return False
+    return any(
+        _answer(whole, subject, lambda c, exact, spec=spec: spec == c if exact else hierarchy.is_subclass(spec, c))
+        is False
+        for spec in spec_classes
+    )
+
+
 def _answer(node: cst.CSTNode, subject: str, is_a) -> bool | None:
     """The expression's value for a spec whose class tests `is_a(class, exact)` answers; None when unknown."""
     if isinstance(node, cst.BooleanOperation):

@@ -177,6 +177,7 @@ class Evaluator:
 
     def _name(self, node: ast.Name, env: dict, frame: Frame):
         name = node.id
+        frame.read(name)
         if name in env:
             return env[name]
         if name in self.program.hierarchy.bases:

@@ -25,10 +25,12 @@ def run(evaluator: Evaluator, node: ast.stmt, env: dict, frame: Frame) -> dict |
     handler = _STATEMENTS.get(type(node))
     if handler is not None:
         return handler(evaluator, node, env, frame)
-    # Anything else (match, delete, …): forget what it may assign.
+    # Anything else (match, delete, …): forget what it may assign; what it may read counts as read.
     for child in ast.walk(node):
         if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
             env[child.id] = UNKNOWN
+        elif isinstance(child, ast.Name):
+            frame.read(child.id)
     return env
 
 
@@ -43,7 +45,11 @@ def _assignment(evaluator: Evaluator, node: ast.Assign | ast.AnnAssign, env: dic
     value = evaluator.eval(node.value, env, frame)
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     for target in targets:
+        if isinstance(target, ast.Name):
+            frame.rebind(target.id)
         evaluator.assign(target, value, env)
+    if len(targets) == 1 and isinstance(targets[0], ast.Name) and id(node.value) in frame.sites:
+        frame.defer(node.value, targets[0].id)
     return env
 
 
@@ -134,6 +140,9 @@ def _jump(evaluator: Evaluator, node: ast.Break | ast.Continue, env: dict, frame
 def _definition(
     evaluator: Evaluator, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, env: dict, frame: Frame
 ) -> dict | None:
+    for child in ast.walk(node):  # a closure may read a held value when it is called
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+            frame.read(child.id)
     env[node.name] = UNKNOWN
     return env
 
