@@ -185,3 +185,13 @@ def _imported_from(module: cst.Module, name: str) -> str | None:
                     if alias.asname is None and dotted(alias.name) == name:
                         return "." * len(small.relative) + dotted(small.module)
     return None
+
+
+def why_no_fix(project, scaling: Scaling, node: cst.CSTNode) -> str | None:
+    """Why this scaling gets no automatic fix, or None when the resolver call can replace it."""
+    unavailable = target_gap(project, project.resolver_module, RESOLVER_NAME)  # a targeted release lacks it
+    if not project.has_resolver:
+        return no_resolver_note(project.resolver_view)
+    if scaling.spec is None or scaling.unfixable or not isinstance(node, cst.BaseExpression):
+        return scaling.unfixable or f"no automatic fix for this shape: call `{RESOLVER_NAME}(spec, dcp)` by hand"
+    return unavailable

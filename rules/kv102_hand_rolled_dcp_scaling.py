@@ -54,7 +54,7 @@ from kvlint.analysis.hybrid_witness import hybrid_witness
 from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import RESOLVER_NAME, SCHEDULER_REFERENCE, dcp_aliases
 from kvlint.rules._resolver_call import FIX_TITLE as _FIX_TITLE
-from kvlint.rules._resolver_call import no_resolver_note, resolver_call_fix, target_gap, verdict_for
+from kvlint.rules._resolver_call import resolver_call_fix, verdict_for, why_no_fix
 from kvlint.rules._scaling_verdict import describe, one_line, remedy, severity_of
 
 _IMPORTS = """\
@@ -386,13 +386,7 @@ def build(kv_cache_config, parallel_config):
         name = function.name.value if function is not None else None
         if name and ({name} | {f"{c}.{name}" for c in self.flow.enclosing_class_names(node)}) & own:
             return  # the yardstick itself; where it disagrees with the scheduler, KV103 reports it
-        unavailable = target_gap(project, project.resolver_module, RESOLVER_NAME)  # a targeted release lacks it
-        if not project.has_resolver:
-            unavailable = no_resolver_note(project.resolver_view)
-        elif scaling.spec is None or scaling.unfixable or not isinstance(node, cst.BaseExpression):
-            unavailable = (
-                scaling.unfixable or f"no automatic fix for this shape: call `{RESOLVER_NAME}(spec, dcp)` by hand"
-            )
+        unavailable = why_no_fix(project, scaling, node)
         spec = one_line(self.code_of(scaling.spec), None) if scaling.spec is not None else None
         dcp, allocator = one_line(self.code_of(scaling.dcp), None), table is not None and table.is_allocator
         by_name = remedy(project.resolver_view, table.reference if table else "", spec, dcp, allocator=allocator)
