@@ -12,7 +12,6 @@ from pathlib import Path
 from kvlint.analysis.hierarchy import BUILTIN_BASES, SpecHierarchy
 from kvlint.analysis.tree_index import TreeIndex
 from kvlint.engine.lint import LintRequest, lint_bytes
-from kvlint.engine.parse_guard import SYNTAX_CHECK_BYTES, no_syntax_error_seen
 from kvlint.engine.registry import all_rules
 from kvlint_runner import run_kvlint
 
@@ -45,10 +44,3 @@ def test_check_reports_the_broken_file_without_a_trigger_word_in_one_line_cold_a
         assert done.returncode == 1, done.stderr
         message = "cannot analyse this file: syntax error at 1:12: invalid syntax"
         assert done.stdout.splitlines() == [f"pkg/broken.py:1:12: KV000 error: {message}"]
-
-
-def test_a_file_over_the_bound_is_not_compiled_in_the_scans_process():
-    """Python's parser takes ~100 times a file's size in memory, uncapped in the scan's own process: past
-    1 MiB a file no rule reads is not compiled (tests/test_review_memory.py: five 9.9 MB modules, 200 MB)."""
-    assert not no_syntax_error_seen(BROKEN.decode())
-    assert no_syntax_error_seen(BROKEN.decode() + "#" * SYNTAX_CHECK_BYTES)

@@ -16,7 +16,7 @@ from kvlint.analysis.cst_walk import ModuleShape, parent_map, walk_batched
 from kvlint.analysis.provenance import SpecFlow
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.engine.grouping import fold_root_causes, function_spans, root_cause_roles
-from kvlint.engine.parse_guard import TooNested, check_parsable, no_syntax_error_seen
+from kvlint.engine.parse_guard import TooNested, check_parsable, python_parses
 from kvlint.engine.preparse import PreParse
 from kvlint.engine.rule import Rule, RuleContext
 from kvlint.engine.source import MAX_FILE_BYTES, decode_source
@@ -88,7 +88,7 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
     if not visitors:
         # No rule reads it, but a syntax error is still said (as ruff says it in every file), judged as a
         # read file's is: the guard, then libcst (which may know syntax newer than this Python).
-        problem = None if no_syntax_error_seen(text) else (_guarded(request, text) or _libcst_parse(request, text))
+        problem = None if python_parses(text) else (_guarded(request, text) or _libcst_parse(request, text))
         return problem if isinstance(problem, FileResult) else FileResult(path=request.path, skipped_by_prefilter=True)
     problem = _guarded(request, text)
     if problem is not None:

@@ -34,7 +34,6 @@ MAX_DEPTH = 300  # syntax-tree depth libcst is given (vLLM 0.29.0: at most 29)
 # Σ (chain length)² over the operator chains libcst parses recursively; 1,000,000 costs it ~55–200 MB
 # (vLLM 0.29.0's largest: a few dozen).
 CHAIN_BUDGET = 1_000_000
-SYNTAX_CHECK_BYTES = 2**20  # a file no rule reads is compiled, for its syntax errors, up to this size
 
 # Strings (triple-quoted first) and comments, leftmost first as Python's tokenizer reads them; an
 # unterminated one runs to the end of its line (or of the file, for a triple-quoted one).
@@ -82,16 +81,10 @@ def check_parsable(text: str) -> None:
         )
 
 
-def no_syntax_error_seen(text: str) -> bool:
-    """Whether Python's own parser takes `text`, asked of every file no rule reads: a syntax error is reported
-    in every file, as ruff does, not only where a rule's trigger word is (a false answer is checked again, as a
-    read file is, before it is reported: libcst may know syntax newer than this Python).
-
-    A file over SYNTAX_CHECK_BYTES is not compiled and counts as parsing: Python's parser takes about 100 times
-    a file's size in memory (1 MiB: ~100 MB), in the scan's own process, which has no memory cap (vLLM's
-    largest file: 0.26 MB)."""
-    if len(text) > SYNTAX_CHECK_BYTES:
-        return True
+def python_parses(text: str) -> bool:
+    """Whether Python's own parser takes `text`: asked of every file no rule reads, since a syntax error is
+    reported in every file, as ruff does, not only where a rule's trigger word is (a false answer is
+    checked again, as a read file is, before it is reported: libcst may know syntax newer than this Python)."""
     # Compiled, not parsed into a tree: Python builds no syntax-tree objects (a fifth cheaper on vLLM's files).
     # A compile error beyond the parser's (`return` outside a function) is judged again, by libcst, which takes it.
     try:

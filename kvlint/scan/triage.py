@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from kvlint.engine.parse_guard import no_syntax_error_seen
+from kvlint.engine.parse_guard import python_parses
 from kvlint.engine.prefilter import Triggers, triggers_match
 from kvlint.engine.registry import rules_for_codes
 from kvlint.engine.source import MAX_FILE_BYTES, decode_source
@@ -62,4 +62,4 @@ class Triage:
 
 def _unread(text: str) -> Verdict:
     """A file no rule reads: nothing to report, unless Python cannot parse it (the engine says why)."""
-    return Verdict.NOTHING_TO_REPORT if no_syntax_error_seen(text) else Verdict.DIAGNOSE
+    return Verdict.NOTHING_TO_REPORT if python_parses(text) else Verdict.DIAGNOSE
