@@ -16,7 +16,7 @@ from kvlint.analysis.cst_walk import ModuleShape, parent_map, walk_batched
 from kvlint.analysis.provenance import SpecFlow
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.engine.grouping import fold_root_causes, function_spans, root_cause_roles
-from kvlint.engine.parse_guard import TooNested, check_parsable, python_parses
+from kvlint.engine.parse_guard import TooNested, check_parsable
 from kvlint.engine.preparse import PreParse
 from kvlint.engine.rule import Rule, RuleContext
 from kvlint.engine.source import MAX_FILE_BYTES, decode_source
@@ -86,21 +86,26 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
     # own parse shows each rule (`Rule.could_report`), and only then libcst for the rules left.
     visitors = [r for r in request.rules if not getattr(r, "ENGINE_ONLY", False) and r.could_match(text)]
     if not visitors:
-        # No rule reads it, but a syntax error is still said (as ruff says it in every file), judged as a
-        # read file's is: the guard, then libcst (which may know syntax newer than this Python).
-        problem = None if python_parses(text) else (_guarded(request, text) or _libcst_parse(request, text))
-        return problem if isinstance(problem, FileResult) else FileResult(path=request.path, skipped_by_prefilter=True)
-    problem = _guarded(request, text)
-    if problem is not None:
-        return problem
+        return FileResult(path=request.path, skipped_by_prefilter=True)
+    try:
+        check_parsable(text)  # before libcst: deep nesting crashes its native parser
+    except TooNested as error:
+        return unreadable(request.path, str(error))
+    except SyntaxError as error:
+        line, column = error.lineno or 1, max(error.offset or 1, 1)
+        return unreadable(
+            request.path, f"syntax error at {line}:{column}: {' '.join(str(error.msg).split())}", line, column
+        )
     pre = PreParse(text, request.module_path, request.project, request.settings)
     if pre.tree is not None:
         visitors = [r for r in visitors if r.could_report(pre)]
         if not visitors:
             return FileResult(path=request.path, skipped_by_prefilter=True)
-    module = _libcst_parse(request, text)
-    if isinstance(module, FileResult):
-        return module
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        line, column, detail = syntax_error_position(text, error)
+        return unreadable(request.path, f"syntax error at {line}:{column}: {detail}", line, column)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     # Parents, children and the node order from one walk: the rules' walk, provenance and positions share it.
     shape = ModuleShape(module)
@@ -124,29 +129,6 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
     )
     kept, suppressed = suppress_root_causes(folded, suppressions(text), request.ignored)
     return FileResult(path=request.path, findings=tuple(kept), suppressed=suppressed)
-
-
-def _guarded(request: LintRequest, text: str) -> FileResult | None:
-    """The KV000 of a file libcst must not be given (kvlint.engine.parse_guard); None when it may be."""
-    try:
-        check_parsable(text)  # before libcst: deep nesting crashes its native parser
-    except TooNested as error:
-        return unreadable(request.path, str(error))
-    except SyntaxError as error:
-        line, column = error.lineno or 1, max(error.offset or 1, 1)
-        return unreadable(
-            request.path, f"syntax error at {line}:{column}: {' '.join(str(error.msg).split())}", line, column
-        )
-    return None
-
-
-def _libcst_parse(request: LintRequest, text: str) -> cst.Module | FileResult:
-    """The module as libcst parses it, or the KV000 of its syntax error."""
-    try:
-        return cst.parse_module(text)
-    except cst.ParserSyntaxError as error:
-        line, column, detail = syntax_error_position(text, error)
-        return unreadable(request.path, f"syntax error at {line}:{column}: {detail}", line, column)
 
 
 def _ancestors(node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode]) -> Iterator[cst.CSTNode]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 
 MAX_BRACKETS = 50  # bracket nesting before the file is measured (vLLM 0.29.0: at most 9)
 MAX_RUN = 1_000  # characters of code without a comma or semicolon before the file is measured
@@ -79,21 +78,6 @@ def check_parsable(text: str) -> None:
             f"squared lengths sum to {chains:,}, over {CHAIN_BUDGET:,}; the longest: {longest}): libcst's parser "
             "needs memory growing with the square of a chain's length"
         )
-
-
-def python_parses(text: str) -> bool:
-    """Whether Python's own parser takes `text`: asked of every file no rule reads, since a syntax error is
-    reported in every file, as ruff does, not only where a rule's trigger word is (a false answer is
-    checked again, as a read file is, before it is reported: libcst may know syntax newer than this Python)."""
-    # Compiled, not parsed into a tree: Python builds no syntax-tree objects (a fifth cheaper on vLLM's files).
-    # A compile error beyond the parser's (`return` outside a function) is judged again, by libcst, which takes it.
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # an invalid escape's SyntaxWarning is not kvlint's to print
-            compile(text, "<kvlint>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
 
 
 def code_is_ascii(text: str) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from kvlint.engine.parse_guard import python_parses
 from kvlint.engine.prefilter import Triggers, triggers_match
 from kvlint.engine.registry import rules_for_codes
 from kvlint.engine.source import MAX_FILE_BYTES, decode_source
@@ -22,8 +21,8 @@ if TYPE_CHECKING:
 
 class Verdict(enum.Enum):
     PARSE = "parse"  # some rule's prefilter accepts the file: parse and lint it
-    NOTHING_TO_REPORT = "nothing to report"  # no rule's prefilter accepts it, and it parses: settled, no libcst
-    DIAGNOSE = "diagnose"  # the engine must say why it cannot read the file (too large, undecodable, no parse)
+    NOTHING_TO_REPORT = "nothing to report"  # no rule's prefilter accepts it: settled without a parse
+    DIAGNOSE = "diagnose"  # the engine must say why it cannot read the file (too large, undecodable)
 
 
 class Triage:
@@ -42,11 +41,11 @@ class Triage:
         except UnreadableSource:
             return Verdict.DIAGNOSE
         if self.triggers is not None and not any(triggers_match(self.triggers[code], text) for code in codes):
-            return _unread(text)
+            return Verdict.NOTHING_TO_REPORT
         rules = self._load_rules()
         if any(rules[code].could_match(text) for code in codes):  # engine-only rules declare no triggers
             return Verdict.PARSE
-        return _unread(text)
+        return Verdict.NOTHING_TO_REPORT
 
     def triggers_to_remember(self) -> dict[str, Triggers] | None:
         """The rules' TRIGGERS, for the cache to remember; None when the rules were never loaded."""
@@ -58,8 +57,3 @@ class Triage:
         if self.rules is None:
             self.rules = {rule.CODE: rule for rule in rules_for_codes(self.codes)}
         return self.rules
-
-
-def _unread(text: str) -> Verdict:
-    """A file no rule reads: nothing to report, unless Python cannot parse it (the engine says why)."""
-    return Verdict.NOTHING_TO_REPORT if python_parses(text) else Verdict.DIAGNOSE
