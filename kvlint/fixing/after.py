@@ -12,7 +12,7 @@ in their files' place (TreeFiles' overlay), so it carries the tree's own root an
 the first scan's (which the scan already has: nothing is built twice).
 
 With the scan's cache, the fixed tree's index is kept, keyed on the digest of every file of the tree with the
-fixed texts put in (kvlint.scan.index_cache.fixed_tree_index), and each result linted again in a manifest of
+fixed texts put in (kvlint.scan.fixed_index.fixed_tree_index), and each result linted again in a manifest of
 its own keyed on that index (the scan's manifest holds the files as they are on disk): a repeated
 `fix --diff` builds and lints nothing. Both are signed records, checked as the scan's are.
 """
@@ -24,7 +24,8 @@ from pathlib import Path
 
 from kvlint.fixing.fix_cache import entry_key
 from kvlint.scan.config import Config
-from kvlint.scan.index_cache import IndexDigests, IndexHandle, fixed_tree_index
+from kvlint.scan.fixed_index import fixed_tree_index
+from kvlint.scan.index_cache import IndexDigests, IndexHandle
 from kvlint.scan.jobs import Job, WorkerState, ignored_for, module_path_of, run_jobs
 from kvlint.scan.result_cache import ResultCache, configuration_key
 from kvlint.scan.runner import ScanResult, cacheable, read_source
