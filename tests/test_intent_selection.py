@@ -224,3 +224,14 @@ def test_witnesses_rank_without_a_census_and_a_model_or_layer_it_lacks_is_near_n
     unplaced = container({"Z"}, {"A"})  # no layer of the census: no home to be near
     assert rank_witnesses((second, unplaced), homeless) == (second, unplaced)
     assert rank_witnesses((second, first), homeless) == (second, first)  # "Gone": no model in the census
+
+
+def test_among_names_of_one_class_the_witness_is_the_name_its_layers_were_named_for():
+    """The registry maps several architecture names to one class (DeepSeek V1, V2, V3 and V3.2 share a
+    constructor); the one named for the layers (DeepseekV32… for DeepseekV32IndexerCache) is the witness."""
+    home = "vllm/models/deepseek_v2.py"
+    indexer = LayerClass("DeepseekV32IndexerCache", f"{home}:1", frozenset({"A"}), (), (), None)
+    names = ("DeepseekForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV32ForCausalLM")
+    tree = census(indexer, models=tuple(Model(name, home, frozenset({indexer.name})) for name in names))
+    built = tuple(container({indexer.name}, {"A"}, model=name) for name in names)
+    assert rank_witnesses(built, tree)[0].model == "DeepseekV32ForCausalLM"

@@ -186,7 +186,8 @@ def rank_witnesses(
     model (the registry's speculative-decoding models run only beside a main model); then the layers most of
     the tree's models put in one container (the way most users meet it); then a model whose module lies
     nearest a module defining one of those layers (the model the layers were written for, not one that
-    borrows them)."""
+    borrows them); then, among architecture names the registry maps to one class, the name nearest one of the
+    layers' names (DeepseekV32ForCausalLM for DeepseekV32IndexerCache, not DeepseekForCausalLM beside it)."""
     sharing: dict[frozenset[str], int] = {}
     for composition in compositions:
         sharing[composition.layer_classes] = sharing.get(composition.layer_classes, 0) + 1
@@ -204,6 +205,14 @@ def rank_witnesses(
     def order(composition: ContainerComposition) -> tuple:
         opt_in = composition.setting.startswith("opt-in: ")
         draft = composition.model in drafts
-        return (not composition.is_default, opt_in, draft, -sharing[composition.layer_classes], -nearness(composition))
+        named = max((len(commonprefix([composition.model, layer])) for layer in composition.layer_classes), default=0)
+        return (
+            not composition.is_default,
+            opt_in,
+            draft,
+            -sharing[composition.layer_classes],
+            -nearness(composition),
+            -named,
+        )
 
     return tuple(sorted(compositions, key=order))
