@@ -189,7 +189,7 @@ def summary_block(findings: list[dict], line: str, files: int) -> str:
     all_rules = ", ".join(f"{count} {code}" for code, count in sorted(every.items()))
     return (
         f"`kvlint check --vllm-release {SAMPLE}` checks {files:,} files and reports {len(findings)} root causes "
-        f"({severities['error']} errors, {severities['warning']} warnings): {by_rule}. Folded into them are "
+        f"({plural(severities['error'], 'error')}, {plural(severities['warning'], 'warning')}): {by_rule}. Folded into them are "
         f"{related} related locations (other rules' findings on the same defect; counted with them: {all_rules}). "
         f"{safe} {'has' if safe == 1 else 'have'} a safe fix (`kvlint fix`), {unsafe} an unsafe one "
         f"(`--unsafe-fixes`). Its last line:\n\n```text\n{line}\n```\n"
@@ -232,6 +232,10 @@ def newest_block(version: str) -> str:
             said.append(more.strip())
         heads.append(f"- {head['severity']} `{where['path'].rsplit('/', 1)[-1]}:{where['line']}`: {' '.join(said)}")
     return "\n".join(heads) + "\n"
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def mebibytes(size: int) -> str:
