@@ -52,7 +52,8 @@ def snapshot(root):
 @pytest.mark.slow
 def test_fix_029_matches_upstream_and_is_idempotent(vllm_release, fixed_029):
     tree, first = fixed_029.tree, fixed_029.run
-    assert first.returncode == 1, first.stderr  # unsafe/unfixable findings remain
+    # Findings remain (unsafe or unfixable), all warnings: the one error, the seed, is what the fix mends (exit 0).
+    assert first.returncode == 0 and " finding(s) left." in first.stderr, first.stderr
     before, after = snapshot(vllm_release("0.29.0")), snapshot(tree)
     assert sorted(before) == sorted(after), "the fix added or removed a file"
     changed = sorted(path for path in before if before[path] != after[path])
