@@ -35,6 +35,7 @@ from kvlint.analysis.census.constructor_shapes import (
     position_names,
     site,
 )
+from kvlint.analysis.census.parsing import parsed
 
 _MAX_ALTERNATIVES = 16
 # Constructors and functions followed inside one another: vLLM's deepest is about ten (model, decoder layer,
@@ -101,10 +102,7 @@ class Program:
             self._trees[relative] = None
             if data is not None:
                 self.budget.spend(len(data), relative)
-                try:
-                    self._trees[relative] = ast.parse(data, filename=relative)
-                except (SyntaxError, ValueError, RecursionError, MemoryError):
-                    pass
+                self._trees[relative] = parsed(data, relative)
         return self._trees[relative]
 
     def module_path(self, dotted: str, relative: str, level: int = 0) -> str | None:

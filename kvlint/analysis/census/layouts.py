@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 import re
 
+from kvlint.analysis.census.parsing import parsed
+
 
 def _layout_enums(texts: dict[str, bytes]) -> list[tuple[ast.ClassDef, ast.Module]]:
     """The classes defining `is_block_outermost` (the layout enum), parsed with `ast`."""
@@ -14,9 +16,8 @@ def _layout_enums(texts: dict[str, bytes]) -> list[tuple[ast.ClassDef, ast.Modul
     for relative, data in texts.items():
         if b"def is_block_outermost" not in data:
             continue
-        try:
-            module = ast.parse(data, filename=relative)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        module = parsed(data, relative)
+        if module is None:
             continue
         for node in ast.walk(module):
             if isinstance(node, ast.ClassDef) and any(
@@ -119,9 +120,8 @@ def mamba_page_padding(texts: dict[str, bytes]) -> str:
             continue
         if parts[-1].removesuffix(".py") in _OTHER_PLATFORM_MODULES:
             continue
-        try:
-            module = ast.parse(data, filename=relative)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        module = parsed(data, relative)
+        if module is None:
             continue
         for node in ast.walk(module):
             if isinstance(node, ast.Assign) and any(

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 
+from kvlint.analysis.census.parsing import parsed
+
 
 def merges_ignoring_shapes(texts: dict[str, bytes], spec_classes: frozenset[str]) -> frozenset[str]:
     """The spec classes whose nearest `merge` (own or inherited) never compares layer shapes."""
@@ -20,9 +22,8 @@ def merges_ignoring_shapes(texts: dict[str, bytes], spec_classes: frozenset[str]
     for relative, data in texts.items():
         if b"def merge(" not in data:
             continue
-        try:
-            module = ast.parse(data, filename=relative)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        module = parsed(data, relative)
+        if module is None:
             continue
         for node in module.body:
             if not isinstance(node, ast.ClassDef) or node.name not in spec_classes:

@@ -12,13 +12,13 @@ under vllm/v1/core (0.34: kv_cache_planning.py; earlier kv_cache_utils.py) is a 
 
 from __future__ import annotations
 
-import ast
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
 from kvlint.analysis.census.budget import Budget
 from kvlint.analysis.census.guards import Guards, filled_only, functions_of, read_guards
+from kvlint.analysis.census.parsing import parsed as parse_module
 
 _FUNCTION = re.compile(r"^([ \t]*)def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
 
@@ -59,7 +59,7 @@ def read_grouping_paths(
             budget.spend(len(text), relative)
         lines = _Lines(text)
         functions = _functions(lines)
-        tree = _parsed(text, relative)
+        tree = parse_module(text, relative)
         parsed = functions_of(tree) if tree is not None else {}
         for match in re.finditer(re.escape(call) + r"[ \t]*(\w+)", text):
             line = lines.number(match.start())
@@ -91,13 +91,6 @@ def read_grouping_paths(
                 )
             )
     return tuple(paths)
-
-
-def _parsed(text: str, relative: str) -> ast.Module | None:
-    try:
-        return ast.parse(text, filename=relative)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 class _Lines:
