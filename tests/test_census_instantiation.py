@@ -279,3 +279,23 @@ class DsaHybridForCausalLM:
 """,
     )
     assert set(model.alternatives) == {frozenset({"Attention"}), frozenset({"MLAAttention"})}
+
+
+def test_a_generating_model_is_named_before_a_pooling_model_building_the_same_container(tmp_path):
+    from kvlint.analysis.census.reading import witness_order
+    from kvlint.analysis.layer_selection import rank_witnesses
+
+    registry = REGISTRY_WITH_DRAFTS.replace("_SPECULATIVE_DECODING_MODELS", "_EMBEDDING_MODELS").replace(
+        '"EagleDsaForCausalLM"', '"AaaDsaEmbeddingModel"'
+    )
+    tree = files(**{MODEL: IMPORTS + PICKED_BY_ATTRIBUTE, "vllm/model_executor/models/registry.py": registry})
+    index = build_tree_index(write_tree(tmp_path / "tree", tree))
+    models = {m.name: m for m in index.census.models}
+    assert models["AaaDsaEmbeddingModel"].pooling and not models["DsaHybridForCausalLM"].pooling
+    found = tuple(c for c in index.container_compositions() if c.layer_classes == {"MLAAttention", "IndexerCache"})
+    assert {c.model for c in found} == {"DsaHybridForCausalLM", "AaaDsaEmbeddingModel"}
+    for order in (found, found[::-1]):
+        assert rank_witnesses(order, index.census)[0].model == "DsaHybridForCausalLM"
+    # The same order names a hybrid's Mamba witness (kvlint.analysis.hybrid_witness).
+    first = sorted(index.census.models, key=witness_order)[0]
+    assert not first.pooling

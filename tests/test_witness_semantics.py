@@ -386,3 +386,69 @@ def test_an_uncalled_manager_method_refuses_nothing(tmp_path):
     (root / MANAGERS).write_text(MANAGER + MAMBA_MANAGER)
     refused = {k.label: k.rejected_under_dcp for k in analyse(root).kinds}
     assert refused["MambaSpec"] is None
+
+
+# A lookup given the manager's own DCP size (vLLM 0.29.0 and later), not the coordinator's.
+LOOKUP_HELD = """
+
+    def find_longest_cache_hit(self, block_hashes):
+        manager = self.single_type_managers[0]
+        return manager.find_longest_cache_hit(block_hashes, self.spec, dcp_world_size=manager.dcp_world_size)
+"""
+# vLLM 0.34.0's manager: it keeps the DCP size it is handed only for a sharded spec.
+MANAGER_KEEPS_ONE = MANAGER.replace(
+    "        self.block_size = kv_cache_spec.block_size\n",
+    "        self.block_size = kv_cache_spec.block_size\n"
+    "        self.dcp_world_size = dcp_world_size if isinstance(kv_cache_spec, AttentionSpec) else 1\n",
+)
+
+
+def _refusals(root: Path, coordinator: str, managers: str) -> dict:
+    root = _tree_027(root, coordinator)
+    (root / MANAGERS).write_text(managers + MAMBA_MANAGER)
+    return {k.label: k.rejected_under_dcp for k in analyse(root).kinds}
+
+
+def test_a_manager_the_coordinator_hands_dcp_one_refuses_nothing(tmp_path):
+    # 0.29.0: the coordinator hands a Mamba group's manager a per-kind size of 1, and the lookup passes it on.
+    refused = _refusals(tmp_path, COORDINATOR_PER_KIND + LOOKUP_HELD, MANAGER)
+    assert refused["MambaSpec"] is None
+    # Handed the process's size, the same lookup refuses a Mamba group.
+    refused = _refusals(tmp_path / "raw", COORDINATOR_RAW + LOOKUP_HELD, MANAGER)
+    assert "MambaManager.find_longest_cache_hit asserts" in refused["MambaSpec"]
+
+
+def test_a_manager_that_keeps_dcp_one_for_its_kind_refuses_nothing(tmp_path):
+    # 0.34.0: the coordinator hands every manager the process's size; the manager keeps 1 for an unsharded spec.
+    assert MANAGER_KEEPS_ONE != MANAGER
+    refused = _refusals(tmp_path, COORDINATOR_RAW + LOOKUP_HELD, MANAGER_KEEPS_ONE)
+    assert refused["MambaSpec"] is None
+    assert refused["FullAttentionSpec"] is None
+
+
+def test_a_lookup_given_the_coordinators_own_size_still_refuses(tmp_path):
+    # The lookup passes the coordinator's copy of the process's size: what the manager keeps does not matter.
+    coordinator = COORDINATOR_RAW.replace(
+        "        self.kv_cache_config = kv_cache_config\n",
+        "        self.kv_cache_config = kv_cache_config\n        self.dcp_world_size = dcp_world_size\n",
+    )
+    lookup = LOOKUP_HELD.replace("dcp_world_size=manager.dcp_world_size", "dcp_world_size=self.dcp_world_size")
+    refused = _refusals(tmp_path, coordinator + lookup, MANAGER_KEEPS_ONE)
+    assert "MambaManager.find_longest_cache_hit asserts" in refused["MambaSpec"]
+    # Copied from a manager instead (0.29.0's unitary coordinator), the size is the manager's own again.
+    copied = coordinator.replace(
+        "self.dcp_world_size = dcp_world_size\n", "self.dcp_world_size = self.single_type_managers[0].dcp_world_size\n"
+    )
+    refused = _refusals(tmp_path / "copied", copied + lookup, MANAGER_KEEPS_ONE)
+    assert refused["MambaSpec"] is None
+
+
+def test_a_constructor_that_keeps_the_process_size_makes_the_refusal_stand(tmp_path):
+    # One constructor of the managers' module keeps the size it is handed for any kind: that manager can see DCP > 1.
+    keeps_it = MANAGER_KEEPS_ONE + (
+        "\n\nclass RawManager(SingleTypeKVCacheManager):\n"
+        "    def __init__(self, kv_cache_spec, dcp_world_size):\n"
+        "        self.dcp_world_size = dcp_world_size\n"
+    )
+    refused = _refusals(tmp_path, COORDINATOR_RAW + LOOKUP_HELD, keeps_it)
+    assert "MambaManager.find_longest_cache_hit asserts" in refused["MambaSpec"]

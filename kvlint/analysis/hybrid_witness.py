@@ -4,7 +4,7 @@ model vLLM builds). Read from the census (kvlint.analysis.census), never written
 
 from __future__ import annotations
 
-from kvlint.analysis.census.reading import Census
+from kvlint.analysis.census.reading import Census, witness_order
 from kvlint.analysis.hierarchy import SpecHierarchy
 
 MAMBA = "MambaSpec"
@@ -18,7 +18,7 @@ def hybrid_witness(census: Census | None, hierarchy: SpecHierarchy, verdict) -> 
     kind = getattr(verdict, "counterexample", None)
     if census is None or kind is None or kind.is_container or not hierarchy.is_subclass(kind.label, MAMBA):
         return None
-    for model in sorted(census.models, key=lambda m: (m.merged, m.name)):
+    for model in sorted(census.models, key=witness_order):
         for alternative in model.alternatives or (model.layers,):  # none kept apart: every layer it builds
             specs = {spec for name in alternative if (layer := census.layer(name)) for spec in layer.spec_classes}
             mamba = any(hierarchy.is_subclass(spec, kind.label) for spec in specs)

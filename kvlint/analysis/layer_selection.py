@@ -201,6 +201,7 @@ def rank_witnesses(
         return max((len(commonprefix([model.module, home])) for home in homes), default=0) if model else 0
 
     drafts = {model.name for model in census.models if model.draft} if census is not None else set()
+    pooling = {model.name for model in census.models if model.pooling} if census is not None else set()
 
     def order(composition: ContainerComposition) -> tuple:
         opt_in = composition.setting.startswith("opt-in: ")
@@ -210,6 +211,7 @@ def rank_witnesses(
             not composition.is_default,
             opt_in,
             draft,
+            composition.model in pooling,  # a generating model is the witness a maintainer checks first
             -sharing[composition.layer_classes],
             -nearness(composition),
             -named,

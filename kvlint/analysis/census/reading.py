@@ -45,6 +45,9 @@ _REGISTRY_ENTRY = re.compile(r'^[ \t]*"(\w+)":\s*\(\s*"([\w.]+)",\s*"(\w+)",?\s*
 # draft models' table.
 _TABLE = re.compile(r"^(\w+)[ \t]*(?::[^=\n]{0,200})?=[ \t]*\{", re.MULTILINE)
 _DRAFT_TABLE = re.compile(r"SPECULATIVE|DRAFT", re.IGNORECASE)
+# The registry's tables of pooling models (embedding, scoring, classification, reward): they build KV caches
+# but generate no tokens, so a maintainer reads a connector's or offloader's witness among them as far-fetched.
+_POOLING_TABLE = re.compile(r"EMBEDDING|POOLING|LATE_INTERACTION|CLASSIFICATION|REWARD|SCORING|CROSS_ENCODER", re.I)
 _CALLED = re.compile(r"\b([A-Z]\w*)\s*\(")
 _CALLED_BYTES = re.compile(rb"\b([A-Z]\w*)\(")
 _KEYWORD_FROM_SELF = re.compile(r"\b(\w+)\s*=\s*self\.(\w+)\b(?!\s*\()")
@@ -108,6 +111,14 @@ class Model:
     # A draft model: the registry lists it among the speculative-decoding models (it runs beside a main
     # model, never alone), so a witness names the main model that builds the same layers first.
     draft: bool = False
+    # A pooling model: the registry lists it among embedding, scoring or classification models (no generation).
+    pooling: bool = False
+
+
+def witness_order(model: Model) -> tuple:
+    """Which model to name first as a witness: one whose alternatives were kept apart, that generates tokens,
+    that runs alone (not a draft), then by name (stable across runs)."""
+    return (model.merged, model.pooling, model.draft, model.name)
 
 
 @dataclass(frozen=True)
@@ -149,7 +160,7 @@ def read_census(texts: dict[str, bytes], spec_classes: frozenset[str], budget: B
     program = Program(texts, {layer.name for layer in layers}, budget)
     models = []
     unread = []
-    for name, relative, class_name, draft in registry:
+    for name, relative, class_name, draft, pooling in registry:
         built = model_layers(program, relative, class_name) if relative else None
         if built is None:
             unread.append(name)
@@ -158,7 +169,7 @@ def read_census(texts: dict[str, bytes], spec_classes: frozenset[str], budget: B
         if alternatives:
             sites = tuple(sorted(built.sites))
             union = frozenset().union(*alternatives)
-            models.append(Model(name, relative, union, alternatives, built.merged, sites, draft))
+            models.append(Model(name, relative, union, alternatives, built.merged, sites, draft, pooling))
     return Census(
         tuple(layers),
         tuple(models),
@@ -170,11 +181,11 @@ def read_census(texts: dict[str, bytes], spec_classes: frozenset[str], budget: B
     )
 
 
-def _registry(texts: dict[str, bytes]) -> list[tuple[str, str, str, bool]]:
-    """(architecture, module path, class, draft) per model class, from the module holding the most entries;
-    the path is "" for a module the tree does not have; draft when the entry lies in the registry's table of
-    speculative-decoding models."""
-    best: list[tuple[str, str, str, bool]] = []
+def _registry(texts: dict[str, bytes]) -> list[tuple[str, str, str, bool, bool]]:
+    """(architecture, module path, class, draft, pooling) per model class, from the module holding the most
+    entries; the path is "" for a module the tree does not have; draft when the entry lies in the registry's
+    table of speculative-decoding models, pooling when in one of pooling models."""
+    best: list[tuple[str, str, str, bool, bool]] = []
     for relative, data in texts.items():
         if not relative.endswith("registry.py") or b'": (' not in data:
             continue
@@ -196,7 +207,8 @@ def _registry(texts: dict[str, bytes]) -> list[tuple[str, str, str, bool]]:
                 table = tables[at - 1][1] if at else ""
                 if (path or module, class_name) not in seen:
                     seen.add((path or module, class_name))
-                    best.append((architecture, path, class_name, _DRAFT_TABLE.search(table) is not None))
+                    draft = _DRAFT_TABLE.search(table) is not None
+                    best.append((architecture, path, class_name, draft, _POOLING_TABLE.search(table) is not None))
     return best
 
 

@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from kvlint.analysis.ast_helpers import dotted
 from kvlint.analysis.sizing import sites
 from kvlint.analysis.sizing.evaluator import Evaluator
+from kvlint.analysis.sizing.handing import called_name, handed_value, handing
 from kvlint.analysis.sizing.kinds import SpecKind
-from kvlint.analysis.sizing.program import Module, Program
+from kvlint.analysis.sizing.program import Program
 from kvlint.analysis.sizing.sites import Candidate
 from kvlint.analysis.sizing.values import BLOCK_SIZE, Opaque, join, known_number
 from kvlint.analysis.vocabulary import MANAGER_FACTORY, is_dcp_name
-
-_HANDED = "dcp_world_size"  # the keyword the coordinator hands a manager its DCP size by
 
 
 @dataclass(frozen=True)
@@ -38,11 +37,11 @@ class Allocation:
 
 def read_allocation(program: Program, evaluator: Evaluator, kinds: tuple[SpecKind, ...]) -> Allocation | None:
     """The allocation of the tree's managers; None when its code does not show both steps."""
-    handing = _handing(program)
+    found = handing(program)
     manager = _manager(program)
-    if handing is None or manager is None:
+    if found is None or manager is None:
         return None
-    module, candidate, value = handing
+    module, candidate, value = found
     # The manager module is parsed in part (the blocks naming a DCP size); subclasses and the spec → manager
     # mapping need not name one.
     tree = ast.parse(manager.module.text)
@@ -51,28 +50,12 @@ def read_allocation(program: Program, evaluator: Evaluator, kinds: tuple[SpecKin
     factors = []
     for kind in kinds:
         spec = kind.flattened()
-        handed, _ = _recorded(evaluator, candidate, spec, value)
+        handed = handed_value(evaluator, candidate, spec, value)
         factor = _allocated(evaluator, manager, spec, handed)
         overridden = _overridden(program, evaluator, manager, (classes, mapping), spec, handed)
         factors.append(factor if overridden is None else overridden)
     where = f"{module.path.rsplit('/', 1)[-1]}:{value.lineno}"
     return Allocation(manager, where, " ".join(ast.unparse(value).split()), tuple(factors))
-
-
-def _handing(program: Program) -> tuple[Module, Candidate, ast.expr] | None:
-    """The coordinator's call of the manager factory with the DCP size it hands (upstream's core first)."""
-    found = []
-    for module in program.modules.values():
-        for qualname, function, classes in sites.functions(module):
-            for node in ast.walk(function):
-                if not (isinstance(node, ast.Call) and _called(node) == MANAGER_FACTORY):
-                    continue
-                for keyword in node.keywords:
-                    if keyword.arg == _HANDED:
-                        candidate = Candidate(module, qualname, function, classes, set(), {})
-                        found.append((module, candidate, keyword.value))
-    found.sort(key=lambda f: (not f[0].path.startswith("vllm/v1/core/"), f[0].path, f[2].lineno))
-    return found[0] if found else None
 
 
 def _manager(program: Program) -> Candidate | None:
@@ -96,20 +79,6 @@ def _manager(program: Program) -> Candidate | None:
                 ):
                     return Candidate(module, qualname, function, classes, set(), {id(node): node})
     return None
-
-
-def _called(call: ast.Call) -> str | None:
-    func = call.func
-    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-
-
-def _recorded(evaluator: Evaluator, candidate: Candidate, spec, node: ast.AST):
-    receiver = Opaque("self") if candidate.classes else None
-    _, frame = evaluator.call(
-        candidate.module, candidate.function, [], {}, receiver=receiver, group_spec=spec, sites={id(node): node}
-    )
-    values = frame.recorded.get(id(node), [])
-    return (join(values) if values else None), frame
 
 
 def _allocated(evaluator: Evaluator, manager: Candidate, spec, handed) -> str:
@@ -210,5 +179,5 @@ def _is_super_init(node: ast.AST) -> bool:
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "__init__"
         and isinstance(node.func.value, ast.Call)
-        and _called(node.func.value) == "super"
+        and called_name(node.func.value) == "super"
     )

@@ -5,7 +5,9 @@ indexer layers, one of full-attention layers, a mixed one), each with the reason
 DCP when an assertion in the tree says so: one of the spec's own methods, the coordinator's check of
 every group's kind when DCP > 1, or a method the scheduler calls on the group's KV cache manager that
 asserts the spec's kind and a DCP size of 1 (vLLM's `MambaManager.find_longest_cache_hit`: with prefix
-caching, on by default, a Mamba group under DCP fails there, so that vLLM accepts it is unproven).
+caching, on by default, a Mamba group under DCP fails there) — unless that manager only ever sees a DCP size
+of 1 for the kind: vLLM 0.29.0's coordinator hands it a per-kind size, 0.34.0's manager keeps 1 for a spec
+that is not `dcp_sharded` (kvlint.analysis.sizing.handing), so there the assert refuses nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from kvlint.analysis.ast_helpers import dotted
 from kvlint.analysis.sizing import sites
 from kvlint.analysis.sizing.evaluator import Evaluator
 from kvlint.analysis.sizing.frame import Frame
+from kvlint.analysis.sizing.handing import handed_value, handing, held_values
 from kvlint.analysis.sizing.program import Program
 from kvlint.analysis.sizing.values import Container, Layer, truth
 from kvlint.analysis.vocabulary import ATTENTION_ROOT, CONTAINER_CLASS, is_dcp_name
@@ -46,10 +49,11 @@ def spec_kinds(program: Program, evaluator: Evaluator) -> tuple[SpecKind, ...]:
     abstract = roots | {ATTENTION_ROOT, CONTAINER_CLASS}
     group_checks = coordinator_checks(program)
     handlers = manager_checks(program)
+    handed = handing(program) if any(held for _, _, held in handlers) else None
     rejected = {
         cls: dcp_rejection(program, evaluator, cls)
         or _refused_group(program, group_checks, cls)
-        or _refused_by_manager(program, handlers, cls)
+        or _refused_by_manager(program, handlers, cls, _held_one(program, evaluator, handed, cls))
         for cls in hierarchy.bases
         if cls not in abstract
     }
@@ -115,10 +119,11 @@ def _refused_group(program: Program, checks, cls: str) -> str | None:
     return None
 
 
-def manager_checks(program: Program) -> list[tuple[frozenset[str], str]]:
+def manager_checks(program: Program) -> list[tuple[frozenset[str], str, bool]]:
     """Methods that assert, among their first statements, both the kind of the spec they are handed
     (`assert isinstance(kv_cache_spec, MambaSpec)`) and a DCP size of 1 (`assert dcp_world_size == 1`), and
-    that some module of the program calls: (the asserted spec classes, why), one per such method."""
+    that some module of the program calls: (the asserted spec classes, why, whether every call passes the
+    manager's own DCP size), one per such method."""
     texts = [module.text for module in program.modules.values()]
     found = []
     for module in program.modules.values():
@@ -136,8 +141,65 @@ def manager_checks(program: Program) -> list[tuple[frozenset[str], str]]:
                 if not refusal and _dcp_is_one(statement.test, parameters, module):
                     refusal = " ".join(ast.unparse(statement.test).split())
             if kinds and refusal:
-                found.append((kinds, f"{qualname} asserts `{refusal}` for a {' or '.join(sorted(kinds))} group"))
+                why = f"{qualname} asserts `{refusal}` for a {' or '.join(sorted(kinds))} group"
+                found.append((kinds, why, _passes_held_size(program, function, refusal.split()[0])))
     return found
+
+
+def _passes_held_size(program: Program, function: ast.FunctionDef, parameter: str) -> bool:
+    """Whether every call of the method passes, as its DCP size, the size the manager was built with
+    (`dcp_world_size=manager.dcp_world_size`, or `self.dcp_world_size` that the caller's class copied from
+    a manager) rather than the process's size. A call that passes no DCP size is another class's method of
+    that name (or takes the default, not the process's size)."""
+    method = function.name
+    positional = [a.arg for a in function.args.args[1:]]  # after self / cls
+    position = positional.index(parameter) if parameter in positional else None
+    for module in program.modules.values():
+        if f".{method}(" not in module.text:
+            continue
+        for node in module.tree.body:
+            for call in ast.walk(node):
+                if not (
+                    isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == method
+                ):
+                    continue
+                value = next((k.value for k in call.keywords if k.arg == parameter), None)
+                if value is None and position is not None and len(call.args) > position:
+                    value = call.args[position]
+                if value is None:
+                    continue
+                if not _held_size(value, parameter, node):
+                    return False
+    return True
+
+
+def _held_size(value: ast.expr, parameter: str, scope: ast.stmt) -> bool:
+    """`<a manager>.dcp_world_size`, or `self.dcp_world_size` that `scope` (the caller's class) assigns only
+    from another object's `.dcp_world_size`."""
+    if not (isinstance(value, ast.Attribute) and value.attr == parameter):
+        return False
+    if dotted(value) != f"self.{parameter}":
+        return True  # another object's: a manager's
+    assigned = [
+        n.value
+        for n in ast.walk(scope)
+        if isinstance(n, ast.Assign) and any(dotted(t) == f"self.{parameter}" for t in n.targets)
+    ]
+    return bool(assigned) and all(
+        _held_size(a, parameter, scope) and dotted(a) != f"self.{parameter}" for a in assigned
+    )
+
+
+def _held_one(program: Program, evaluator: Evaluator, handed, cls: str) -> bool:
+    """Whether a manager of a group of `cls` keeps a DCP size of 1 whatever the process's: what the
+    coordinator hands it, as its constructor keeps it."""
+    if handed is None:
+        return False
+    _, candidate, value = handed
+    spec = Layer(cls)
+    return all(
+        held == 1 for held in held_values(program, evaluator, spec, handed_value(evaluator, candidate, spec, value))
+    )
 
 
 def _asserted_kinds(test: ast.expr, parameters: set[str]) -> frozenset[str]:
@@ -164,9 +226,13 @@ def _dcp_is_one(test: ast.expr, parameters: set[str], module) -> bool:
     )
 
 
-def _refused_by_manager(program: Program, checks, cls: str) -> str | None:
-    """Why the manager of a group of this class fails under DCP: a method it runs asserts DCP = 1 for it."""
-    for kinds, why in checks:
+def _refused_by_manager(program: Program, checks, cls: str, held_one: bool) -> str | None:
+    """Why the manager of a group of this class fails under DCP: a method it runs asserts DCP = 1 for it,
+    unless that method is given the manager's own size and this kind's manager keeps 1 (vLLM 0.29.0's
+    coordinator hands it `dcp_world_size_for_kv_cache_spec`, 0.34.0's manager keeps 1 unless `dcp_sharded`)."""
+    for kinds, why, held in checks:
+        if held and held_one:
+            continue
         if any(program.hierarchy.is_subclass(cls, kind) for kind in kinds):
             return why
     return None
