@@ -54,9 +54,19 @@ def built_by(composition) -> dict[str, str]:
         setting = f" possibly ({composition.setting.removeprefix('possible: ')})"
     else:
         setting = f" under {composition.setting.removeprefix('opt-in: ')} (opt-in)"
+    # Where the model's code builds each: its first site, the module's name and line (the path is in `where`).
+    first_site = {name: sites.split(", ")[0].rsplit("/", 1)[-1] for name, sites in composition.built_at if sites}
+    branch = [f"{name} ({first_site[name]})" if name in first_site else name for name in composition.config_branch]
+    article = "an" if composition.model[:1].upper() in "AEIOU" else "a"
     return {
         "layers": ", ".join(sorted(composition.layer_classes)),
         "model": composition.model,
+        # The checkpoint that builds it: one whose config takes the constructor's branch building these layers.
+        "checkpoint": (
+            f"{article} {composition.model} checkpoint whose config builds {' and '.join(branch)}"
+            if branch
+            else composition.model
+        ),
         "setting": setting,
         "path": composition.path.split(":")[-1],
         "where": composition.where(),

@@ -46,6 +46,30 @@ class DsaHybridForCausalLM:
         ["Attention", "MLAAttention"],
         ["IndexerCache", "MLAAttention"],
     ]
+    # The witness is a checkpoint whose config takes the branch: the layers only some checkpoints build are named.
+    assert {c.config_branch for c in whole} == {("Attention",), ("IndexerCache",)}
+    from rules._container_remedy import built_by
+
+    indexer = next(c for c in whole if "IndexerCache" in c.layer_classes)
+    assert built_by(indexer)["checkpoint"] == (
+        "a DsaHybridForCausalLM checkpoint whose config builds IndexerCache (dsa_hybrid.py:9)"
+    )
+
+
+def test_a_model_without_a_config_branch_is_its_own_witness(tmp_path):
+    from rules._container_remedy import built_by
+
+    _, found = census_of(
+        tmp_path,
+        """
+class DsaHybridForCausalLM:
+    def __init__(self, config):
+        self.mla = MLAAttention()
+        self.extra = IndexerCache()
+""",
+    )
+    [whole] = [c for c in found if c.model == "DsaHybridForCausalLM" and c.path.endswith(":get_kv_cache_groups")]
+    assert whole.config_branch == () and built_by(whole)["checkpoint"] == "DsaHybridForCausalLM"
 
 
 def test_another_platforms_branch_is_not_built_by_default(tmp_path):

@@ -69,6 +69,11 @@ def test_034_one_look_at_the_layers_does_not_unwrap_the_spec(scan_034):
     # reported, as a warning that says why it is not an error.
     [finding] = at(scan_034, CONNECTORS + "decode_bench_connector.py", 117, "KV101")
     assert finding["severity"] == "warning" and " by default has them put in one container by `" in finding["message"]
+    # The witness is a DSA checkpoint: DeepseekV3ForCausalLM builds the indexer only on a config branch (`is_v32`).
+    assert (
+        "a DeepseekV3ForCausalLM checkpoint whose config builds DeepseekV32IndexerCache (deepseek_v2.py:"
+        in (finding["message"])
+    )
     assert "a warning, not an error: the code exists for benchmarks only (“" in finding["message"]
     assert "iter_layer_specs(spec)" in finding["message"]
 

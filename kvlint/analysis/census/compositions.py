@@ -46,6 +46,9 @@ class ContainerComposition:
     # The checkpoints that build it, each its sorted "LayerClass:SpecClass" kinds (kvlint.analysis.census.
     # compositions.checkpoints): what one checkpoint of the model has.
     checkpoints: tuple[tuple[str, ...], ...] = ()
+    # The layer classes of it that only some checkpoints of the model build (a config branch of its
+    # constructor, `if is_v32:`): the witness is a checkpoint whose config takes that branch, not every one.
+    config_branch: tuple[str, ...] = ()
 
     @property
     def is_default(self) -> bool:
@@ -59,6 +62,14 @@ class ContainerComposition:
     def where(self) -> str:
         module = self.path.split(":")[0].rsplit("/", 1)[-1]
         return f"{module}:{self.line}"
+
+
+def _config_branch(model: Model, layers: frozenset[str]) -> tuple[str, ...]:
+    """The layer classes of `layers` some alternative of the model does not build (none when its alternatives
+    were merged: then which ones a checkpoint builds together is not known, and the setting says so)."""
+    if model.merged or len(model.alternatives) < 2:
+        return ()
+    return tuple(sorted(name for name in layers if any(name not in alternative for alternative in model.alternatives)))
 
 
 def uniform_bases(texts: dict[str, bytes]) -> dict[str, str]:
@@ -103,7 +114,8 @@ def compose(
             key = checkpoint_key(kinds)
             for composition in _evaluate(census, model, kinds, paths, hierarchy, bases):
                 built_at = tuple((name, ", ".join(sites.get(name, ()))) for name in sorted(composition.layer_classes))
-                composition = replace(composition, built_at=built_at, checkpoints=(key,))
+                branch = _config_branch(model, composition.layer_classes)
+                composition = replace(composition, built_at=built_at, checkpoints=(key,), config_branch=branch)
                 index = (composition.layer_classes, composition.spec_classes, composition.setting)
                 index += (composition.path, model.name)
                 if index in found:
