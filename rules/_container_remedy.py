@@ -60,6 +60,12 @@ def built_by(composition) -> dict[str, str]:
     article = "an" if composition.model[:1].upper() in "AEIOU" else "a"
     return {
         "layers": ", ".join(sorted(composition.layer_classes)),
+        # The text output's detail: the checkpoint's words already name every layer when its branch builds all.
+        "its_layers": (
+            "them"
+            if set(composition.config_branch) == set(composition.layer_classes)
+            else f"its {', '.join(sorted(composition.layer_classes))} layers"
+        ),
         "model": composition.model,
         # The checkpoint that builds it: one whose config takes the constructor's branch building these layers.
         "checkpoint": (

@@ -124,7 +124,7 @@ class ContainerIsinstance(DominatedChecks, Rule):
     UNSETTLED_HEADLINE = "`{check}` is False for a container that may reach it"
     BUILT_HEADLINE = "`{check}` is False for {model}'s container of {spec} layers{setting}"
     BUILT_DETAIL = (
-        "each layer answers True: {checkpoint}{setting} has its {layers} layers put in one container by `{path}` "
+        "each layer answers True: {checkpoint}{setting} has {its_layers} put in one container by `{path}` "
         "({where}){guard}; `{subject}` is {reason}, unflattened here: such a group takes the other branch"
     )
     FIX_TITLE = "Test every layer with the tree's unwrapping idiom (`is_full_attention_spec`, `iter_layer_specs`)"
