@@ -25,12 +25,14 @@ ROOT = Path(__file__).resolve().parent.parent
 # Where each rule's message names the counterexample: the kind (and view) for which the code goes wrong.
 COUNTEREXAMPLE = {
     "KV101": re.compile(
-        r"is False for a (UniformTypeKVCacheSpecs of .+? layers) while each layer answers True: (\S+ by default) "
+        r"is False for a (UniformTypeKVCacheSpecs of .+? layers) while each layer answers True: "
+        r"((?:an? )?\S+(?: checkpoint whose config builds .+?)? by default) "
         r"has them put in one container by (`\w+` \([^)]+\))"
         r"|is False for a (UniformTypeKVCacheSpecs of \w+ layers)"
     ),
     "KV102": re.compile(
-        r"gives (\d+ tokens per block for a .+? group)(?: \(also .*?\))? at (DCP=\d+) where (`\w+` gives \d+)"
+        r"gives (\d+ tokens per block for a .+? group)(?: \(also .*?\))? at (DCP=\d+) where (`[\w.]+` gives \d+)"
+        r"(?:.*?a hybrid model, e\.g\. (\S+ \([^)]*\)))?"
     ),
     "KV103": re.compile(
         r"gives (\d+ tokens per block for .+? at DCP=\d+)(?: \((?:worker|scheduler) view[^)]*\))? where"
@@ -91,7 +93,8 @@ def counterexample(finding: dict) -> str:
     if match is None:
         return "—"
     if finding["code"] == "KV102":
-        return "{} at {}, where {}".format(*match.groups())
+        witness = f" — {match.group(4)}" if match.group(4) else ""  # the hybrid model a Mamba counterexample needs
+        return "{} at {}, where {}".format(*match.group(1, 2, 3)) + witness
     if finding["code"] == "KV101" and match.group(1):
         return "{} — {}: {}".format(*match.group(1, 2, 3))
     return next(group for group in match.groups() if group)

@@ -16,21 +16,21 @@ import ast
 from dataclasses import replace
 
 from kvlint.analysis.census.compositions import POSSIBLE, ContainerComposition
+from kvlint.analysis.census.parsing import ModuleTrees
 from kvlint.analysis.census.reading import Census
 
 _PARAMETER = "parameter"
 _REFUSED = "refused"
 
 
-def passed_flags(census: Census, texts: dict[str, bytes]) -> tuple[tuple[str, str, str], ...]:
+def passed_flags(census: Census, trees: ModuleTrees) -> tuple[tuple[str, str, str], ...]:
     """(layer class, flag, how) for each `use_…=<not a literal>` the layer's class passes in a call: how is
     "parameter" when the value is one of its constructor's parameters (the builder decides it), else the
     code and where (the class computes it)."""
     found: dict[tuple[str, str], str] = {}
-    parsed: dict[str, ast.Module | None] = {}
     for layer in census.layers:
         module = layer.where.rpartition(":")[0]
-        cls = _class(module, layer.name, texts, parsed)
+        cls = _class(module, layer.name, trees)
         if cls is None:
             continue
         init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
@@ -51,20 +51,14 @@ def passed_flags(census: Census, texts: dict[str, bytes]) -> tuple[tuple[str, st
     return tuple((layer, flag, how) for (layer, flag), how in sorted(found.items()))
 
 
-def site_flags(census: Census, texts: dict[str, bytes]) -> tuple[tuple[str, str, str, str], ...]:
+def site_flags(census: Census, trees: ModuleTrees) -> tuple[tuple[str, str, str, str], ...]:
     """(site, layer class, flag, value as written) for each `use_…=` keyword of the call that builds a layer
     class where a model's code builds it; (site, layer, "", "") where the site only names the class."""
     found: set[tuple[str, str, str, str]] = set()
-    parsed: dict[str, ast.Module | None] = {}
     for model in census.models:
         for layer, site in model.sites:
             module, _, line = site.rpartition(":")
-            tree = _tree(module, texts, parsed)
-            calls = [
-                n
-                for n in (ast.walk(tree) if tree is not None else ())
-                if isinstance(n, ast.Call) and n.lineno == int(line or 0) and _callee(n.func) == layer
-            ]
+            calls = [n for n in trees.calls_at(module, int(line or 0)) if _callee(n.func) == layer]
             if not calls:
                 found.add((site, layer, "", ""))
             for call in calls:
@@ -131,18 +125,8 @@ def _code(node: ast.expr) -> str:
     return text if len(text) <= 60 else text[:59] + "…"
 
 
-def _tree(module: str, texts: dict[str, bytes], parsed: dict[str, ast.Module | None]) -> ast.Module | None:
-    if module not in parsed:
-        data = texts.get(module)
-        try:
-            parsed[module] = ast.parse(data) if data is not None else None
-        except (SyntaxError, ValueError, RecursionError):
-            parsed[module] = None
-    return parsed[module]
-
-
-def _class(module: str, name: str, texts: dict[str, bytes], parsed) -> ast.ClassDef | None:
-    tree = _tree(module, texts, parsed)
+def _class(module: str, name: str, trees: ModuleTrees) -> ast.ClassDef | None:
+    tree = trees.tree(module)
     if tree is None:
         return None
     return next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name), None)

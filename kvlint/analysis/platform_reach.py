@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvlint.analysis.census.compositions import ContainerComposition
+from kvlint.analysis.census.parsing import ModuleTrees
 from kvlint.analysis.census.reading import Census
 from kvlint.analysis.platform_flags import judged, passed_flags, site_flags
 from kvlint.analysis.tree_files import TreeFiles
@@ -68,8 +69,12 @@ class PlatformReach:
         return dict(self.platforms).get(module_path, ())
 
 
-def read_platform_reach(root: Path, files: TreeFiles, census: Census | None, texts: dict[str, bytes]) -> PlatformReach:
-    """The reach of the tree at `root` (`texts`: the module texts the census read, by relative path)."""
+def read_platform_reach(
+    root: Path, files: TreeFiles, census: Census | None, texts: dict[str, bytes], trees: ModuleTrees | None = None
+) -> PlatformReach:
+    """The reach of the tree at `root` (`texts`: the module texts the census read, by relative path; `trees`:
+    those parsed, as the census left them)."""
+    trees = trees if trees is not None and trees.texts is texts else ModuleTrees(texts)
     if census is None:
         return PlatformReach()
     owners: dict[str, list[str]] = {}  # module → platforms
@@ -83,7 +88,7 @@ def read_platform_reach(root: Path, files: TreeFiles, census: Census | None, tex
             owners.setdefault(module, []).append(name)
     if not any(refusals.values()):
         return PlatformReach()
-    needs = _layer_flags(census, texts)
+    needs = _layer_flags(census, trees)
     refused, platforms, refused_flags = [], [], []
     for module, names in sorted(owners.items()):
         # Code more than one platform runs meets what any of them accepts: only a flag all refuse.
@@ -95,8 +100,8 @@ def read_platform_reach(root: Path, files: TreeFiles, census: Census | None, tex
             refused_flags.append((module, flags))
         if layers or flags:
             platforms.append((module, tuple(names)))
-    passed = passed_flags(census, texts)
-    built = site_flags(census, texts) if passed else ()
+    passed = passed_flags(census, trees)
+    built = site_flags(census, trees) if passed else ()
     return PlatformReach(tuple(refused), tuple(platforms), tuple(refused_flags), passed, built)
 
 
@@ -152,16 +157,13 @@ def _own_modules(root: Path, platform: str, tree: ast.Module) -> set[str]:
     return own
 
 
-def _layer_flags(census: Census, texts: dict[str, bytes]) -> dict[str, frozenset[str]]:
+def _layer_flags(census: Census, trees: ModuleTrees) -> dict[str, frozenset[str]]:
     """Layer class → the selection flags it passes as a literal True (its own, or a listed base class's)."""
     own: dict[str, frozenset[str]] = {}
     bases: dict[str, list[str]] = {}
-    parsed: dict[str, ast.Module | None] = {}
     for layer in census.layers:
         module = layer.where.rpartition(":")[0]
-        if module not in parsed:
-            parsed[module] = _parse(texts.get(module))
-        tree = parsed[module]
+        tree = trees.tree(module)
         found = (
             next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == layer.name), None)
             if tree is not None
@@ -176,7 +178,7 @@ def _layer_flags(census: Census, texts: dict[str, bytes]) -> dict[str, frozenset
             for k in n.keywords
             if k.arg and k.arg.startswith("use_") and isinstance(k.value, ast.Constant) and k.value.value is True
         )
-        own[layer.name] = passed | _own_backend_flags(found, texts, parsed)
+        own[layer.name] = passed | _own_backend_flags(found, trees)
         bases[layer.name] = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in found.bases]
     flags = dict(own)
     for _ in range(len(flags)):  # a base's flags reach its subclasses, however deep (bounded by the count)
@@ -185,7 +187,7 @@ def _layer_flags(census: Census, texts: dict[str, bytes]) -> dict[str, frozenset
     return flags
 
 
-def _own_backend_flags(layer: ast.ClassDef, texts: dict[str, bytes], parsed: dict) -> frozenset[str]:
+def _own_backend_flags(layer: ast.ClassDef, trees: ModuleTrees) -> frozenset[str]:
     """A layer that names its own backend (`def get_attn_backend(self) -> type[B]` or `return B`) needs what
     the backend declares of itself: `is_sparse` returning True is `use_sparse`, `is_mla` is `use_mla`."""
     names = set()
@@ -202,7 +204,7 @@ def _own_backend_flags(layer: ast.ClassDef, texts: dict[str, bytes], parsed: dic
         )
     flags = set()
     for name in names:
-        backend = _find_class(name, texts, parsed)
+        backend = _find_class(name, trees)
         for method in backend.body if backend is not None else ():
             if (
                 isinstance(method, ast.FunctionDef)
@@ -216,14 +218,12 @@ def _own_backend_flags(layer: ast.ClassDef, texts: dict[str, bytes], parsed: dic
     return frozenset(flags)
 
 
-def _find_class(name: str, texts: dict[str, bytes], parsed: dict) -> ast.ClassDef | None:
+def _find_class(name: str, trees: ModuleTrees) -> ast.ClassDef | None:
     needle = f"class {name}(".encode()
-    for module, data in texts.items():
+    for module, data in trees.texts.items():
         if needle not in data:
             continue
-        if module not in parsed:
-            parsed[module] = _parse(data)
-        tree = parsed[module]
+        tree = trees.tree(module)
         found = (
             next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name), None) if tree else None
         )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kvlint.analysis.census.budget import Budget, BudgetExceeded
 from kvlint.analysis.census.compositions import ContainerComposition, compose, uniform_bases
+from kvlint.analysis.census.parsing import ModuleTrees
 from kvlint.analysis.census.paths import read_grouping_paths
 from kvlint.analysis.census.reading import Census, could_shape_census, read_census
 from kvlint.analysis.construction_sites import scheduler_built_classes
@@ -162,7 +163,9 @@ def build_tree_index(
     sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths, files)
     census_wanted = CONTAINER_CLASS in hierarchy.bases
     census_texts, consumer_texts, builder_texts, role_texts = _selected_texts(files, census_wanted)
-    census, compositions = _read_compositions(census_texts if census_wanted else None, hierarchy, files)
+    # Parsed once for the census and the platform reach, which read many of the same modules.
+    trees = ModuleTrees(census_texts)
+    census, compositions = _read_compositions(census_texts if census_wanted else None, hierarchy, files, trees=trees)
     if compositions is not None:
         # The census replaces the class-level reading: which layers the tree builds is not which containers.
         default = {spec for c in compositions if c.is_default for spec in c.spec_classes}
@@ -179,7 +182,8 @@ def build_tree_index(
     consumed = scheduler_consumed_members(consumer_texts, scheduler_only_paths)
     built = scheduler_built_classes(builder_texts, scheduler_only_paths)
     roles = read_tree_roles(role_texts, scheduler_only_paths)
-    reach = read_platform_reach(root, files, census, census_texts)
+    reach = read_platform_reach(root, files, census, census_texts, trees)
+    del trees  # the trees are the index build's largest transient: not kept past it
     resolver_path = find_resolver(root, files)
     if resolver_path is None:
         kinds = table_from_sizing(sizing, hierarchy) if sizing is not None else None
@@ -243,14 +247,16 @@ def _selected_texts(files: TreeFiles, census_wanted: bool) -> tuple[dict[str, by
     return census_texts, consumer_texts, builder_texts, role_texts
 
 
-def _read_compositions(texts: dict[str, bytes] | None, hierarchy: SpecHierarchy, files: TreeFiles, budget=None):
+def _read_compositions(
+    texts: dict[str, bytes] | None, hierarchy: SpecHierarchy, files: TreeFiles, budget=None, trees=None
+):
     """(census, compositions) of the tree; (None, None) without a model registry or a container class, or
     when the census ran past its budget (a crafted tree: said as a failure, never a stall)."""
     if texts is None:
         return None, None
     budget = budget if budget is not None else Budget()
     try:
-        census = read_census(texts, frozenset(hierarchy.bases), budget)
+        census = read_census(texts, frozenset(hierarchy.bases), budget, trees)
         if census is None:
             return None, None
         paths = read_grouping_paths(texts, CONTAINER_CLASS, budget, frozenset(hierarchy.bases))

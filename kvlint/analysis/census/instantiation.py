@@ -35,7 +35,7 @@ from kvlint.analysis.census.constructor_shapes import (
     position_names,
     site,
 )
-from kvlint.analysis.census.parsing import parsed
+from kvlint.analysis.census.parsing import ModuleTrees
 
 _MAX_ALTERNATIVES = 16
 # Constructors and functions followed inside one another: vLLM's deepest is about ten (model, decoder layer,
@@ -79,11 +79,14 @@ def _either(choices: list[Built]) -> Built:
 class Program:
     """The tree's selected modules, parsed on demand, with their module-level bindings."""
 
-    def __init__(self, texts: dict[str, bytes], layer_names: set[str], budget: Budget):
+    def __init__(
+        self, texts: dict[str, bytes], layer_names: set[str], budget: Budget, trees: ModuleTrees | None = None
+    ):
         self.texts = texts
         self.layer_names = layer_names
         self.budget = budget
-        self._trees: dict[str, ast.Module | None] = {}
+        self._trees = trees if trees is not None else ModuleTrees(texts)
+        self._charged: set[str] = set()  # the modules whose bytes the budget counted
         self._bindings: dict[str, dict[str, tuple[str, ast.AST]]] = {}
         self._built: dict[tuple[str, ...], Built] = {}
         self._busy: set[tuple[str, ...]] = set()
@@ -97,13 +100,13 @@ class Program:
     # ------------------------------------------------------------------------------------------- modules
 
     def tree(self, relative: str) -> ast.Module | None:
-        if relative not in self._trees:
-            data = self.texts.get(relative)
-            self._trees[relative] = None
-            if data is not None:
-                self.budget.spend(len(data), relative)
-                self._trees[relative] = parsed(data, relative)
-        return self._trees[relative]
+        data = self.texts.get(relative)
+        if data is None:
+            return None
+        if relative not in self._charged:
+            self._charged.add(relative)
+            self.budget.spend(len(data), relative)
+        return self._trees.tree(relative)
 
     def module_path(self, dotted: str, relative: str, level: int = 0) -> str | None:
         if level:

@@ -25,6 +25,7 @@ from kvlint.analysis.census.class_texts import ClassText, attribute_values, clas
 from kvlint.analysis.census.instantiation import Program, model_layers
 from kvlint.analysis.census.layouts import block_outermost, layout_setting, mamba_page_padding
 from kvlint.analysis.census.merges import merges_ignoring_shapes
+from kvlint.analysis.census.parsing import ModuleTrees
 
 # Text that selects a module for the census (the project cache rebuilds the index when such a file changes).
 _WORDS = (
@@ -139,9 +140,14 @@ class Census:
         return next((layer for layer in self.layers if layer.name == name), None)
 
 
-def read_census(texts: dict[str, bytes], spec_classes: frozenset[str], budget: Budget | None = None) -> Census | None:
+def read_census(
+    texts: dict[str, bytes],
+    spec_classes: frozenset[str],
+    budget: Budget | None = None,
+    trees: ModuleTrees | None = None,
+) -> Census | None:
     """The census from the selected modules' texts (relative path → bytes); None without a model registry.
-    Raises BudgetExceeded past `budget`."""
+    Raises BudgetExceeded past `budget`. `trees`: those texts parsed, shared with the index's other readers."""
     budget = budget if budget is not None else Budget()
     registry = _registry(texts)
     if not registry:
@@ -157,7 +163,7 @@ def read_census(texts: dict[str, bytes], spec_classes: frozenset[str], budget: B
     reader = _Reader(classes, spec_classes)
     roots = _spec_roots(texts, by_module)
     layers = reader.layer_classes(_flags(classes, roots), roots)
-    program = Program(texts, {layer.name for layer in layers}, budget)
+    program = Program(texts, {layer.name for layer in layers}, budget, trees)
     models = []
     unread = []
     for name, relative, class_name, draft, pooling in registry:
