@@ -29,8 +29,8 @@ def passed_flags(census: Census, trees: ModuleTrees) -> tuple[tuple[str, str, st
     code and where (the class computes it)."""
     found: dict[tuple[str, str], str] = {}
     for layer in census.layers:
-        module = layer.where.rpartition(":")[0]
-        cls = _class(module, layer.name, trees)
+        module, _, line = layer.where.rpartition(":")
+        cls = trees.class_at(module, int(line or 0), layer.name)
         if cls is None:
             continue
         init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
@@ -123,10 +123,3 @@ def _callee(func: ast.expr) -> str:
 def _code(node: ast.expr) -> str:
     text = " ".join(ast.unparse(node).split())
     return text if len(text) <= 60 else text[:59] + "…"
-
-
-def _class(module: str, name: str, trees: ModuleTrees) -> ast.ClassDef | None:
-    tree = trees.tree(module)
-    if tree is None:
-        return None
-    return next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name), None)

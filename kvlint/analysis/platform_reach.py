@@ -162,13 +162,8 @@ def _layer_flags(census: Census, trees: ModuleTrees) -> dict[str, frozenset[str]
     own: dict[str, frozenset[str]] = {}
     bases: dict[str, list[str]] = {}
     for layer in census.layers:
-        module = layer.where.rpartition(":")[0]
-        tree = trees.tree(module)
-        found = (
-            next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == layer.name), None)
-            if tree is not None
-            else None
-        )
+        module, _, line = layer.where.rpartition(":")
+        found = trees.class_at(module, int(line or 0), layer.name)
         if found is None:
             continue
         passed = frozenset(
@@ -221,12 +216,10 @@ def _own_backend_flags(layer: ast.ClassDef, trees: ModuleTrees) -> frozenset[str
 def _find_class(name: str, trees: ModuleTrees) -> ast.ClassDef | None:
     needle = f"class {name}(".encode()
     for module, data in trees.texts.items():
-        if needle not in data:
-            continue
-        tree = trees.tree(module)
-        found = (
-            next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name), None) if tree else None
-        )
-        if found is not None:
-            return found
+        at = data.find(needle)
+        while at != -1:
+            found = trees.class_at(module, data.count(b"\n", 0, at) + 1, name)
+            if found is not None:
+                return found
+            at = data.find(needle, at + 1)
     return None

@@ -35,7 +35,7 @@ from kvlint.analysis.census.constructor_shapes import (
     position_names,
     site,
 )
-from kvlint.analysis.census.parsing import ModuleTrees
+from kvlint.analysis.census.parsing import Deferred, ModuleTrees
 
 _MAX_ALTERNATIVES = 16
 # Constructors and functions followed inside one another: vLLM's deepest is about ten (model, decoder layer,
@@ -99,14 +99,15 @@ class Program:
 
     # ------------------------------------------------------------------------------------------- modules
 
-    def tree(self, relative: str) -> ast.Module | None:
+    def tree_charged(self, relative: str) -> bool:
+        """Whether the module is among the selected ones; its bytes counted against the budget once."""
         data = self.texts.get(relative)
         if data is None:
-            return None
+            return False
         if relative not in self._charged:
             self._charged.add(relative)
             self.budget.spend(len(data), relative)
-        return self._trees.tree(relative)
+        return True
 
     def module_path(self, dotted: str, relative: str, level: int = 0) -> str | None:
         if level:
@@ -128,14 +129,15 @@ class Program:
             return self._bindings[relative]
         found: dict[str, tuple[str, ast.AST]] = {}
         self._bindings[relative] = found
-        tree = self.tree(relative)
-        if tree is not None:
-            self._bind(relative, tree.body, found)
+        if self.tree_charged(relative):
+            self._bind(relative, self._trees.statements(relative), found)
         return found
 
-    def _bind(self, relative: str, statements: list[ast.stmt], found: dict) -> None:
+    def _bind(self, relative: str, statements: list, found: dict) -> None:
         for statement in statements:
-            if isinstance(statement, ast.ClassDef):
+            if isinstance(statement, Deferred):  # parsed when first resolved
+                found.setdefault(statement.name, (statement.kind, statement))
+            elif isinstance(statement, ast.ClassDef):
                 found.setdefault(statement.name, ("class", statement))
             elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 found.setdefault(statement.name, ("function", statement))
@@ -161,6 +163,12 @@ class Program:
         if binding is None or depth > 20:
             return None
         kind, node = binding
+        if isinstance(node, Deferred):
+            statement = self._trees.definition(relative, node)
+            if statement is None:
+                return None
+            node = statement
+            self.bindings(relative)[name] = (kind, node)
         if kind != "import":
             return relative, kind, node
         assert isinstance(node, ast.ImportFrom)
