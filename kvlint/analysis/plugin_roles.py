@@ -24,6 +24,14 @@ from fnmatch import fnmatchcase
 
 import libcst as cst
 
+from kvlint.analysis.connector_role import (
+    BASE_ROLE_ATTRIBUTES,
+    ROLE_ENUM,
+    SCHEDULER,
+    RoleTests,
+    constructor_role_attributes,
+)
+
 CONNECTOR_BASE = "KVConnectorBase_V1"
 _SCHEDULER_HEADING = b"# Scheduler-side methods"
 # A class header and its bases, at most 400 characters of them (no two unbounded runs side by side).
@@ -100,6 +108,9 @@ class FileRoles:
         self.modules: set[str] = set()  # local names of imported vllm modules (`import vllm.v1.core.sched as s`)
         self.local: dict[str, list[cst.BaseExpression]] = {}  # the file's own classes → their bases
         self.patched: set[str] = set()  # functions assigned onto a scheduler-side class
+        self.classes: dict[str, cst.ClassDef] = {}
+        self.module = module
+        self._scheduler_built: frozenset[str] | None = None
         for node in _walk(module):
             if isinstance(node, cst.ImportFrom) and _from_vllm(node) and not isinstance(node.names, cst.ImportStar):
                 for alias in node.names:
@@ -111,8 +122,10 @@ class FileRoles:
                         self.modules.add(_bound(alias) or "vllm")
             elif isinstance(node, cst.ClassDef):
                 self.local[node.name.value] = [arg.value for arg in node.bases if arg.keyword is None]
+                self.classes[node.name.value] = node
         for node in _walk(module):
             self._note_patch(node)
+        self.role_tests = RoleTests(self._is_role_enum, self._stored_role)
 
     def _note_patch(self, node: cst.CSTNode) -> None:
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name):
@@ -141,12 +154,33 @@ class FileRoles:
             return any(self._derives(base, wanted, mine) for base in self.local[expression.value])
         return False
 
+    def _is_role_enum(self, expression: cst.BaseExpression) -> bool:
+        """vLLM's KVConnectorRole, imported from vllm or named as such (the enum's name is its own)."""
+        return self._vllm_name(expression) == ROLE_ENUM or _dotted(expression).rsplit(".", 1)[-1] == ROLE_ENUM
+
+    def _stored_role(self, klass: cst.ClassDef, seen: frozenset[str] = frozenset()) -> frozenset[str]:
+        """The attributes of `self` holding the connector's role in `klass`: its constructor's, its own bases'
+        in the file, and the connector base's (`self._role`, `self.role`) when it derives from the target's."""
+        found = constructor_role_attributes(klass)
+        if self._derives(cst.Name(klass.name.value), self.roles.connector_classes):
+            found |= BASE_ROLE_ATTRIBUTES
+        for base in self.local.get(klass.name.value, ()):
+            name = base.value if isinstance(base, cst.Name) else None
+            if name in self.classes and name not in seen:
+                found |= self._stored_role(self.classes[name], seen | {klass.name.value})
+        return found
+
     def is_scheduler_class(self, expression: cst.BaseExpression) -> bool:
         return self._derives(expression, self.roles.scheduler_classes)
 
     def scheduler_side(self, node: cst.CSTNode, parent) -> bool:
         """Whether `node` runs only with the scheduler's config: in a class derived from a scheduler-side class
-        of the target, in a connector's scheduler-side method, or in a function patched onto such a class."""
+        of the target, in a connector's scheduler-side method, or in a function patched onto such a class. A test
+        of the connector's role argument decides first (kvlint.analysis.connector_role): its SCHEDULER branch is
+        the scheduler's, its WORKER branch the worker's, whatever the class."""
+        side = self.role_tests.role_side(node, parent)
+        if side is not None:
+            return side == SCHEDULER
         method = None
         current = parent(node)
         while current is not None:
@@ -156,13 +190,24 @@ class FileRoles:
                 method = current
             elif isinstance(current, cst.ClassDef):
                 name = cst.Name(current.name.value)
-                if self.is_scheduler_class(name):
+                if self.is_scheduler_class(name) or current.name.value in self._built_for_scheduler(parent):
                     return True
                 if method is not None and self._derives(name, self.roles.connector_classes):
                     return method.name.value in self.roles.scheduler_methods
                 method = None
             current = parent(current)
         return False
+
+    def _built_for_scheduler(self, parent) -> frozenset[str]:
+        """The file's classes it constructs only in a role test's SCHEDULER branch (`if role ==
+        KVConnectorRole.SCHEDULER: self.scheduler = MyConnectorScheduler(…)`): their code sees its config."""
+        if self._scheduler_built is None:
+            sides: dict[str, set[str | None]] = {}
+            for node in _walk(self.module):
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in self.classes:
+                    sides.setdefault(node.func.value, set()).add(self.role_tests.role_side(node, parent))
+            self._scheduler_built = frozenset(name for name, found in sides.items() if found == {SCHEDULER})
+        return self._scheduler_built
 
 
 def _walk(node: cst.CSTNode):
