@@ -19,7 +19,7 @@ part per file, from its imports of `vllm` and its own classes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
 import libcst as cst
@@ -31,6 +31,7 @@ from kvlint.analysis.connector_role import (
     RoleTests,
     constructor_role_attributes,
 )
+from kvlint.analysis.package_classes import PackageClasses, derived_from
 
 CONNECTOR_BASE = "KVConnectorBase_V1"
 _SCHEDULER_HEADING = b"# Scheduler-side methods"
@@ -46,6 +47,17 @@ class TreeRoles:
     scheduler_classes: frozenset[str] = frozenset()  # defined in scheduler-only modules, or derived from one
     connector_classes: frozenset[str] = frozenset()  # the connector base and the tree's classes derived from it
     scheduler_methods: frozenset[str] = frozenset()  # the connector base's scheduler-side methods
+    # The scanned package's own classes derived from those (kvlint.analysis.package_classes), per scan.
+    package_scheduler_classes: frozenset[str] = frozenset()
+    package_connector_classes: frozenset[str] = frozenset()
+
+    def with_package(self, classes: PackageClasses) -> TreeRoles:
+        """These roles with the package's own classes that derive from the target's, through any of its modules."""
+        return replace(
+            self,
+            package_scheduler_classes=derived_from(classes, self.scheduler_classes),
+            package_connector_classes=derived_from(classes, self.connector_classes),
+        )
 
 
 def read_tree_roles(texts: dict[str, bytes], patterns: tuple[str, ...]) -> TreeRoles:
@@ -105,6 +117,7 @@ class FileRoles:
     def __init__(self, module: cst.Module, roles: TreeRoles):
         self.roles = roles
         self.imported: dict[str, str] = {}  # local name → the name vllm defines it as
+        self.from_package: dict[str, str] = {}  # local name → the name another module of the package defines
         self.modules: set[str] = set()  # local names of imported vllm modules (`import vllm.v1.core.sched as s`)
         self.local: dict[str, list[cst.BaseExpression]] = {}  # the file's own classes → their bases
         self.patched: set[str] = set()  # functions assigned onto a scheduler-side class
@@ -112,10 +125,11 @@ class FileRoles:
         self.module = module
         self._scheduler_built: frozenset[str] | None = None
         for node in _walk(module):
-            if isinstance(node, cst.ImportFrom) and _from_vllm(node) and not isinstance(node.names, cst.ImportStar):
+            if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+                names = self.imported if _from_vllm(node) else self.from_package
                 for alias in node.names:
                     if isinstance(alias.name, cst.Name):
-                        self.imported[_bound(alias) or alias.name.value] = alias.name.value
+                        names[_bound(alias) or alias.name.value] = alias.name.value
             elif isinstance(node, cst.Import):
                 for alias in node.names:
                     if _dotted(alias.name).split(".")[0] == "vllm":
@@ -145,13 +159,19 @@ class FileRoles:
             return expression.attr.value
         return None
 
-    def _derives(self, expression: cst.BaseExpression, wanted: frozenset[str], seen: frozenset[str] = frozenset()):
+    def _derives(self, expression: cst.BaseExpression, scheduler: bool, seen: frozenset[str] = frozenset()):
+        """Whether `expression` names a class deriving from the target's scheduler-side classes (`scheduler`),
+        else from its connector classes: imported from vllm, the file's own, or another module's of the package."""
+        roles = self.roles
         vllm_name = self._vllm_name(expression)
         if vllm_name is not None:
-            return vllm_name in wanted
+            return vllm_name in (roles.scheduler_classes if scheduler else roles.connector_classes)
         if isinstance(expression, cst.Name) and expression.value in self.local and expression.value not in seen:
             mine = seen | {expression.value}
-            return any(self._derives(base, wanted, mine) for base in self.local[expression.value])
+            return any(self._derives(base, scheduler, mine) for base in self.local[expression.value])
+        if isinstance(expression, cst.Name) and expression.value in self.from_package:
+            package = roles.package_scheduler_classes if scheduler else roles.package_connector_classes
+            return self.from_package[expression.value] in package
         return False
 
     def _is_role_enum(self, expression: cst.BaseExpression) -> bool:
@@ -162,7 +182,7 @@ class FileRoles:
         """The attributes of `self` holding the connector's role in `klass`: its constructor's, its own bases'
         in the file, and the connector base's (`self._role`, `self.role`) when it derives from the target's."""
         found = constructor_role_attributes(klass)
-        if self._derives(cst.Name(klass.name.value), self.roles.connector_classes):
+        if self._derives(cst.Name(klass.name.value), scheduler=False):
             found |= BASE_ROLE_ATTRIBUTES
         for base in self.local.get(klass.name.value, ()):
             name = base.value if isinstance(base, cst.Name) else None
@@ -171,7 +191,7 @@ class FileRoles:
         return found
 
     def is_scheduler_class(self, expression: cst.BaseExpression) -> bool:
-        return self._derives(expression, self.roles.scheduler_classes)
+        return self._derives(expression, scheduler=True)
 
     def scheduler_side(self, node: cst.CSTNode, parent) -> bool:
         """Whether `node` runs only with the scheduler's config: in a class derived from a scheduler-side class
@@ -192,7 +212,7 @@ class FileRoles:
                 name = cst.Name(current.name.value)
                 if self.is_scheduler_class(name) or current.name.value in self._built_for_scheduler(parent):
                     return True
-                if method is not None and self._derives(name, self.roles.connector_classes):
+                if method is not None and self._derives(name, scheduler=False):
                     return method.name.value in self.roles.scheduler_methods
                 method = None
             current = parent(current)
