@@ -89,24 +89,29 @@ class IndexHandle:
             self._digests = index_digests(self.index)
         return self._digests
 
-    def targeting(self, target: TargetNames | None, headers: tuple = (), package: tuple = ()) -> IndexHandle:
+    def targeting(
+        self, target: TargetNames | None, headers: tuple = (), package: tuple = (), outside: bool = False
+    ) -> IndexHandle:
         """This index for code outside its tree that targets the releases `target` reads: the names every one
         of them defines go with the index to the rules, and so do the scanned code's own spec classes among
         its class `headers` (kvlint.analysis.own_specs) and the roles its `package` classes inherit
-        (kvlint.analysis.package_classes); all go into the digests a file's result is keyed on."""
-        if target is None and not headers and not package:
+        (kvlint.analysis.package_classes); all go into the digests a file's result is keyed on. `outside`: the
+        scanned code is outside the tree (its copies of the tree's functions: kvlint.engine.copies)."""
+        if target is None and not headers and not package and not outside:
             return self
         load = self._load if self._index is None else (lambda: self._index)
 
         def targeted() -> TreeIndex:
             from kvlint.analysis.own_specs import own_spec_bases, with_own_specs
 
-            index = replace(load(), target=target)
+            index = replace(load(), target=target, judges_outside=outside)
             index = replace(index, roles=index.roles.with_package(package)) if package else index
             return with_own_specs(index, own_spec_bases(headers, index.hierarchy))
 
         handle = IndexHandle(self.root, targeted)
-        handle._digests = replace(self.digests, shared=_digest((self.digests.shared, target, headers, package)))
+        handle._digests = replace(
+            self.digests, shared=_digest((self.digests.shared, target, headers, package, outside))
+        )
         return handle
 
     @property
@@ -228,6 +233,7 @@ def could_matter(relative: str, data: bytes) -> bool | str:
     reads in it (kvlint.analysis.census): only a change of that fingerprint matters."""
     # The census' readers only when a file changed: a warm scan never loads them (a third of its imports).
     from kvlint.analysis.census.reading import census_fingerprint, census_words, could_shape_census
+    from kvlint.analysis.copied_functions import could_hold_copies
     from kvlint.analysis.platform_reach import PLATFORMS_DIR
 
     if relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in INDEX_WORDS):
@@ -239,6 +245,8 @@ def could_matter(relative: str, data: bytes) -> bool | str:
     if census_words(data) or could_consume(relative, data) or could_construct(data):  # census, connectors, builders
         return True
     if b"Indexer" in data and b"get_kv_cache_spec" in data:
+        return True
+    if could_hold_copies(data):  # the prints of its functions a plugin may copy (kvlint.analysis.copied_functions)
         return True
     return census_fingerprint(data) if could_shape_census(relative, data) else False
 

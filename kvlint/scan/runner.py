@@ -166,7 +166,9 @@ def _plan(
     roles = tuple(config.scheduler_only_paths)
     # The code outside the tree's own spec classes, and its classes' bases across its modules.
     headers, package = class_headers_of([source.path for source in files]) if reference is not None else ((), ())
-    index = open_project_index(on_disk, cache_dir, known, roles, reference).targeting(target, headers, package)
+    index = open_project_index(on_disk, cache_dir, known, roles, reference).targeting(
+        target, headers, package, outside=reference is not None
+    )
     cache = (
         ResultCache(cache_dir, configuration_key(index.digests.shared, settings, codes))
         if cache_dir is not None
