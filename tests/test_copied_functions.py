@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from kvlint.analysis.copied_functions import copies_in, node_keys, read_target_prints
+from kvlint.analysis.copied_functions import functions, node_keys, original_of
 from tests.kvlint_runner import run_kvlint
 from tests.mini_vllm import write_tree
 from tests.plugin_packages import ROLE_MODULES, install_fake_releases
@@ -66,10 +66,10 @@ def source(text: str) -> str:
 
 
 def test_a_copys_nodes_line_up_with_the_originals_whatever_its_layout():
-    prints = read_target_prints({"vllm/v1/core/sched/scheduler.py": source(ORIGINAL).encode()})
-    assert list(prints.values()) == ["vllm/v1/core/sched/scheduler.py:Scheduler._attention_groups"]
-    ((copy, _),) = copies_in(ast.parse(source(COPIES)), prints)
-    assert copy.name == "attention_groups"
+    texts = {"vllm/v1/core/sched/scheduler.py": source(ORIGINAL).encode(), "vllm/other.py": b"x = 1\n"}
+    copy, changed = (function for _, function in functions(ast.parse(source(COPIES))))
+    assert original_of(texts, copy) == "vllm/v1/core/sched/scheduler.py:Scheduler._attention_groups"
+    assert original_of(texts, changed) is None  # FullAttentionSpec: another body
     theirs, mine = node_keys(ast.parse(source(ORIGINAL)).body[1].body[0]), node_keys(copy)
     # The `isinstance` call is at the same place of both bodies, on another line and column.
     their_line, my_line = line_of(ORIGINAL, "isinstance"), line_of(COPIES, "if isinstance")

@@ -5,10 +5,11 @@ must get the verdict the original gets inside the tree (issue 28, "Code copied f
 roles, callers and census decide it there, and kvlint reading the copy alone must not say otherwise.
 
 A function's print is its body as Python's syntax tree, without positions, comments, formatting or its
-docstring (the name and signature may differ). The tree index keeps the prints of the target's functions that
-read KV cache specs or groups (`read_target_prints`, once per release); the engine
-(kvlint.engine.copies) finds a plugin function with one of them (`copies_in`), lints the original's module
-as the tree's scan does, and lines the two bodies up node by node (`node_keys`).
+docstring (the name and signature may differ). Only a function of the plugin that holds a finding is looked
+for, and only in the tree's modules that read KV cache specs or groups and name every name its body names
+(`original_of`: a text search first, a parse only of the few modules left), so that the tree's index — and
+with it an in-tree scan's cache — never depends on them. The engine (kvlint.engine.copies) lints the
+original's module as the tree's scan does and lines the two bodies up node by node (`node_keys`).
 """
 
 from __future__ import annotations
@@ -57,35 +58,42 @@ def functions(module: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.A
                 stack.append((prefix, child))
 
 
-def read_target_prints(texts: dict[str, bytes]) -> dict[str, str]:
-    """print → "relative/path.py:qualified.name" for the functions of the texts (a tree's modules); the first
-    in path order when two share a print."""
-    prints: dict[str, str] = {}
+def original_of(texts: dict[str, bytes], copy: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """ "relative/path.py:qualified.name" of the function of the texts (a tree's modules, relative path →
+    bytes) whose body `copy`'s is, the first in path order; None when there is none."""
+    wanted = function_print(copy)
+    if wanted is None:
+        return None
+    words = _identifiers(copy)
     for relative in sorted(texts):
+        data = texts[relative]
+        if not all(word in data for word in words):
+            continue  # a module that lacks one of the body's names holds no copy of it
         try:
-            module = ast.parse(texts[relative])
+            module = ast.parse(data)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # the tree's scan says what it cannot parse
-        for name, function in functions(module):
-            found = function_print(function)
-            if found is not None:
-                prints.setdefault(found, f"{relative}:{name}")
-    return prints
+        found = next((name for name, function in functions(module) if function_print(function) == wanted), None)
+        if found is not None:
+            return f"{relative}:{found}"
+    return None
+
+
+def _identifiers(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[bytes]:
+    """The names and attribute names the body reads, as the module's text spells them."""
+    words = set()
+    for statement in _body(function):
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name):
+                words.add(node.id.encode())
+            elif isinstance(node, ast.Attribute):
+                words.add(node.attr.encode())
+    return words
 
 
 def could_hold_copies(data: bytes) -> bool:
     """Whether a module of the tree may hold a function `read_target_prints` keeps (a cheap text test)."""
     return any(word.encode() in data for word in _MENTIONS)
-
-
-def copies_in(module: ast.Module, prints: dict[str, str]) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]]:
-    """The functions of a plugin's module whose print is one of the target's, each with where the original is."""
-    found = []
-    for _, function in functions(module):
-        original = prints.get(function_print(function) or "")
-        if original is not None:
-            found.append((function, original))
-    return found
 
 
 def find_function(module: ast.Module, qualified: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

@@ -17,7 +17,6 @@ from kvlint.analysis.census.reading import Census, could_shape_census, read_cens
 from kvlint.analysis.construction_sites import scheduler_built_classes
 from kvlint.analysis.consumers import scheduler_consumed_members
 from kvlint.analysis.containers import ContainerReachability, container_reachability
-from kvlint.analysis.copied_functions import could_hold_copies, read_target_prints
 from kvlint.analysis.hierarchy import SpecHierarchy, hierarchy_of_source
 from kvlint.analysis.kind_table import KindTable, table_from_hierarchy, table_from_sizing
 from kvlint.analysis.platform_reach import PlatformReach, read_platform_reach
@@ -100,8 +99,6 @@ class TreeIndex:
     roles: TreeRoles = TreeRoles()
     # The scanned package's own spec classes in `hierarchy` (kvlint.analysis.own_specs), each with its bases there.
     own_specs: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # The prints of its functions that read KV cache specs (kvlint.analysis.copied_functions): print → "path:name".
-    function_prints: dict[str, str] = field(default_factory=dict)
     # The scan judges code outside this tree against it (a reference release: kvlint.scan.targets).
     judges_outside: bool = False
 
@@ -168,8 +165,7 @@ def build_tree_index(
     hierarchy = hierarchy_of_source(files.read_if_present(INTERFACE_MODULE), str(root / INTERFACE_MODULE))
     sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths, files)
     census_wanted = CONTAINER_CLASS in hierarchy.bases
-    census_texts, consumer_texts, builder_texts, role_texts, print_texts = _selected_texts(files, census_wanted)
-    prints = read_target_prints(print_texts)
+    census_texts, consumer_texts, builder_texts, role_texts = _selected_texts(files, census_wanted)
     census, compositions = _read_compositions(census_texts if census_wanted else None, hierarchy, files)
     if compositions is not None:
         # The census replaces the class-level reading: which layers the tree builds is not which containers.
@@ -204,7 +200,6 @@ def build_tree_index(
             scheduler_built=built,
             platform_reach=reach,
             roles=roles,
-            function_prints=prints,
         )
     relative = resolver_path.relative_to(root)
     rule = read_resolver_rule(resolver_path, files.overlay.get(relative.as_posix()))
@@ -227,19 +222,16 @@ def build_tree_index(
         scheduler_built=built,
         platform_reach=reach,
         roles=roles,
-        function_prints=prints,
     )
 
 
 def _selected_texts(files: TreeFiles, census_wanted: bool) -> tuple[dict[str, bytes], ...]:
     """(the texts the census reads, the texts the consumer model reads, the texts construction sites are read
-    in, the texts the plugin roles are read from, the texts functions are printed from), in one pass over the
-    tree's files."""
+    in, the texts the plugin roles are read from), in one pass over the tree's files."""
     census_texts: dict[str, bytes] = {}
     consumer_texts: dict[str, bytes] = {}
     builder_texts: dict[str, bytes] = {}
     role_texts: dict[str, bytes] = {}
-    print_texts: dict[str, bytes] = {}
     for relative in files.relatives():
         data = files.read(relative)
         if data is None:
@@ -252,9 +244,7 @@ def _selected_texts(files: TreeFiles, census_wanted: bool) -> tuple[dict[str, by
             builder_texts[relative] = data
         if could_shape_roles(relative):
             role_texts[relative] = data
-        if could_hold_copies(data):
-            print_texts[relative] = data
-    return census_texts, consumer_texts, builder_texts, role_texts, print_texts
+    return census_texts, consumer_texts, builder_texts, role_texts
 
 
 def _read_compositions(texts: dict[str, bytes] | None, hierarchy: SpecHierarchy, files: TreeFiles, budget=None):

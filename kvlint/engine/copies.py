@@ -15,12 +15,22 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from kvlint.analysis.copied_functions import body_lines, copies_in, find_function, node_keys
+from kvlint.analysis.copied_functions import (
+    body_lines,
+    could_hold_copies,
+    find_function,
+    functions,
+    node_keys,
+    original_of,
+)
+from kvlint.analysis.tree_files import TreeFiles
 from kvlint.filesystem import read_regular_file
 from kvlint.types import Finding
 
 # (root, module, rule codes) → (the index it was linted with, its findings): one lint of an original per scan.
 _ORIGINALS: dict[tuple, tuple[object, list[Finding]]] = {}
+# root → the texts of its modules that read KV cache specs or groups: read once per process.
+_TREE_TEXTS: dict[str, dict[str, bytes]] = {}
 
 
 def judged_as_originals(
@@ -29,12 +39,13 @@ def judged_as_originals(
     """`findings` of a file outside the tree, those in a copy of a target function judged as the tree judges
     the original. `lint_original(request, module_path, text)`: the rules' findings of the tree's module."""
     project = request.project
-    if not findings or tree is None or not project.judges_outside or not project.function_prints:
-        return findings  # the tree's own code, or nothing that could be a copy
+    if not findings or tree is None or not project.judges_outside or project.root is None:
+        return findings  # the tree's own code, or no tree to copy from
     verdicts: dict[tuple[int, int, str], Finding | None] = {}
-    for copy, original in copies_in(tree, project.function_prints):
+    for _, copy in functions(tree):
         lines = body_lines(copy)
-        if not any(f.line in lines for f in findings):
+        original = original_of(_tree_texts(project.root), copy) if any(f.line in lines for f in findings) else None
+        if original is None:
             continue
         module_path, qualified = original.split(":", 1)
         source, judged = _original(request, module_path, lint_original)
@@ -55,6 +66,14 @@ def judged_as_originals(
         elif verdicts[key] is not None:
             kept.append(replace(finding, severity=verdicts[key].severity))
     return kept
+
+
+def _tree_texts(root: str) -> dict[str, bytes]:
+    if root not in _TREE_TEXTS:
+        files = TreeFiles(Path(root))
+        texts = {relative: files.read(relative) for relative in files.relatives()}
+        _TREE_TEXTS[root] = {relative: data for relative, data in texts.items() if data and could_hold_copies(data)}
+    return _TREE_TEXTS[root]
 
 
 def _original(request, module_path: str, lint_original) -> tuple[ast.Module | None, list[Finding]]:

@@ -233,7 +233,6 @@ def could_matter(relative: str, data: bytes) -> bool | str:
     reads in it (kvlint.analysis.census): only a change of that fingerprint matters."""
     # The census' readers only when a file changed: a warm scan never loads them (a third of its imports).
     from kvlint.analysis.census.reading import census_fingerprint, census_words, could_shape_census
-    from kvlint.analysis.copied_functions import could_hold_copies
     from kvlint.analysis.platform_reach import PLATFORMS_DIR
 
     if relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in INDEX_WORDS):
@@ -245,8 +244,6 @@ def could_matter(relative: str, data: bytes) -> bool | str:
     if census_words(data) or could_consume(relative, data) or could_construct(data):  # census, connectors, builders
         return True
     if b"Indexer" in data and b"get_kv_cache_spec" in data:
-        return True
-    if could_hold_copies(data):  # the prints of its functions a plugin may copy (kvlint.analysis.copied_functions)
         return True
     return census_fingerprint(data) if could_shape_census(relative, data) else False
 
