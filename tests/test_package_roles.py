@@ -36,6 +36,7 @@ BASES = """
 DERIVED = f"""
     from vllm.v1.kv_cache_interface import AttentionSpec
 
+    from plugin.core import bases
     from plugin.core.bases import NpuConnectorBase
     from .core.bases import NpuPolicy as Policy, Plain
 
@@ -61,6 +62,18 @@ DERIVED = f"""
     class Helper(Plain):
         def groups(self, kv_cache_config):
             return {check("w2")}
+
+
+    class ThroughTheModule(bases.NpuPolicy):
+        def groups(self, kv_cache_config):
+            return {check("s4")}
+
+
+    def _patched_schedule(self, kv_cache_config):
+        return {check("s5")}
+
+
+    Policy.schedule = _patched_schedule
     """
 
 
@@ -93,6 +106,8 @@ def test_the_packages_classes_derive_through_its_modules_by_name():
             b"from .a import A as Renamed\nfrom torch import Module\nclass B(Renamed):\n    pass\nclass C(Module):\n"
             b"    pass\nclass D(B):\n    pass\n",
             b"class Scheduler:\n    pass\nclass E(Scheduler):\n    pass\n",  # the package's own Scheduler
+            b"from . import a as module_a\nimport plugin.a\nclass F(module_a.A):\n    pass\n"
+            b"class G(plugin.a.A, metaclass=Meta):\n    pass\n",
         ]
     )
-    assert derived_from(classes, frozenset({"Scheduler"})) == {"A", "B", "D"}
+    assert derived_from(classes, frozenset({"Scheduler"})) == {"A", "B", "D", "F", "G"}

@@ -11,7 +11,7 @@ absolute one — by name, the package's classes being one namespace), or unknown
 
 from __future__ import annotations
 
-import ast
+import re
 from collections.abc import Iterable
 
 VLLM = "vllm"
@@ -21,52 +21,69 @@ PACKAGE = "package"
 PackageClasses = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
 
 
+# Bounded patterns (no two unbounded runs side by side): a class header with its bases, the two import forms.
+_CLASS = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]{0,400})\)[ \t]*:", re.MULTILINE)
+_FROM = re.compile(
+    rb"^[ \t]*from[ \t]+(\.{0,10}[\w.]{0,200})[ \t]+import[ \t]+(\([^)]{0,4000}\)|[^\n#;]{0,1000})", re.MULTILINE
+)
+_IMPORT = re.compile(rb"^[ \t]*import[ \t]+([^\n#;]{0,1000})", re.MULTILINE)
+
+
 def read_package_classes(texts: Iterable[bytes]) -> PackageClasses:
-    """Each class of the texts (Python files of code outside the tree) with the origin of each base."""
+    """Each class of the texts (Python files of code outside the tree) with the origin of each base. Read from
+    the text with bounded patterns, as the class headers of kvlint.analysis.own_specs are: a warm scan reads
+    every file of the package each time, and a parse of each would cost more than the rest of such a scan."""
     found = []
     for data in texts:
-        if b"class " not in data:
-            continue
-        try:
-            module = ast.parse(data)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue  # the scan reports a file it cannot parse
-        found.extend(_classes_of(module))
+        if b"class " in data:
+            found.extend(_classes_of(data))
     return tuple(found)
 
 
-def _classes_of(module: ast.Module) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
+def _classes_of(data: bytes) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
     names: dict[str, tuple[str, str]] = {}  # local name → (origin, the name its module defines)
-    vllm_modules: set[str] = set()  # local names of imported vllm modules
-    classes = []
-    for node in ast.walk(module):
-        if isinstance(node, ast.ImportFrom):
-            origin = VLLM if not node.level and (node.module or "").split(".")[0] == VLLM else PACKAGE
-            for alias in node.names:
-                names[alias.asname or alias.name] = (origin, alias.name)
-        elif isinstance(node, ast.Import):
-            vllm_modules.update(a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] == VLLM)
-        elif isinstance(node, ast.ClassDef):
-            classes.append(node)
-    local = {node.name for node in classes}
+    modules: dict[str, str] = {}  # local name of an imported module → its origin
+    for match in _FROM.finditer(data):
+        module = match.group(1).decode()
+        origin = VLLM if module.split(".")[0] == VLLM else PACKAGE
+        for name, bound in _aliases(match.group(2).decode("utf-8", "replace")):
+            names[bound] = (origin, name)
+    for match in _IMPORT.finditer(data):
+        for name, bound in _aliases(match.group(1).decode("utf-8", "replace")):
+            origin = VLLM if name.split(".")[0] == VLLM else PACKAGE
+            modules[bound if bound != name else name.split(".")[0]] = origin
+    headers = [(m.group(1), m.group(2)) for m in _CLASS.finditer(data)]
+    local = {name.decode() for name, _ in headers}
     result = []
-    for node in classes:
+    for name, bases_text in headers:
         bases = []
-        for base in node.bases:
-            if isinstance(base, ast.Name) and base.id in local:
-                bases.append((PACKAGE, base.id))
-            elif isinstance(base, ast.Name) and base.id in names:
-                bases.append(names[base.id])
-            elif isinstance(base, ast.Attribute) and _root(base) in vllm_modules:
-                bases.append((VLLM, base.attr))
-        result.append((node.name, tuple(bases)))
+        for base in bases_text.decode("utf-8", "replace").split(","):
+            base = base.split("[")[0].strip()
+            if not base or "=" in base:
+                continue  # a keyword (`metaclass=…`) is no base
+            root, _, last = base.rpartition(".")
+            if not root and base in local:
+                bases.append((PACKAGE, base))
+            elif not root and base in names:
+                bases.append(names[base])
+            elif root and root.split(".")[0] in modules:
+                bases.append((modules[root.split(".")[0]], last))
+            elif root and root.split(".")[0] in names:  # `from plugin.core import bases`; `bases.NpuPolicy`
+                bases.append((names[root.split(".")[0]][0], last))
+        result.append((name.decode(), tuple(bases)))
     return result
 
 
-def _root(node: ast.expr) -> str | None:
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
+def _aliases(text: str) -> list[tuple[str, str]]:
+    """(name, the name it is bound to) of each part of an import list (`a as b, c`)."""
+    found = []
+    for part in text.strip().strip("()").replace("\\", " ").split(","):
+        words = part.split()
+        if len(words) == 1 and words[0] != "*":
+            found.append((words[0], words[0]))
+        elif len(words) == 3 and words[1] == "as":
+            found.append((words[0], words[2]))
+    return found
 
 
 def derived_from(classes: PackageClasses, targets: frozenset[str]) -> frozenset[str]:

@@ -132,8 +132,11 @@ class FileRoles:
                         names[_bound(alias) or alias.name.value] = alias.name.value
             elif isinstance(node, cst.Import):
                 for alias in node.names:
-                    if _dotted(alias.name).split(".")[0] == "vllm":
+                    root = _dotted(alias.name).split(".")[0]
+                    if root == "vllm":
                         self.modules.add(_bound(alias) or "vllm")
+                    else:  # a module of the package (or of another library): `core.bases.NpuPolicy`
+                        self.from_package[_bound(alias) or root] = root
             elif isinstance(node, cst.ClassDef):
                 self.local[node.name.value] = [arg.value for arg in node.bases if arg.keyword is None]
                 self.classes[node.name.value] = node
@@ -169,9 +172,11 @@ class FileRoles:
         if isinstance(expression, cst.Name) and expression.value in self.local and expression.value not in seen:
             mine = seen | {expression.value}
             return any(self._derives(base, scheduler, mine) for base in self.local[expression.value])
+        package = roles.package_scheduler_classes if scheduler else roles.package_connector_classes
         if isinstance(expression, cst.Name) and expression.value in self.from_package:
-            package = roles.package_scheduler_classes if scheduler else roles.package_connector_classes
             return self.from_package[expression.value] in package
+        if isinstance(expression, cst.Attribute) and _dotted(expression).split(".")[0] in self.from_package:
+            return expression.attr.value in package  # a class of a module of the package, named through it
         return False
 
     def _is_role_enum(self, expression: cst.BaseExpression) -> bool:
