@@ -6,11 +6,15 @@ KV101 finding, the WORKER branch keeps the worker's. Offline, against tests/plug
 
 from __future__ import annotations
 
+import json
+
 import libcst as cst
 import pytest
 
 from kvlint.analysis.connector_role import SCHEDULER, WORKER
 from kvlint.analysis.plugin_roles import FileRoles, TreeRoles
+from tests.kvlint_runner import run_kvlint
+from tests.mini_vllm import write_tree
 from tests.plugin_packages import install_fake_releases
 from tests.test_plugin_roles import kv101_lines, line_of
 
@@ -142,3 +146,11 @@ HALVES = f"""
 def test_a_class_built_only_in_the_scheduler_branch_is_the_scheduler_half(tmp_path, fake_releases):
     found = kv101_lines(tmp_path, HALVES)
     assert list(found) == [line_of(HALVES, "isinstance(w1.kv_cache_spec")], found
+
+
+def test_without_a_target_the_role_tests_still_decide(tmp_path, fake_releases):
+    package = write_tree(tmp_path / "pkg", {"plugin/m.py": CONNECTOR})  # no requirement: the built-in reference
+    completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV101", ".", cwd=package)
+    found = {f["line"] for f in json.loads(completed.stdout)}
+    assert line_of(CONNECTOR, "isinstance(w1.kv_cache_spec") in found
+    assert not any(line_of(CONNECTOR, f"isinstance(s{n}.kv_cache_spec") in found for n in (1, 2, 5, 6)), found

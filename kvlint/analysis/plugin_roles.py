@@ -261,16 +261,17 @@ def _dotted(node: cst.BaseExpression) -> str:
 
 class OutsideRoles:
     """A rule's view of one file's roles: nothing inside the vLLM tree (its paths decide there), the file's
-    FileRoles outside it, read on the first question (a check that would otherwise be reported)."""
+    FileRoles outside it, read on the first question (a check that would otherwise be reported). Without a
+    target's classes (the built-in reference) only the connector's role tests decide: they name vLLM's enum,
+    whatever the release."""
 
     def __init__(self, context):
         self.context = context
         self._file: FileRoles | None = None
 
     def scheduler_side(self, node: cst.CSTNode) -> bool:
-        roles = self.context.project.roles
-        if self.context.module_path.startswith("vllm/") or not (roles.scheduler_classes or roles.connector_classes):
+        if self.context.module_path.startswith("vllm/"):
             return False
         if self._file is None:
-            self._file = FileRoles(self.context.wrapper.module, roles)
+            self._file = FileRoles(self.context.wrapper.module, self.context.project.roles)
         return self._file.scheduler_side(node, self.context.flow.parent)
