@@ -9,10 +9,13 @@ from __future__ import annotations
 import ast
 import json
 import textwrap
+from types import SimpleNamespace
 
 import pytest
 
 from kvlint.analysis.copied_functions import functions, node_keys, original_of
+from kvlint.engine.copies import judged_as_originals
+from kvlint.types import Finding, Severity
 from tests.kvlint_runner import run_kvlint
 from tests.mini_vllm import write_tree
 from tests.plugin_packages import ROLE_MODULES, install_fake_releases
@@ -76,3 +79,25 @@ def test_a_copys_nodes_line_up_with_the_originals_whatever_its_layout():
     their_column = source(ORIGINAL).splitlines()[their_line - 1].index("isinstance") + 1
     my_column = source(COPIES).splitlines()[my_line - 1].index("isinstance") + 1
     assert mine[(my_line, my_column)] == theirs[(their_line, their_column)]
+
+
+def finding_at(path: str, text: str, marker: str, severity) -> Finding:
+    line = line_of(text, marker)
+    column = source(text).splitlines()[line - 1].index("isinstance") + 1
+    return Finding(path, line, column, line, column + 10, "KV101", "container-isinstance", "m", severity)
+
+
+def test_a_copy_takes_the_severity_the_tree_gives_the_original(tmp_path):
+    write_tree(tmp_path / "tree", {"vllm/v1/core/sched/scheduler.py": ORIGINAL})
+    project = SimpleNamespace(root=str(tmp_path / "tree"), judges_outside=True)
+    request = SimpleNamespace(project=project, module_path="plugin/copies.py", rules=(SimpleNamespace(CODE="KV101"),))
+    mine = [
+        finding_at("plugin/copies.py", COPIES, "if isinstance", Severity.ERROR),
+        finding_at("plugin/copies.py", COPIES, "FullAttentionSpec)]", Severity.ERROR),  # not a copy: its own
+    ]
+    theirs = [finding_at("vllm/v1/core/sched/scheduler.py", ORIGINAL, "isinstance", Severity.WARNING)]
+    judged = judged_as_originals(request, ast.parse(source(COPIES)), mine, lambda *_: theirs)
+    assert [f.severity for f in judged] == [Severity.WARNING, Severity.ERROR]
+    # Another scan (another index), whose tree reports nothing there: the copy's finding is dropped.
+    request.project = SimpleNamespace(root=project.root, judges_outside=True)
+    assert judged_as_originals(request, ast.parse(source(COPIES)), mine, lambda *_: []) == mine[1:]
