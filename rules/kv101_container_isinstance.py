@@ -72,6 +72,7 @@ from kvlint import Example, Message, Rule, Severity
 from kvlint.analysis.ast_candidates import tests_a_layer_class
 from kvlint.analysis.consumers import unconsumed_divergence
 from kvlint.analysis.layer_selection import built_containers, rank_witnesses, reaching, selection_at
+from kvlint.analysis.own_specs import judged_as, judged_note
 from kvlint.analysis.plugin_roles import OutsideRoles
 from kvlint.analysis.provenance import Kind, dotted
 from kvlint.analysis.scaling import class_names
@@ -322,10 +323,11 @@ class ContainerIsinstance(DominatedChecks, Rule):
         self, node: cst.CSTNode, subject: cst.BaseExpression, classes_node: cst.BaseExpression, exact: bool
     ) -> None:
         named = class_names(classes_node) or frozenset()
-        checked = named & self.layer_classes
-        if not checked or CONTAINER_CLASS in named:
+        tested = named & self.layer_classes
+        if not tested or CONTAINER_CLASS in named:
             return  # nothing a container answers differently from its layers, or the test admits containers
-        if self.containers is not None and not any(map(self.containers.may_hold_instance_of, checked)):
+        checked = judged_as(self.context.project, tested)  # a plugin's own spec class: as the target's it derives from
+        if not checked or self.containers is not None and not any(map(self.containers.may_hold_instance_of, checked)):
             return  # no container the tree builds holds such a layer: its False is every layer's answer too
         provenance = self.flow.classify(subject)
         if provenance.kind is not Kind.GROUP_SPEC:
@@ -378,10 +380,10 @@ class ContainerIsinstance(DominatedChecks, Rule):
         fix = lambda: resolver_call_fix(self, scaling) if scaling else unwrap_fix(self, plan)  # noqa: E731 - needs positions
         whole = one_line(self.code_of(subject), None)  # the remedy is copied: whole (`subject_code` shortens `[…]`)
         guarded = plan.guarded_use if plan is not None else None  # no helper that lets a container through
-        message = replace(message, remedy=remedy(self.context.project.interface_functions(), whole, checked, guarded))
+        message = replace(message, remedy=remedy(self.context.project.interface_functions(), whole, tested, guarded))
         note = plan.note(" ".join(self.code_of(node, own_parentheses=False).split())) if plan is not None else ""
-        if note:
-            message = replace(message, remedy=f"{message.remedy}; {note}")
+        for said in filter(None, (note, judged_note(self.context.project, tested))):
+            message = replace(message, remedy=f"{message.remedy}; {said}")
         gap = target_fix_gap(self.context.project, plan, scaling is not None)  # a targeted release lacks the import
         self.report(node, message, fix=fix, severity=severity, fix_unavailable=gap)
 

@@ -63,7 +63,7 @@ def with_own_specs(index: TreeIndex, own: dict[str, tuple[str, ...]]) -> TreeInd
     container's layers: the factor of its nearest ancestor's row, else what the resolver's rule says of it."""
     if not own:
         return index
-    extended = replace(index, hierarchy=replace(index.hierarchy, bases={**index.hierarchy.bases, **own}))
+    extended = replace(index, hierarchy=replace(index.hierarchy, bases={**index.hierarchy.bases, **own}), own_specs=own)
     kinds = index.kinds
     if kinds is None:
         return extended  # the kinds are the hierarchy's (TreeIndex.kind_table), the plugin's classes among them
@@ -78,6 +78,35 @@ def with_own_specs(index: TreeIndex, own: dict[str, tuple[str, ...]]) -> TreeInd
         rows.append(replace(row, label=name, layers=(name,)))
         rows.append(replace(row, label=f"{CONTAINER_CLASS}{{{name}×2}}", layers=(name, name), is_container=True))
     return replace(extended, kinds=replace(kinds, rows=tuple(rows)))
+
+
+def judged_as(index: TreeIndex, classes: frozenset[str]) -> frozenset[str]:
+    """The classes a type test of `classes` is judged as against the target's census: each of the plugin's own
+    spec classes as the target's classes it derives from (its layers stand where the target builds those: the
+    census reads the target's models, never which of the plugin's classes their layers report). An own class
+    deriving only from one a container is itself (`KVCacheSpec`) stands for no layer class: it is judged as none."""
+    judged = {target for name in classes for target in _target_bases(index.own_specs, name, frozenset())}
+    return frozenset(judged - index.hierarchy.ancestors(CONTAINER_CLASS) - {CONTAINER_CLASS})
+
+
+def judged_note(index: TreeIndex, classes: frozenset[str]) -> str:
+    """What a finding says of the plugin's own classes it judged as the target's ("" when it tested none)."""
+    own = sorted(name for name in classes if name in index.own_specs)
+    if not own:
+        return ""
+    said = ", ".join(
+        f"`{name}` judged as the `{'`/`'.join(sorted(judged_as(index, frozenset({name}))))}` it derives from"
+        for name in own
+    )
+    return f"the package's own {said} (its layers stand where vLLM builds those)"
+
+
+def _target_bases(own: dict[str, tuple[str, ...]], name: str, seen: frozenset[str]) -> set[str]:
+    if name not in own:
+        return {name}
+    if name in seen:
+        return set()
+    return {target for base in own[name] for target in _target_bases(own, base, seen | {name})}
 
 
 def _ancestors_in_order(hierarchy: SpecHierarchy, name: str) -> list[str]:

@@ -19,10 +19,19 @@ part per file, from its imports of `vllm` and its own classes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
 import libcst as cst
+
+from kvlint.analysis.connector_role import (
+    BASE_ROLE_ATTRIBUTES,
+    ROLE_ENUM,
+    SCHEDULER,
+    RoleTests,
+    constructor_role_attributes,
+)
+from kvlint.analysis.package_classes import PackageClasses, derived_from
 
 CONNECTOR_BASE = "KVConnectorBase_V1"
 _SCHEDULER_HEADING = b"# Scheduler-side methods"
@@ -38,6 +47,17 @@ class TreeRoles:
     scheduler_classes: frozenset[str] = frozenset()  # defined in scheduler-only modules, or derived from one
     connector_classes: frozenset[str] = frozenset()  # the connector base and the tree's classes derived from it
     scheduler_methods: frozenset[str] = frozenset()  # the connector base's scheduler-side methods
+    # The scanned package's own classes derived from those (kvlint.analysis.package_classes), per scan.
+    package_scheduler_classes: frozenset[str] = frozenset()
+    package_connector_classes: frozenset[str] = frozenset()
+
+    def with_package(self, classes: PackageClasses) -> TreeRoles:
+        """These roles with the package's own classes that derive from the target's, through any of its modules."""
+        return replace(
+            self,
+            package_scheduler_classes=derived_from(classes, self.scheduler_classes),
+            package_connector_classes=derived_from(classes, self.connector_classes),
+        )
 
 
 def read_tree_roles(texts: dict[str, bytes], patterns: tuple[str, ...]) -> TreeRoles:
@@ -97,22 +117,32 @@ class FileRoles:
     def __init__(self, module: cst.Module, roles: TreeRoles):
         self.roles = roles
         self.imported: dict[str, str] = {}  # local name → the name vllm defines it as
+        self.from_package: dict[str, str] = {}  # local name → the name another module of the package defines
         self.modules: set[str] = set()  # local names of imported vllm modules (`import vllm.v1.core.sched as s`)
         self.local: dict[str, list[cst.BaseExpression]] = {}  # the file's own classes → their bases
         self.patched: set[str] = set()  # functions assigned onto a scheduler-side class
+        self.classes: dict[str, cst.ClassDef] = {}
+        self.module = module
+        self._scheduler_built: frozenset[str] | None = None
         for node in _walk(module):
-            if isinstance(node, cst.ImportFrom) and _from_vllm(node) and not isinstance(node.names, cst.ImportStar):
+            if isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+                names = self.imported if _from_vllm(node) else self.from_package
                 for alias in node.names:
                     if isinstance(alias.name, cst.Name):
-                        self.imported[_bound(alias) or alias.name.value] = alias.name.value
+                        names[_bound(alias) or alias.name.value] = alias.name.value
             elif isinstance(node, cst.Import):
                 for alias in node.names:
-                    if _dotted(alias.name).split(".")[0] == "vllm":
+                    root = _dotted(alias.name).split(".")[0]
+                    if root == "vllm":
                         self.modules.add(_bound(alias) or "vllm")
+                    else:  # a module of the package (or of another library): `core.bases.NpuPolicy`
+                        self.from_package[_bound(alias) or root] = root
             elif isinstance(node, cst.ClassDef):
                 self.local[node.name.value] = [arg.value for arg in node.bases if arg.keyword is None]
+                self.classes[node.name.value] = node
         for node in _walk(module):
             self._note_patch(node)
+        self.role_tests = RoleTests(self._is_role_enum, self._stored_role)
 
     def _note_patch(self, node: cst.CSTNode) -> None:
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name):
@@ -132,21 +162,50 @@ class FileRoles:
             return expression.attr.value
         return None
 
-    def _derives(self, expression: cst.BaseExpression, wanted: frozenset[str], seen: frozenset[str] = frozenset()):
+    def _derives(self, expression: cst.BaseExpression, scheduler: bool, seen: frozenset[str] = frozenset()):
+        """Whether `expression` names a class deriving from the target's scheduler-side classes (`scheduler`),
+        else from its connector classes: imported from vllm, the file's own, or another module's of the package."""
+        roles = self.roles
         vllm_name = self._vllm_name(expression)
         if vllm_name is not None:
-            return vllm_name in wanted
+            return vllm_name in (roles.scheduler_classes if scheduler else roles.connector_classes)
         if isinstance(expression, cst.Name) and expression.value in self.local and expression.value not in seen:
             mine = seen | {expression.value}
-            return any(self._derives(base, wanted, mine) for base in self.local[expression.value])
+            return any(self._derives(base, scheduler, mine) for base in self.local[expression.value])
+        package = roles.package_scheduler_classes if scheduler else roles.package_connector_classes
+        if isinstance(expression, cst.Name) and expression.value in self.from_package:
+            return self.from_package[expression.value] in package
+        if isinstance(expression, cst.Attribute) and _dotted(expression).split(".")[0] in self.from_package:
+            return expression.attr.value in package  # a class of a module of the package, named through it
         return False
 
+    def _is_role_enum(self, expression: cst.BaseExpression) -> bool:
+        """vLLM's KVConnectorRole, imported from vllm or named as such (the enum's name is its own)."""
+        return self._vllm_name(expression) == ROLE_ENUM or _dotted(expression).rsplit(".", 1)[-1] == ROLE_ENUM
+
+    def _stored_role(self, klass: cst.ClassDef, seen: frozenset[str] = frozenset()) -> frozenset[str]:
+        """The attributes of `self` holding the connector's role in `klass`: its constructor's, its own bases'
+        in the file, and the connector base's (`self._role`, `self.role`) when it derives from the target's."""
+        found = constructor_role_attributes(klass)
+        if self._derives(cst.Name(klass.name.value), scheduler=False):
+            found |= BASE_ROLE_ATTRIBUTES
+        for base in self.local.get(klass.name.value, ()):
+            name = base.value if isinstance(base, cst.Name) else None
+            if name in self.classes and name not in seen:
+                found |= self._stored_role(self.classes[name], seen | {klass.name.value})
+        return found
+
     def is_scheduler_class(self, expression: cst.BaseExpression) -> bool:
-        return self._derives(expression, self.roles.scheduler_classes)
+        return self._derives(expression, scheduler=True)
 
     def scheduler_side(self, node: cst.CSTNode, parent) -> bool:
         """Whether `node` runs only with the scheduler's config: in a class derived from a scheduler-side class
-        of the target, in a connector's scheduler-side method, or in a function patched onto such a class."""
+        of the target, in a connector's scheduler-side method, or in a function patched onto such a class. A test
+        of the connector's role argument decides first (kvlint.analysis.connector_role): its SCHEDULER branch is
+        the scheduler's, its WORKER branch the worker's, whatever the class."""
+        side = self.role_tests.role_side(node, parent)
+        if side is not None:
+            return side == SCHEDULER
         method = None
         current = parent(node)
         while current is not None:
@@ -156,13 +215,24 @@ class FileRoles:
                 method = current
             elif isinstance(current, cst.ClassDef):
                 name = cst.Name(current.name.value)
-                if self.is_scheduler_class(name):
+                if self.is_scheduler_class(name) or current.name.value in self._built_for_scheduler(parent):
                     return True
-                if method is not None and self._derives(name, self.roles.connector_classes):
+                if method is not None and self._derives(name, scheduler=False):
                     return method.name.value in self.roles.scheduler_methods
                 method = None
             current = parent(current)
         return False
+
+    def _built_for_scheduler(self, parent) -> frozenset[str]:
+        """The file's classes it constructs only in a role test's SCHEDULER branch (`if role ==
+        KVConnectorRole.SCHEDULER: self.scheduler = MyConnectorScheduler(…)`): their code sees its config."""
+        if self._scheduler_built is None:
+            sides: dict[str, set[str | None]] = {}
+            for node in _walk(self.module):
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in self.classes:
+                    sides.setdefault(node.func.value, set()).add(self.role_tests.role_side(node, parent))
+            self._scheduler_built = frozenset(name for name, found in sides.items() if found == {SCHEDULER})
+        return self._scheduler_built
 
 
 def _walk(node: cst.CSTNode):
@@ -191,16 +261,17 @@ def _dotted(node: cst.BaseExpression) -> str:
 
 class OutsideRoles:
     """A rule's view of one file's roles: nothing inside the vLLM tree (its paths decide there), the file's
-    FileRoles outside it, read on the first question (a check that would otherwise be reported)."""
+    FileRoles outside it, read on the first question (a check that would otherwise be reported). Without a
+    target's classes (the built-in reference) only the connector's role tests decide: they name vLLM's enum,
+    whatever the release."""
 
     def __init__(self, context):
         self.context = context
         self._file: FileRoles | None = None
 
     def scheduler_side(self, node: cst.CSTNode) -> bool:
-        roles = self.context.project.roles
-        if self.context.module_path.startswith("vllm/") or not (roles.scheduler_classes or roles.connector_classes):
+        if self.context.module_path.startswith("vllm/"):
             return False
         if self._file is None:
-            self._file = FileRoles(self.context.wrapper.module, roles)
+            self._file = FileRoles(self.context.wrapper.module, self.context.project.roles)
         return self._file.scheduler_side(node, self.context.flow.parent)

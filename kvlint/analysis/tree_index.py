@@ -7,7 +7,7 @@ The scanned code is parsed with `ast`, never imported. Caching it between scans 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvlint.analysis.census.budget import Budget, BudgetExceeded
@@ -98,6 +98,10 @@ class TreeIndex:
     platform_reach: PlatformReach = PlatformReach()
     # The classes whose subclasses outside the tree run with the scheduler's config (kvlint.analysis.plugin_roles).
     roles: TreeRoles = TreeRoles()
+    # The scanned package's own spec classes in `hierarchy` (kvlint.analysis.own_specs), each with its bases there.
+    own_specs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The scan judges code outside this tree against it (a reference release: kvlint.scan.targets).
+    judges_outside: bool = False
 
     def lacked_by(self, module: str, name: str) -> tuple[str, ...]:
         """The targeted releases that lack `name` in `module` (dotted): a remedy or fix must not name it."""

@@ -15,6 +15,7 @@ from kvlint.analysis.cst_positions import StatementPositions
 from kvlint.analysis.cst_walk import ModuleShape, parent_map, walk_batched
 from kvlint.analysis.provenance import SpecFlow
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
+from kvlint.engine.copies import judged_as_originals
 from kvlint.engine.grouping import fold_root_causes, function_spans, root_cause_roles
 from kvlint.engine.parse_guard import TooNested, check_parsable
 from kvlint.engine.preparse import PreParse
@@ -22,7 +23,7 @@ from kvlint.engine.rule import Rule, RuleContext
 from kvlint.engine.source import MAX_FILE_BYTES, decode_source
 from kvlint.engine.suppress import suppress_root_causes, suppressions
 from kvlint.errors import UnreadableSource
-from kvlint.types import FileResult, unreadable
+from kvlint.types import FileResult, Finding, unreadable
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 # libcst's own "error at L:C: " prefix: its numbers differ from the error's raw position, so it is dropped.
@@ -82,6 +83,26 @@ def _lint_bytes(request: LintRequest, data: bytes) -> FileResult:
 
 
 def lint_text(request: LintRequest, text: str) -> FileResult:
+    linted = _rule_findings(request, text)
+    if isinstance(linted, FileResult):
+        return linted
+    findings, spans, tree = linted
+    # Outside the tree, a function copied from the target release: the tree's verdict (kvlint.engine.copies).
+    findings = judged_as_originals(request, tree, findings, _original_findings)
+    folded = fold_root_causes(findings, root_cause_roles(request.rules), spans)
+    kept, suppressed = suppress_root_causes(folded, suppressions(text), request.ignored)
+    return FileResult(path=request.path, findings=tuple(kept), suppressed=suppressed)
+
+
+def _original_findings(request: LintRequest, module_path: str, text: str) -> list[Finding]:
+    """The rules' findings of a module of the tree, linted as the tree's own scan lints it."""
+    linted = _rule_findings(replace(request, path=module_path, module_path=module_path, ignored=()), text)
+    return [] if isinstance(linted, FileResult) else linted[0]
+
+
+def _rule_findings(request: LintRequest, text: str):
+    """(the rules' findings, unfolded; the spans of their functions, for folding; Python's parse or None), or
+    the FileResult of a file no rule needs to parse or that cannot be parsed."""
     # Three sieves, cheapest first: the rules' text triggers, then (after the nesting guard) what Python's
     # own parse shows each rule (`Rule.could_report`), and only then libcst for the rules left.
     visitors = [r for r in request.rules if not getattr(r, "ENGINE_ONLY", False) and r.could_match(text)]
@@ -124,11 +145,7 @@ def lint_text(request: LintRequest, text: str) -> FileResult:
     walk_batched(wrapper, [rule(context) for rule in visitors], shape)
     findings = [pending.rule.finding_for(pending) for pending in context.pending]
     holders = {a for p in context.pending for a in _ancestors(p.node, shape.parents) if isinstance(a, cst.FunctionDef)}
-    folded = fold_root_causes(
-        findings, root_cause_roles(request.rules), lambda: function_spans(module, context.position, holders)
-    )
-    kept, suppressed = suppress_root_causes(folded, suppressions(text), request.ignored)
-    return FileResult(path=request.path, findings=tuple(kept), suppressed=suppressed)
+    return findings, lambda: function_spans(module, context.position, holders), pre.tree
 
 
 def _ancestors(node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode]) -> Iterator[cst.CSTNode]:

@@ -89,22 +89,29 @@ class IndexHandle:
             self._digests = index_digests(self.index)
         return self._digests
 
-    def targeting(self, target: TargetNames | None, headers: tuple = ()) -> IndexHandle:
+    def targeting(
+        self, target: TargetNames | None, headers: tuple = (), package: tuple = (), outside: bool = False
+    ) -> IndexHandle:
         """This index for code outside its tree that targets the releases `target` reads: the names every one
         of them defines go with the index to the rules, and so do the scanned code's own spec classes among
-        its class `headers` (kvlint.analysis.own_specs); both go into the digests a file's result is keyed on."""
-        if target is None and not headers:
+        its class `headers` (kvlint.analysis.own_specs) and the roles its `package` classes inherit
+        (kvlint.analysis.package_classes); all go into the digests a file's result is keyed on. `outside`: the
+        scanned code is outside the tree (its copies of the tree's functions: kvlint.engine.copies)."""
+        if target is None and not headers and not package and not outside:
             return self
         load = self._load if self._index is None else (lambda: self._index)
 
         def targeted() -> TreeIndex:
             from kvlint.analysis.own_specs import own_spec_bases, with_own_specs
 
-            index = replace(load(), target=target)
+            index = replace(load(), target=target, judges_outside=outside)
+            index = replace(index, roles=index.roles.with_package(package)) if package else index
             return with_own_specs(index, own_spec_bases(headers, index.hierarchy))
 
         handle = IndexHandle(self.root, targeted)
-        handle._digests = replace(self.digests, shared=_digest((self.digests.shared, target, headers)))
+        handle._digests = replace(
+            self.digests, shared=_digest((self.digests.shared, target, headers, package, outside))
+        )
         return handle
 
     @property
@@ -181,10 +188,12 @@ def open_project_index(
     return _open_cached(root, cache_dir, known_stats or {}, roles)
 
 
-def class_headers_of(paths: list[str]) -> tuple:
-    """The class headers of code outside the vLLM tree (kvlint.analysis.own_specs: its own spec classes), its
-    files read as the scan reads them; a file that cannot be read is the scan's to say."""
+def class_headers_of(paths: list[str]) -> tuple[tuple, tuple]:
+    """The class headers of code outside the vLLM tree (kvlint.analysis.own_specs: its own spec classes) and its
+    classes with their bases' origins (kvlint.analysis.package_classes: the roles they inherit), its files read
+    as the scan reads them; a file that cannot be read is the scan's to say."""
     from kvlint.analysis.own_specs import class_headers
+    from kvlint.analysis.package_classes import read_package_classes
 
     texts = []
     for path in paths:
@@ -192,7 +201,7 @@ def class_headers_of(paths: list[str]) -> tuple:
             texts.append(read_regular_file(path))
         except OSError:
             continue
-    return class_headers(texts)
+    return class_headers(texts), read_package_classes(texts)
 
 
 def _release_index_folder(reference: Path) -> Path | None:

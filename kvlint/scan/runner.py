@@ -164,10 +164,11 @@ def _plan(
     if cache_dir is not None and _in_a_tree([reference] if reference is not None else on_disk):
         meter.phase("indexing the tree")  # with a cache the index is checked (or built) now
     roles = tuple(config.scheduler_only_paths)
-    headers = (
-        class_headers_of([source.path for source in files]) if reference is not None else ()
-    )  # the code outside the tree's own specs
-    index = open_project_index(on_disk, cache_dir, known, roles, reference).targeting(target, headers)
+    # The code outside the tree's own spec classes, and its classes' bases across its modules.
+    headers, package = class_headers_of([source.path for source in files]) if reference is not None else ((), ())
+    index = open_project_index(on_disk, cache_dir, known, roles, reference).targeting(
+        target, headers, package, outside=reference is not None
+    )
     cache = (
         ResultCache(cache_dir, configuration_key(index.digests.shared, settings, codes))
         if cache_dir is not None
