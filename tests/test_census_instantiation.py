@@ -323,3 +323,42 @@ def test_a_generating_model_is_named_before_a_pooling_model_building_the_same_co
     # The same order names a hybrid's Mamba witness (kvlint.analysis.hybrid_witness).
     first = sorted(index.census.models, key=witness_order)[0]
     assert not first.pooling
+
+
+# A base model picks its layer types from `layer_types or ALL_LAYER_TYPES`; a subclass hands its own (vLLM 0.29.0's
+# Cosmos3 Edge gives NemotronHModel attention and MLP layers only: no Mamba layer is built).
+LAYER_TYPES = """
+ALL_LAYER_TYPES = {"*": Attention, "M": MambaMixer}
+
+
+class BaseModel:
+    def __init__(self, config, layer_types=None):
+        types = layer_types or ALL_LAYER_TYPES
+        self.layers = [types[t]() for t in config.pattern]
+
+
+class DsaHybridForCausalLM:
+    def __init__(self, config):
+        self.model = BaseModel(config, layer_types={"*": Attention})
+"""
+
+
+def test_a_layer_type_table_the_caller_hands_replaces_the_default(tmp_path):
+    mamba = "from vllm.model_executor.layers.mamba import MambaMixer\n"
+    layer = "vllm/model_executor/layers/mamba.py"
+    mixer = "class MambaMixer:\n    def get_kv_cache_spec(self):\n        return MambaSpec()\n"
+    model, _ = census_of(tmp_path / "given", mamba + LAYER_TYPES, **{layer: mixer})
+    assert model.alternatives == (frozenset({"Attention"}),)
+    # Given nothing (or None), the default table is read: both kinds of layers.
+    for call in ("BaseModel(config)", "BaseModel(config, layer_types=None)"):
+        text = LAYER_TYPES.replace('BaseModel(config, layer_types={"*": Attention})', call)
+        model, _ = census_of(tmp_path / call[-5:-1], mamba + text, **{layer: mixer})
+        assert model.layers == {"Attention", "MambaMixer"}, call
+    # A subclass without a constructor hands its caller's arguments on; one with a constructor, its super() call's.
+    for text in (
+        LAYER_TYPES.replace("self.model = BaseModel(", "self.model = Sub(") + "\n\nclass Sub(BaseModel):\n    pass\n",
+        LAYER_TYPES.replace('self.model = BaseModel(config, layer_types={"*": Attention})', "self.model = Sub(config)")
+        + '\n\nclass Sub(BaseModel):\n    def __init__(self, config):\n        super().__init__(config, {"*": Attention})\n',
+    ):
+        model, _ = census_of(tmp_path / str(len(text)), mamba + text, **{layer: mixer})
+        assert model.alternatives == (frozenset({"Attention"}),)

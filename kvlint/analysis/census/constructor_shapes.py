@@ -65,20 +65,6 @@ def assigns_self_attribute(cls: ast.ClassDef, name: str) -> bool:
     )
 
 
-def calls_super_init(init: ast.FunctionDef) -> bool:
-    for node in ast.walk(init):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "__init__"
-            and isinstance(node.func.value, ast.Call)
-            and isinstance(node.func.value.func, ast.Name)
-            and node.func.value.func.id == "super"
-        ):
-            return True
-    return False
-
-
 def per_layer_test(test: ast.expr, positions: frozenset[str]) -> bool:
     """Whether a branch test reads the position of the layer being built (`positions`: position_names)."""
     return any(isinstance(n, ast.Name) and n.id in positions for n in ast.walk(test))
@@ -148,3 +134,51 @@ def bases_nearest_first(resolve_expr, module: str, cls: ast.ClassDef, limit: int
             if found is not None and found[1] == "class":
                 pending.append((found[0], found[2]))  # type: ignore[arg-type]
     return order
+
+
+def passed_parameters(call: ast.Call, init: ast.FunctionDef | ast.AsyncFunctionDef | None) -> frozenset[str]:
+    """The parameters of a constructor (`self` first) that a call gives a value, `None` aside: by keyword,
+    or by position where the constructor is known."""
+    passed = {k.arg for k in call.keywords if k.arg and not _is_none(k.value)}
+    if init is not None:
+        names = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]
+        for index, argument in enumerate(call.args):
+            if isinstance(argument, ast.Starred) or index >= len(names):
+                break
+            if not _is_none(argument):
+                passed.add(names[index])
+    return frozenset(passed)
+
+
+def super_init_call(init: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Call | None:
+    """The constructor's `super().__init__(…)` call, if it makes one."""
+    return next(
+        (
+            node
+            for node in ast.walk(init)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "__init__"
+            and isinstance(node.func.value, ast.Call)
+            and isinstance(node.func.value.func, ast.Name)
+            and node.func.value.func.id == "super"
+        ),
+        None,
+    )
+
+
+def given_or_default(node: ast.expr, passed: frozenset[str]) -> ast.expr | None:
+    """For `<parameter> or <default>` where the caller gave the parameter a value: the parameter (what the
+    caller built was counted at its call; the default is never read). None otherwise."""
+    if (
+        isinstance(node, ast.BoolOp)
+        and isinstance(node.op, ast.Or)
+        and isinstance(node.values[0], ast.Name)
+        and node.values[0].id in passed
+    ):
+        return node.values[0]
+    return None
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None

@@ -20,60 +20,32 @@ A branch on the layer's position (constructor_shapes.position_names) goes both w
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from posixpath import dirname, join, normpath
 
 from kvlint.analysis.census.budget import Budget, BudgetExceeded
+from kvlint.analysis.census.built import NOTHING as _NOTHING
+from kvlint.analysis.census.built import Built
+from kvlint.analysis.census.built import either as _either
+from kvlint.analysis.census.built import product as _product
 from kvlint.analysis.census.constructor_shapes import (
     assigns_self_attribute,
     bases_nearest_first,
-    calls_super_init,
     class_binding,
+    given_or_default,
     method,
+    passed_parameters,
     per_layer_test,
     platform_test,
     position_names,
     site,
+    super_init_call,
 )
 from kvlint.analysis.census.parsing import Deferred, ModuleTrees
 
-_MAX_ALTERNATIVES = 16
 # Constructors and functions followed inside one another: vLLM's deepest is about ten (model, decoder layer,
 # attention, wrapper, layer); a crafted chain past this is "incomplete", never a crash of the recursion.
 _MAX_DEPTH = 100
 _NOT_BUILT = ("isinstance", "issubclass", "type", "cast", "super", "getattr", "hasattr")
-
-
-@dataclass(frozen=True)
-class Built:
-    """What a constructor builds: each alternative a set of layer classes; `merged` when alternatives were
-    joined (too many to keep apart): then a set may hold classes no one checkpoint builds together."""
-
-    alternatives: tuple[frozenset[str], ...]
-    merged: bool = False
-    # (layer class, "module:line") of each call or reference that builds a layer class.
-    sites: frozenset[tuple[str, str]] = frozenset()
-
-
-_NOTHING = Built((frozenset(),))
-
-
-def _product(left: Built, right: Built) -> Built:
-    combined = list(dict.fromkeys(a | b for a in left.alternatives for b in right.alternatives))
-    merged = left.merged or right.merged
-    sites = left.sites | right.sites
-    if len(combined) > _MAX_ALTERNATIVES:
-        return Built((frozenset().union(*combined),), True, sites)
-    return Built(tuple(combined), merged, sites)
-
-
-def _either(choices: list[Built]) -> Built:
-    combined = list(dict.fromkeys(a for choice in choices for a in choice.alternatives))
-    merged = any(choice.merged for choice in choices)
-    sites = frozenset().union(*(choice.sites for choice in choices))
-    if len(combined) > _MAX_ALTERNATIVES:
-        return Built((frozenset().union(*combined),), True, sites)
-    return Built(tuple(combined), merged, sites)
 
 
 class Program:
@@ -96,6 +68,8 @@ class Program:
         # The functions being followed, innermost last: a branch on the layer's position reads their locals.
         self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         self._position_names: dict[int, tuple[ast.AST, frozenset[str]]] = {}
+        # The parameters each constructor being followed was given a value (innermost last).
+        self._passed: list[frozenset[str]] = []
 
     # ------------------------------------------------------------------------------------------- modules
 
@@ -190,7 +164,7 @@ class Program:
 
     # ------------------------------------------------------------------------------------- instantiation
 
-    def of_class(self, relative: str, cls: ast.ClassDef, site: str = "") -> Built:
+    def of_class(self, relative: str, cls: ast.ClassDef, site: str = "", passed: frozenset[str] = frozenset()) -> Built:
         """The layer classes an instance of `cls` builds: itself when it is a layer (built at `site`, the
         "module:line" that names it), and its constructor's."""
         own = _NOTHING
@@ -198,16 +172,18 @@ class Program:
             own = Built((frozenset({cls.name}),), sites=frozenset({(cls.name, site or f"{relative}:{cls.lineno}")}))
         self._instances.append((relative, cls))
         try:
-            return _product(own, self._constructor(relative, cls))
+            return _product(own, self._constructor(relative, cls, passed))
         finally:
             self._instances.pop()
 
-    def _constructor(self, relative: str, cls: ast.ClassDef) -> Built:
+    def _constructor(self, relative: str, cls: ast.ClassDef, passed: frozenset[str] = frozenset()) -> Built:
+        """`passed`: the constructor's parameters its caller gave a value (`layer_types or DEFAULTS` reads only
+        the caller's then)."""
         init = method(cls, "__init__")
         # What a constructor builds may depend on the instance's class (a subclass binds `self.<attribute>`
         # otherwise), its own or a base's: keyed by both.
         instance = self._instances[-1] if self._instances else (relative, cls)
-        key = (relative, cls.name, "__init__", f"{instance[0]}:{instance[1].name}")
+        key = (relative, cls.name, "__init__", f"{instance[0]}:{instance[1].name}", ",".join(sorted(passed)))
         if key in self._built:
             return self._built[key]
         if key in self._busy:
@@ -215,12 +191,19 @@ class Program:
         self._enter(key, relative)
         built = _NOTHING
         if init is not None:
-            built = self._within(init, lambda: self._body(relative, init.body, cls))
-        if init is None or calls_super_init(init):
+            self._passed.append(passed)
+            try:
+                built = self._within(init, lambda: self._body(relative, init.body, cls))
+            finally:
+                self._passed.pop()
+        upward = super_init_call(init) if init is not None else None
+        if init is None or upward is not None:
             for base in cls.bases:
                 found = self.resolve_expr(relative, base)
                 if found is not None and found[1] == "class":
-                    built = _product(built, self._constructor(found[0], found[2]))  # type: ignore[arg-type]
+                    # What the base's constructor is given: the same call's arguments, or its `super().__init__`'s.
+                    given = passed if upward is None else passed_parameters(upward, method(found[2], "__init__"))  # type: ignore[arg-type]
+                    built = _product(built, self._constructor(found[0], found[2], given))  # type: ignore[arg-type]
         self._busy.discard(key)
         self._built[key] = built
         return built
@@ -319,6 +302,9 @@ class Program:
         return built
 
     def _expr(self, relative: str, node: ast.expr, cls: ast.ClassDef | None) -> Built:
+        given = given_or_default(node, self._passed[-1]) if self._passed else None
+        if given is not None:
+            return self._expr(relative, given, cls)
         if isinstance(node, ast.IfExp):
             decided = platform_test(node.test)
             if decided is not None:
@@ -383,7 +369,8 @@ class Program:
             return _product(built, self._expr(relative, func, cls)) if not isinstance(func, ast.Name) else built
         module, kind, target = found
         if kind == "class":
-            return _product(built, self.of_class(module, target, site(relative, call)))  # type: ignore[arg-type]
+            passed = passed_parameters(call, method(target, "__init__"))  # type: ignore[arg-type]
+            return _product(built, self.of_class(module, target, site(relative, call), passed))  # type: ignore[arg-type]
         if kind == "function":
             return _product(built, self._function(module, target))  # type: ignore[arg-type]
         return _product(built, self._reference(relative, func))

@@ -1,0 +1,40 @@
+"""What a constructor builds, as the census combines it: alternatives of layer-class sets (a config branch
+makes two), products of what its statements build, and a merge past too many alternatives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_MAX_ALTERNATIVES = 16
+
+
+@dataclass(frozen=True)
+class Built:
+    """What a constructor builds: each alternative a set of layer classes; `merged` when alternatives were
+    joined (too many to keep apart): then a set may hold classes no one checkpoint builds together."""
+
+    alternatives: tuple[frozenset[str], ...]
+    merged: bool = False
+    # (layer class, "module:line") of each call or reference that builds a layer class.
+    sites: frozenset[tuple[str, str]] = frozenset()
+
+
+NOTHING = Built((frozenset(),))
+
+
+def product(left: Built, right: Built) -> Built:
+    combined = list(dict.fromkeys(a | b for a in left.alternatives for b in right.alternatives))
+    merged = left.merged or right.merged
+    sites = left.sites | right.sites
+    if len(combined) > _MAX_ALTERNATIVES:
+        return Built((frozenset().union(*combined),), True, sites)
+    return Built(tuple(combined), merged, sites)
+
+
+def either(choices: list[Built]) -> Built:
+    combined = list(dict.fromkeys(a for choice in choices for a in choice.alternatives))
+    merged = any(choice.merged for choice in choices)
+    sites = frozenset().union(*(choice.sites for choice in choices))
+    if len(combined) > _MAX_ALTERNATIVES:
+        return Built((frozenset().union(*combined),), True, sites)
+    return Built(tuple(combined), merged, sites)
