@@ -49,7 +49,7 @@ def unmet_defect(rule, node, function, message: Message) -> tuple[Message, Sever
 def built_by(composition) -> dict[str, str]:
     """The fields of KV101's BUILT message that name the witness: model, setting, layers, path and guard."""
     if composition.is_default:
-        setting = " by default"
+        setting = " with default settings"  # a checkpoint's config may still decide the layers
     elif composition.setting.startswith("possible: "):
         setting = f" possibly ({composition.setting.removeprefix('possible: ')})"
     else:
@@ -57,7 +57,8 @@ def built_by(composition) -> dict[str, str]:
     # Where the model's code builds each: its first site, the module's name and line (the path is in `where`).
     first_site = {name: sites.split(", ")[0].rsplit("/", 1)[-1] for name, sites in composition.built_at if sites}
     branch = [f"{name} ({first_site[name]})" if name in first_site else name for name in composition.config_branch]
-    article = "an" if composition.model[:1].upper() in "AEIOU" else "a"
+    name = composition.architecture or composition.model
+    article = "an" if name[:1].upper() in "AEIOU" else "a"
     return {
         "layers": ", ".join(sorted(composition.layer_classes)),
         # The text output's detail: the checkpoint's words already name every layer when its branch builds all.
@@ -66,13 +67,9 @@ def built_by(composition) -> dict[str, str]:
             if set(composition.config_branch) == set(composition.layer_classes)
             else f"its {', '.join(sorted(composition.layer_classes))} layers"
         ),
-        "model": composition.model,
+        "model": name,
         # The checkpoint that builds it: one whose config takes the constructor's branch building these layers.
-        "checkpoint": (
-            f"{article} {composition.model} checkpoint whose config builds {' and '.join(branch)}"
-            if branch
-            else composition.model
-        ),
+        "checkpoint": (f"{article} {name} checkpoint whose config builds {' and '.join(branch)}" if branch else name),
         "setting": setting,
         "path": composition.path.split(":")[-1],
         "where": composition.where(),

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 COUNTEREXAMPLE = {
     "KV101": re.compile(
         r"is False for a (UniformTypeKVCacheSpecs of .+? layers) while each layer answers True: "
-        r"((?:an? )?\S+(?: checkpoint whose config builds .+?)? by default) "
+        r"((?:an? )?\S+(?: checkpoint whose config builds .+?)? with default settings) "
         r"has them put in one container by (`\w+` \([^)]+\))"
         r"|is False for a (UniformTypeKVCacheSpecs of \w+ layers)"
     ),

@@ -362,3 +362,42 @@ def test_a_layer_type_table_the_caller_hands_replaces_the_default(tmp_path):
     ):
         model, _ = census_of(tmp_path / str(len(text)), mamba + text, **{layer: mixer})
         assert model.alternatives == (frozenset({"Attention"}),)
+
+
+def test_a_class_attribute_called_through_type_of_self_is_built(tmp_path):
+    # vLLM 0.29.0's DeepSeek-V3.2 indexer: `self.k_cache = type(self).indexer_cache_cls(...)`.
+    model, _ = census_of(
+        tmp_path,
+        """
+class Indexer:
+    indexer_cache_cls = IndexerCache
+
+    def __init__(self):
+        self.k_cache = type(self).indexer_cache_cls()
+
+
+class DsaHybridForCausalLM:
+    def __init__(self, config):
+        self.mla = MLAAttention()
+        self.indexer = Indexer()
+""",
+    )
+    assert model.alternatives == (frozenset({"MLAAttention", "IndexerCache"}),)
+
+
+def test_a_witness_shows_the_architecture_name_its_layers_are_named_after(tmp_path):
+    from rules._container_remedy import built_by
+
+    # vLLM 0.27.1 maps both `DeepseekV3ForCausalLM` and `DeepseekV32ForCausalLM` to one class.
+    registry = '_MODELS = {\n    "AaaForCausalLM": ("dsa_hybrid", "DsaHybridForCausalLM"),\n'
+    registry += '    "IndexerForCausalLM": ("dsa_hybrid", "DsaHybridForCausalLM"),\n}\n'
+    model = "\nclass DsaHybridForCausalLM:\n    def __init__(self):\n        self.a = MLAAttention()\n"
+    model += "        self.b = IndexerCache()\n"
+    tree = files(**{MODEL: IMPORTS + model, "vllm/model_executor/models/registry.py": registry})
+    index = build_tree_index(write_tree(tmp_path / "tree", tree))
+    [found] = [m for m in index.census.models]
+    assert found.name == "AaaForCausalLM" and found.aliases == ("IndexerForCausalLM",)
+    [whole] = [c for c in index.container_compositions() if c.path.endswith(":get_kv_cache_groups")]
+    assert whole.model == "AaaForCausalLM" and whole.architecture == "IndexerForCausalLM"
+    assert built_by(whole)["model"] == "IndexerForCausalLM"
+    assert built_by(whole)["setting"] == " with default settings"

@@ -318,7 +318,7 @@ def test_kv101_severity_follows_the_model_and_setting_that_build_the_counterexam
     completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV101", CONNECTOR, cwd=tree)
     findings = {f["line"]: f for f in json.loads(completed.stdout)}
     plain, mamba2, mla = findings[3], findings[9], findings[16]
-    assert mla["severity"] == "error" and "DsaForCausalLM by default" in mla["message"]
+    assert mla["severity"] == "error" and "DsaForCausalLM with default settings" in mla["message"]
     assert "get_kv_cache_groups" in mla["message"]
     # A state container only the packed path builds, which needs mixed page sizes: never an error.
     assert plain["severity"] == "warning" and "DsaHybridForCausalLM" in plain["message"]

@@ -133,7 +133,7 @@ def test_a_container_blind_check_is_an_error_when_the_targets_census_proves_a_co
 ):
     package = connector_package(tmp_path / "pkg", requirement="vllm==0.29.0")
     judged = {f["line"]: f for f in findings(check(package)) if f["code"] == "KV101"}
-    assert judged[13]["severity"] == "error" and "DsaForCausalLM by default" in judged[13]["message"]
+    assert judged[13]["severity"] == "error" and "DsaForCausalLM with default settings" in judged[13]["message"]
     # The same file with no target: kvlint's built-in classes have no census, so nothing is proven.
     (package / "pyproject.toml").unlink()
     alone = {f["line"]: f for f in findings(check(package)) if f["code"] == "KV101"}

@@ -144,4 +144,4 @@ def test_a_literal_flag_decides_the_platform_s_witness(tmp_path):
     # Refused: the DSA model is no witness; only the hybrid model, which builds its MLA layers dense, is left.
     assert "DsaForCausalLM" not in refused["message"] and "DsaHybridForCausalLM possibly" in refused["message"]
     accepted = _kv101(_sparse_tree(tmp_path / "off", "use_sparse=False"), CPU_RUNNER)[16]
-    assert accepted["severity"] == "error" and "DsaForCausalLM by default" in accepted["message"]
+    assert accepted["severity"] == "error" and "DsaForCausalLM with default settings" in accepted["message"]

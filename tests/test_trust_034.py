@@ -68,7 +68,10 @@ def test_034_one_look_at_the_layers_does_not_unwrap_the_spec(scan_034):
     # A model still builds the container by default, but the connector exists for benchmarks only (issue 26):
     # reported, as a warning that says why it is not an error.
     [finding] = at(scan_034, CONNECTORS + "decode_bench_connector.py", 117, "KV101")
-    assert finding["severity"] == "warning" and " by default has them put in one container by `" in finding["message"]
+    assert (
+        finding["severity"] == "warning"
+        and " with default settings has them put in one container by `" in finding["message"]
+    )
     # The witness is a DSA checkpoint: DeepseekV3ForCausalLM builds the indexer only on a config branch (`is_v32`).
     assert (
         "a DeepseekV3ForCausalLM checkpoint whose config builds DeepseekV32IndexerCache (deepseek_v2.py:"
@@ -144,7 +147,7 @@ def test_034_every_error_names_its_counterexample(scan_034):
     assert kv101
     for finding in kv101:
         assert " has them put in one container by `" in finding["message"], finding
-        if " by default has them put in one container by `" in finding["message"]:
+        if " with default settings has them put in one container by `" in finding["message"]:
             assert _NOT_AN_ERROR.search(finding["message"]), finding
         else:
             assert " (opt-in) has them" in finding["message"] or " possibly (" in finding["message"], finding
@@ -164,7 +167,7 @@ def test_029_the_offloading_defect_stays_an_error_on_every_rule(scan_029):
     # comment says so): a deliberate fail-closed check is a warning that says why (issue 26).
     [certifiable] = at(scan_029, config, 154, "KV101")
     assert certifiable["severity"] == "warning" and "spec_certifiable()" in certifiable["message"]
-    assert " by default has them put in one container by `" in certifiable["message"]
+    assert " with default settings has them put in one container by `" in certifiable["message"]
     assert "a warning, not an error: the check refuses what it cannot vouch for on purpose (“" in certifiable["message"]
 
 

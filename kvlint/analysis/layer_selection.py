@@ -212,6 +212,7 @@ def rank_witnesses(
             opt_in,
             draft,
             composition.model in pooling,  # a generating model is the witness a maintainer checks first
+            bool(composition.config_branch),  # one that builds these layers whatever its config, before a branch
             -sharing[composition.layer_classes],
             -nearness(composition),
             -named,

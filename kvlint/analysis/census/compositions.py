@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from os.path import commonprefix
 
 from kvlint.analysis.census.paths import GroupingPath
 from kvlint.analysis.census.reading import Census, LayerClass, Model
@@ -49,6 +50,9 @@ class ContainerComposition:
     # The layer classes of it that only some checkpoints of the model build (a config branch of its
     # constructor, `if is_v32:`): the witness is a checkpoint whose config takes that branch, not every one.
     config_branch: tuple[str, ...] = ()
+    # The architecture name to show: of the names the registry gives the model's class, the one nearest its
+    # layers' names (0.27.1's `DeepseekV32ForCausalLM` for DeepseekV32IndexerCache, not `DeepseekV3ForCausalLM`).
+    architecture: str = ""
 
     @property
     def is_default(self) -> bool:
@@ -70,6 +74,13 @@ def _config_branch(model: Model, layers: frozenset[str]) -> tuple[str, ...]:
     if model.merged or len(model.alternatives) < 2:
         return ()
     return tuple(sorted(name for name in layers if any(name not in alternative for alternative in model.alternatives)))
+
+
+def _architecture(model: Model, layers: frozenset[str]) -> str:
+    def nearness(name: str) -> tuple[int, bool]:
+        return max((len(commonprefix([name, layer])) for layer in layers), default=0), name == model.name
+
+    return max([model.name, *model.aliases], key=nearness)
 
 
 def uniform_bases(texts: dict[str, bytes]) -> dict[str, str]:
@@ -115,7 +126,13 @@ def compose(
             for composition in _evaluate(census, model, kinds, paths, hierarchy, bases):
                 built_at = tuple((name, ", ".join(sites.get(name, ()))) for name in sorted(composition.layer_classes))
                 branch = _config_branch(model, composition.layer_classes)
-                composition = replace(composition, built_at=built_at, checkpoints=(key,), config_branch=branch)
+                composition = replace(
+                    composition,
+                    built_at=built_at,
+                    checkpoints=(key,),
+                    config_branch=branch,
+                    architecture=_architecture(model, composition.layer_classes),
+                )
                 index = (composition.layer_classes, composition.spec_classes, composition.setting)
                 index += (composition.path, model.name)
                 if index in found:

@@ -182,3 +182,18 @@ def given_or_default(node: ast.expr, passed: frozenset[str]) -> ast.expr | None:
 
 def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
+
+
+def instance_class(node: ast.expr) -> bool:
+    """`type(self)` or `self.__class__`: the class of the instance being built (`type(self).indexer_cls(…)`
+    reads the class attribute as `self.indexer_cls(…)` does)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "__class__" and isinstance(node.value, ast.Name) and node.value.id == "self"
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "type"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id == "self"
+    )

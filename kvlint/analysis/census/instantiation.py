@@ -32,6 +32,7 @@ from kvlint.analysis.census.constructor_shapes import (
     bases_nearest_first,
     class_binding,
     given_or_default,
+    instance_class,
     method,
     passed_parameters,
     per_layer_test,
@@ -354,6 +355,8 @@ class Program:
         built = _NOTHING
         for argument in [*call.args, *(keyword.value for keyword in call.keywords)]:
             built = _product(built, self._expr(relative, argument, cls))
+        if cls is not None and isinstance(func, ast.Attribute) and instance_class(func.value):
+            return _product(built, self._instance_attribute(func.attr))
         if (
             cls is not None
             and isinstance(func, ast.Attribute)

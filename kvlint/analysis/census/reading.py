@@ -114,6 +114,9 @@ class Model:
     draft: bool = False
     # A pooling model: the registry lists it among embedding, scoring or classification models (no generation).
     pooling: bool = False
+    # The other architecture names the registry maps to the same class (0.27.1: `DeepseekV32ForCausalLM` →
+    # deepseek_v2's `DeepseekV3ForCausalLM`): a witness names the one its layers are named after.
+    aliases: tuple[str, ...] = ()
 
 
 def witness_order(model: Model) -> tuple:
@@ -166,7 +169,7 @@ def read_census(
     program = Program(texts, {layer.name for layer in layers}, budget, trees)
     models = []
     unread = []
-    for name, relative, class_name, draft, pooling in registry:
+    for name, relative, class_name, draft, pooling, aliases in registry:
         built = model_layers(program, relative, class_name) if relative else None
         if built is None:
             unread.append(name)
@@ -175,7 +178,7 @@ def read_census(
         if alternatives:
             sites = tuple(sorted(built.sites))
             union = frozenset().union(*alternatives)
-            models.append(Model(name, relative, union, alternatives, built.merged, sites, draft, pooling))
+            models.append(Model(name, relative, union, alternatives, built.merged, sites, draft, pooling, aliases))
     return Census(
         tuple(layers),
         tuple(models),
@@ -187,11 +190,12 @@ def read_census(
     )
 
 
-def _registry(texts: dict[str, bytes]) -> list[tuple[str, str, str, bool, bool]]:
+def _registry(texts: dict[str, bytes]) -> list[tuple[str, str, str, bool, bool, tuple[str, ...]]]:
     """(architecture, module path, class, draft, pooling) per model class, from the module holding the most
     entries; the path is "" for a module the tree does not have; draft when the entry lies in the registry's
-    table of speculative-decoding models, pooling when in one of pooling models."""
-    best: list[tuple[str, str, str, bool, bool]] = []
+    table of speculative-decoding models, pooling when in one of pooling models; with the other architecture
+    names the registry gives the class."""
+    best: list[tuple[str, str, str, bool, bool, tuple[str, ...]]] = []
     for relative, data in texts.items():
         if not relative.endswith("registry.py") or b'": (' not in data:
             continue
@@ -201,7 +205,7 @@ def _registry(texts: dict[str, bytes]) -> list[tuple[str, str, str, bool, bool]]
             package = dirname(relative)
             tables = [(m.start(), m.group(1)) for m in _TABLE.finditer(text)]
             starts = [start for start, _ in tables]
-            seen: set[tuple[str, str]] = set()
+            seen: dict[tuple[str, str], list[str]] = {}
             best = []
             for entry in entries:
                 architecture, module, class_name = entry.groups()
@@ -211,10 +215,15 @@ def _registry(texts: dict[str, bytes]) -> list[tuple[str, str, str, bool, bool]]
                 # entries costs its size, not their product).
                 at = bisect_left(starts, entry.start())
                 table = tables[at - 1][1] if at else ""
-                if (path or module, class_name) not in seen:
-                    seen.add((path or module, class_name))
-                    draft = _DRAFT_TABLE.search(table) is not None
-                    best.append((architecture, path, class_name, draft, _POOLING_TABLE.search(table) is not None))
+                names = seen.get((path or module, class_name))
+                if names is not None:
+                    names.append(architecture)
+                    continue
+                seen[(path or module, class_name)] = names = []
+                draft = _DRAFT_TABLE.search(table) is not None
+                pooling = _POOLING_TABLE.search(table) is not None
+                best.append((architecture, path, class_name, draft, pooling, names))  # type: ignore[arg-type]
+            best = [(*entry[:5], tuple(dict.fromkeys(n for n in entry[5] if n != entry[0]))) for entry in best]
     return best
 
 
