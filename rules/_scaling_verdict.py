@@ -18,9 +18,10 @@ from kvlint.analysis.tree_index import ResolverView
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, RESOLVER_NAME
 
 
-def severity_of(verdict: Verdict | None, witness: str | None = None) -> Severity:
-    """`witness` "": the counterexample needs a model (a Mamba hybrid) and the tree has none to name."""
-    if witness == "":
+def severity_of(verdict: Verdict | None, witness: str | None = None, unproven: str | None = None) -> Severity:
+    """`witness` "": the counterexample needs a model (a Mamba hybrid) and the tree has none to name;
+    `unproven`: a link of the counterexample the analysis cannot prove (kvlint.analysis.runner_reach)."""
+    if witness == "" or unproven:
         return Severity.WARNING
     return Severity.ERROR if verdict is not None and verdict.outcome == DIFFERS else Severity.WARNING
 
@@ -51,9 +52,12 @@ def remedy(view: ResolverView, reference: str, spec: str | None, dcp: str, alloc
     return "this tree has no shared resolver to compare with or call"
 
 
-def describe(expression: str, verdict: Verdict | None, fix_by_name: str, witness: str | None = None) -> Message:
+def describe(
+    expression: str, verdict: Verdict | None, fix_by_name: str, witness: str | None = None, unproven: str | None = None
+) -> Message:
     """The verdict in words: a headline (what the expression gives, for which kind), the evidence, the remedy;
-    `witness` (kvlint.analysis.hybrid_witness): the model a Mamba counterexample needs, "" when none is."""
+    `witness` (kvlint.analysis.hybrid_witness): the model a Mamba counterexample needs, "" when none is;
+    `unproven`: the link that makes it a warning."""
     short = one_line(expression, 48)
     if verdict is None:
         return Message(
@@ -69,9 +73,10 @@ def describe(expression: str, verdict: Verdict | None, fix_by_name: str, witness
             if verdict.also
             else ""
         )
+        # What the flagged code does (its gate) beside it, not beside the reference it is compared with.
         message = (
-            f"`{expression}` gives {tokens(verdict.factor)} tokens per block for a {kind.label} group{also} at "
-            f"DCP={DCP} where {reference} gives {tokens(kind.reference)} ({verdict.how})"
+            f"`{expression}` ({verdict.how}) gives {tokens(verdict.factor)} tokens per block for a {kind.label} "
+            f"group{also} at DCP={DCP} where {reference} gives {tokens(kind.reference)}"
         )
         if verdict.outcome == REJECTED_ONLY:
             message += f" — only for kinds vLLM rejects under DCP ({kind.rejected_under_dcp})"
@@ -79,13 +84,16 @@ def describe(expression: str, verdict: Verdict | None, fix_by_name: str, witness
             f"`{short}` gives {tokens(verdict.factor)} tokens per block for a {kind.label} group at DCP={DCP}, "
             f"the resolver {tokens(kind.reference)}"
         )
-        detail = f"{reference} gives {tokens(kind.reference)} ({verdict.how})"
+        detail = f"this code: {verdict.how}; {reference} gives {tokens(kind.reference)}"
         if also:
             detail += f"; the same for{also[len(' (also') : -1]}"
         if verdict.outcome == REJECTED_ONLY:
             detail += f" — only for kinds vLLM rejects under DCP ({kind.rejected_under_dcp})"
         elif witness is not None:
             said = (HYBRID if witness else NO_HYBRID).format(label=kind.label, witness=witness, dcp=DCP)
+            message, detail = message + said, detail + said
+        if unproven and verdict.outcome == DIFFERS:
+            said = f"; a warning, not an error: {unproven}"
             message, detail = message + said, detail + said
         return Message(headline, detail, fix_by_name, statement=message, kinds=(kind.label, *verdict.also))
     if verdict.outcome == AGREES:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from kvlint.analysis.runner_reach import selected_by
 from kvlint.analysis.sizing.results import SizingAnalysis
 from kvlint.analysis.sizing.single_file import analyse_single_file
 from kvlint.types import Message, RelatedLocation, Severity
@@ -109,7 +110,15 @@ class SizingReport:
         self._divergences.remove(divergence)
         self._related[id(node)] = getattr(divergence, "related_paths", ())
         message = self.describe(divergence, self.context.project.resolver_view)
-        self.report(node, message, severity=self.severity_of(divergence))
+        severity = self.severity_of(divergence)
+        unproven = selected_by(self.context.project.runner_selection, self.context.module_path)
+        if unproven and severity is Severity.ERROR:  # runner code a setting picks: that it runs is a link unproven
+            said = f"; a warning, not an error: {unproven}"
+            message = replace(
+                message, detail=message.detail + said, statement=(message.statement or message.detail) + said
+            )
+            severity = Severity.WARNING
+        self.report(node, message, severity=severity)
 
     def finding_for(self, pending):
         """The paths of other modules that diverge through this finding's helper, as its related locations."""

@@ -51,6 +51,7 @@ import libcst as cst
 from kvlint import Example, Rule, Severity
 from kvlint.analysis.ast_candidates import could_hold_scaling
 from kvlint.analysis.hybrid_witness import hybrid_witness
+from kvlint.analysis.runner_reach import selected_by
 from kvlint.analysis.scaling import match_scaling
 from kvlint.analysis.vocabulary import RESOLVER_NAME, SCHEDULER_REFERENCE, dcp_aliases
 from kvlint.rules._resolver_call import FIX_TITLE as _FIX_TITLE
@@ -391,6 +392,8 @@ def build(kv_cache_config, parallel_config):
         dcp, allocator = one_line(self.code_of(scaling.dcp), None), table is not None and table.is_allocator
         by_name = remedy(project.resolver_view, table.reference if table else "", spec, dcp, allocator=allocator)
         witness = hybrid_witness(project.census, project.hierarchy, verdict)  # None: the kind needs no model
-        message = describe(one_line(self.code_of(node, own_parentheses=False)), verdict, by_name, witness)
+        unproven = selected_by(project.runner_selection, self.context.module_path)  # a runner a setting picks
+        message = describe(one_line(self.code_of(node, own_parentheses=False)), verdict, by_name, witness, unproven)
         fix = None if unavailable else (lambda: resolver_call_fix(self, scaling))
-        self.report(node, message, fix=fix, severity=severity_of(verdict, witness), fix_unavailable=unavailable)
+        severity = severity_of(verdict, witness, unproven)
+        self.report(node, message, fix=fix, severity=severity, fix_unavailable=unavailable)

@@ -452,3 +452,49 @@ def test_a_constructor_that_keeps_the_process_size_makes_the_refusal_stand(tmp_p
     )
     refused = _refusals(tmp_path, COORDINATOR_RAW + LOOKUP_HELD, keeps_it)
     assert "MambaManager.find_longest_cache_hit asserts" in refused["MambaSpec"]
+
+
+# vLLM 0.27.1: the hybrid coordinator's lookup passes 1 for every group but full attention; the coordinator of
+# one group passes the process's size.
+HYBRID_LOOKUP = """
+
+    def find_longest_cache_hit(self, block_hashes, spec):
+        return self.managers[0].find_longest_cache_hit(
+            block_hashes, spec, dcp_world_size=self.dcp_world_size if isinstance(spec, FullAttentionSpec) else 1
+        )
+
+
+class UnitaryCoordinator:
+    def __init__(self, dcp_world_size):
+        self.dcp_world_size = dcp_world_size
+
+    def find_longest_cache_hit(self, block_hashes):
+        return self.managers[0].find_longest_cache_hit(block_hashes, self.spec, dcp_world_size=self.dcp_world_size)
+"""
+
+
+def test_a_kind_one_lookup_passes_dcp_one_is_accepted_and_refused_only_on_the_other_s_code(tmp_path):
+    root = _tree_027(tmp_path, COORDINATOR_RAW + HYBRID_LOOKUP)
+    (root / MANAGERS).write_text(MANAGER + MAMBA_MANAGER)
+    kinds = {k.label: k for k in analyse(root).kinds}
+    mamba = kinds["MambaSpec"]
+    # A Mamba group beside attention groups is accepted (the hybrid lookup passes it 1) ...
+    assert mamba.rejected_under_dcp is None
+    # ... and refused alone, on the code of the coordinator of one group.
+    why = "MambaManager.find_longest_cache_hit asserts `dcp_world_size == 1` for a MambaSpec group"
+    assert mamba.rejected_in == (("UnitaryCoordinator", why),)
+    assert mamba.rejection_for(["UnitaryCoordinator"]) == why and mamba.rejection_for(["GPUModelRunner"]) is None
+    # Full attention is passed the process's size by both: the assert is not about it.
+    assert kinds["FullAttentionSpec"].rejected_under_dcp is None and kinds["FullAttentionSpec"].rejected_in == ()
+
+
+def test_a_divergence_in_runner_code_a_setting_selects_is_a_warning_that_names_the_setting(tmp_path):
+    from tests.test_runner_reach import WORKER
+
+    root = _tree_with_managers(tmp_path, MANAGERS_PER_KIND)
+    errors = [f for f in _findings(root, RUNNER_PATH) if f.severity is Severity.ERROR]
+    assert errors  # the runner scales Mamba as the base manager would; the Mamba manager does not
+    (root / "vllm/v1/worker/gpu_worker.py").write_bytes(WORKER)
+    findings = _findings(root, RUNNER_PATH)
+    assert findings and all(f.severity is Severity.WARNING for f in findings)
+    assert any("it is selected by `self.use_v2_model_runner` (gpu_worker.py:4)" in f.message for f in findings)

@@ -23,6 +23,7 @@ from kvlint.analysis.kind_table import KindTable, table_from_hierarchy, table_fr
 from kvlint.analysis.platform_reach import PlatformReach, read_platform_reach
 from kvlint.analysis.plugin_roles import TreeRoles, read_tree_roles
 from kvlint.analysis.resolver import find_resolver, read_resolver_rule
+from kvlint.analysis.runner_reach import is_worker_module, read_runner_selection
 from kvlint.analysis.sizing.matrix import build_sizing_analysis
 from kvlint.analysis.sizing.results import SizingAnalysis
 from kvlint.analysis.sizing.single_file import BUILTIN_MODULE
@@ -96,6 +97,8 @@ class TreeIndex:
     target: TargetNames | None = None
     # The layers code that runs on one platform only never meets (kvlint.analysis.platform_reach).
     platform_reach: PlatformReach = PlatformReach()
+    # Runner code a worker runs only when a setting selects it: (folder, setting, where) (runner_reach).
+    runner_selection: tuple[tuple[str, str, str], ...] = ()
     # The classes whose subclasses outside the tree run with the scheduler's config (kvlint.analysis.plugin_roles).
     roles: TreeRoles = TreeRoles()
     # The scanned package's own spec classes in `hierarchy` (kvlint.analysis.own_specs), each with its bases there.
@@ -187,6 +190,8 @@ def build_tree_index(
     built = scheduler_built_classes(builder_texts, scheduler_only_paths)
     roles = read_tree_roles(role_texts, scheduler_only_paths)
     reach = read_platform_reach(root, files, census, census_texts, trees)
+    workers = {r: d for r in files.relatives() if is_worker_module(r) and (d := files.read(r)) is not None}
+    runners = read_runner_selection(workers)
     del trees  # the trees are the index build's largest transient: not kept past it
     resolver_path = find_resolver(root, files)
     if resolver_path is None:
@@ -203,6 +208,7 @@ def build_tree_index(
             scheduler_consumed=consumed,
             scheduler_built=built,
             platform_reach=reach,
+            runner_selection=runners,
             roles=roles,
         )
     relative = resolver_path.relative_to(root)
@@ -225,6 +231,7 @@ def build_tree_index(
         scheduler_consumed=consumed,
         scheduler_built=built,
         platform_reach=reach,
+        runner_selection=runners,
         roles=roles,
     )
 

@@ -234,10 +234,13 @@ def could_matter(relative: str, data: bytes) -> bool | str:
     # The census' readers only when a file changed: a warm scan never loads them (a third of its imports).
     from kvlint.analysis.census.reading import census_fingerprint, census_words, could_shape_census
     from kvlint.analysis.platform_reach import PLATFORMS_DIR
+    from kvlint.analysis.runner_reach import is_worker_module
 
     if relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in INDEX_WORDS):
         return True
     if relative.startswith(f"{PLATFORMS_DIR}/"):  # what a platform refuses (kvlint.analysis.platform_reach)
+        return True
+    if is_worker_module(relative) and b"use_" in data:  # the runners a setting selects (runner_reach)
         return True
     if could_shape_roles(relative) and b"class " in data:  # the roles of code outside the tree (plugin_roles)
         return True

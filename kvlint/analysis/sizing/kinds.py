@@ -33,6 +33,14 @@ class SpecKind:
     spec: Layer | Container
     # Why vLLM refuses this kind when DCP > 1 (an assertion in the tree), or None when it accepts it.
     rejected_under_dcp: str | None = None
+    # Accepted, but refused on the code of some classes: (class, why) for each class whose call of a
+    # manager's refusing method passes it the process's DCP size (vLLM 0.27.1's coordinator for one group:
+    # a Mamba group alone fails there, while the hybrid coordinator passes it 1).
+    rejected_in: tuple[tuple[str, str], ...] = ()
+
+    def rejection_for(self, classes) -> str | None:
+        """Why this kind is refused on the code of a path in `classes`, or None."""
+        return self.rejected_under_dcp or next((why for cls, why in self.rejected_in if cls in classes), None)
 
     @property
     def is_container(self) -> bool:
@@ -49,15 +57,25 @@ def spec_kinds(program: Program, evaluator: Evaluator) -> tuple[SpecKind, ...]:
     abstract = roots | {ATTENTION_ROOT, CONTAINER_CLASS}
     group_checks = coordinator_checks(program)
     handlers = manager_checks(program)
-    handed = handing(program) if any(held for _, _, held in handlers) else None
+    handed = handing(program) if handlers else None
+
+    def held_one(cls: str) -> bool:
+        return _held_one(program, evaluator, handed, cls)
+
     rejected = {
         cls: dcp_rejection(program, evaluator, cls)
         or _refused_group(program, group_checks, cls)
-        or _refused_by_manager(program, handlers, cls, _held_one(program, evaluator, handed, cls))
+        or _refused_by_manager(program, evaluator, handlers, cls, held_one)
         for cls in hierarchy.bases
         if cls not in abstract
     }
-    kinds = [SpecKind(cls, Layer(cls), rejected[cls]) for cls in hierarchy.bases if cls not in abstract]
+    kinds = [
+        SpecKind(
+            cls, Layer(cls), rejected[cls], () if rejected[cls] else _refused_in(evaluator, handlers, cls, held_one)
+        )
+        for cls in hierarchy.bases
+        if cls not in abstract
+    ]
     if CONTAINER_CLASS in hierarchy.bases:
         for label, layers in _containers(program):
             reasons = [rejected.get(layer.cls) for layer in layers if rejected.get(layer.cls)]
@@ -119,11 +137,11 @@ def _refused_group(program: Program, checks, cls: str) -> str | None:
     return None
 
 
-def manager_checks(program: Program) -> list[tuple[frozenset[str], str, bool]]:
+def manager_checks(program: Program) -> list[tuple[frozenset[str], str, list, str]]:
     """Methods that assert, among their first statements, both the kind of the spec they are handed
     (`assert isinstance(kv_cache_spec, MambaSpec)`) and a DCP size of 1 (`assert dcp_world_size == 1`), and
-    that some module of the program calls: (the asserted spec classes, why, whether every call passes the
-    manager's own DCP size), one per such method."""
+    that some module of the program calls: (the asserted spec classes, why, the DCP sizes its calls pass, the
+    parameter), one per such method."""
     texts = [module.text for module in program.modules.values()]
     found = []
     for module in program.modules.values():
@@ -142,18 +160,19 @@ def manager_checks(program: Program) -> list[tuple[frozenset[str], str, bool]]:
                     refusal = " ".join(ast.unparse(statement.test).split())
             if kinds and refusal:
                 why = f"{qualname} asserts `{refusal}` for a {' or '.join(sorted(kinds))} group"
-                found.append((kinds, why, _passes_held_size(program, function, refusal.split()[0])))
+                parameter = refusal.split()[0]
+                found.append((kinds, why, _passed_sizes(program, function, parameter), parameter))
     return found
 
 
-def _passes_held_size(program: Program, function: ast.FunctionDef, parameter: str) -> bool:
-    """Whether every call of the method passes, as its DCP size, the size the manager was built with
-    (`dcp_world_size=manager.dcp_world_size`, or `self.dcp_world_size` that the caller's class copied from
-    a manager) rather than the process's size. A call that passes no DCP size is another class's method of
-    that name (or takes the default, not the process's size)."""
+def _passed_sizes(program: Program, function: ast.FunctionDef, parameter: str) -> list:
+    """(module, the DCP size as passed, the caller's top-level statement) for every call of the method that
+    passes one. A call that passes none is another class's method of that name (or takes the default, not
+    the process's size)."""
     method = function.name
     positional = [a.arg for a in function.args.args[1:]]  # after self / cls
     position = positional.index(parameter) if parameter in positional else None
+    passed = []
     for module in program.modules.values():
         if f".{method}(" not in module.text:
             continue
@@ -166,11 +185,25 @@ def _passes_held_size(program: Program, function: ast.FunctionDef, parameter: st
                 value = next((k.value for k in call.keywords if k.arg == parameter), None)
                 if value is None and position is not None and len(call.args) > position:
                     value = call.args[position]
-                if value is None:
-                    continue
-                if not _held_size(value, parameter, node):
-                    return False
-    return True
+                if value is not None:
+                    passed.append((module, value, node))
+    return passed
+
+
+def _passes_one(evaluator: Evaluator, passed: tuple, parameter: str, cls: str, held_one) -> bool:
+    """Whether a call passes a DCP size of 1 for a group of `cls`: the manager's own size when the manager
+    keeps 1 for it, or an expression that gives 1 for it (vLLM 0.27.1's hybrid lookup: `self.dcp_world_size
+    if isinstance(spec, FullAttentionSpec) else 1`)."""
+    module, value, scope = passed
+    if _held_size(value, parameter, scope):
+        return held_one(cls)
+    # The names the expression tests the kind of stand for a group of `cls`.
+    env = {
+        n.args[0].id: Layer(cls)
+        for n in ast.walk(value)
+        if isinstance(n, ast.Call) and dotted(n.func) == "isinstance" and n.args and isinstance(n.args[0], ast.Name)
+    }
+    return evaluator.eval(value, env, Frame(module)) == 1
 
 
 def _held_size(value: ast.expr, parameter: str, scope: ast.stmt) -> bool:
@@ -226,16 +259,34 @@ def _dcp_is_one(test: ast.expr, parameters: set[str], module) -> bool:
     )
 
 
-def _refused_by_manager(program: Program, checks, cls: str, held_one: bool) -> str | None:
-    """Why the manager of a group of this class fails under DCP: a method it runs asserts DCP = 1 for it,
-    unless that method is given the manager's own size and this kind's manager keeps 1 (vLLM 0.29.0's
-    coordinator hands it `dcp_world_size_for_kv_cache_spec`, 0.34.0's manager keeps 1 unless `dcp_sharded`)."""
-    for kinds, why, held in checks:
-        if held and held_one:
+def _refused_by_manager(program: Program, evaluator: Evaluator, checks, cls: str, held_one) -> str | None:
+    """Why the manager of a group of this class fails under DCP: a method it runs asserts DCP = 1 for it and
+    no call of it passes 1 for this kind. One that does is a configuration vLLM accepts: vLLM 0.29.0's
+    coordinator hands a Mamba group's manager 1 (`dcp_world_size_for_kv_cache_spec`), 0.34.0's manager keeps
+    1 unless `dcp_sharded`, 0.27.1's hybrid lookup passes 1 for any group but full attention."""
+    for kinds, why, passed, parameter in checks:
+        if not any(program.hierarchy.is_subclass(cls, kind) for kind in kinds):
             continue
-        if any(program.hierarchy.is_subclass(cls, kind) for kind in kinds):
-            return why
+        if passed and any(_passes_one(evaluator, p, parameter, cls, held_one) for p in passed):
+            continue
+        if not passed and held_one(cls):
+            continue
+        return why
     return None
+
+
+def _refused_in(evaluator: Evaluator, checks, cls: str, held_one) -> tuple[tuple[str, str], ...]:
+    """(caller class, why) for the calls of a refusing manager method that pass a group of `cls` the
+    process's DCP size, where another call passes it 1 (so the kind is accepted elsewhere)."""
+    found = []
+    for kinds, why, passed, parameter in checks:
+        if not any(evaluator.program.hierarchy.is_subclass(cls, kind) for kind in kinds):
+            continue
+        for call in passed:
+            scope = call[2]
+            if isinstance(scope, ast.ClassDef) and not _passes_one(evaluator, call, parameter, cls, held_one):
+                found.append((scope.name, why))
+    return tuple(dict.fromkeys(found))
 
 
 def _containers(program: Program) -> list[tuple[str, tuple[Layer, ...]]]:

@@ -243,9 +243,10 @@ class _Analyser:
 
     # -- divergences --------------------------------------------------------------------------------
 
-    def _pick(self, differing: list[int]) -> tuple[int, bool]:
-        """The counterexample to show (a reachable container first) and whether any is reachable."""
-        reachable = [i for i in differing if self.kinds[i].rejected_under_dcp is None]
+    def _pick(self, differing: list[int], classes=()) -> tuple[int, bool]:
+        """The counterexample to show (a reachable container first) and whether any is reachable (on the code
+        of a path in `classes`)."""
+        reachable = [i for i in differing if self.kinds[i].rejection_for(classes) is None]
         pool = reachable or differing
         pool = sorted(pool, key=lambda i: (not self.kinds[i].is_container, i))
         return pool[0], bool(reachable)
@@ -259,7 +260,7 @@ class _Analyser:
                     differing[index] = (view, mine)
         if not differing:
             return None
-        index, reachable = self._pick(list(differing))
+        index, reachable = self._pick(list(differing), candidate.classes)
         view, mine = differing[index]
         kind = self.kinds[index]
         return PathDivergence(
@@ -274,7 +275,7 @@ class _Analyser:
             expected_tokens=tokens_for(reference[index]),
             dcp=DCP,
             also=tuple(self.kinds[i].label for i in differing if i != index),
-            rejected_under_dcp=None if reachable else kind.rejected_under_dcp,
+            rejected_under_dcp=None if reachable else kind.rejection_for(candidate.classes),
             remedy=self.resolver_remedy,
         )
 
