@@ -52,4 +52,7 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "the same way, at the callee's line, which is the call's",
     ("kvlint/analysis/census/instantiation.py", 220, "1000 -> 1001"): "what one constructor costs the "
     "budget: a unit, not a decision (the budget's own tests bound it)",
+    ("rules/_fix_scope.py", 90, "1 -> 2"): "a binding of the name other than the helper's own import counted "
+    "twice: only whether every binding is the meant one (`bindings == meant`) decides, and each other binding "
+    "already makes them differ",
 }

@@ -97,3 +97,45 @@ def test_a_loop_name_the_code_does_not_mention():
     assert free_name("x") == "spec"
     assert free_name("spec") == "layer_spec"
     assert free_name("spec layer_spec layer layer_spec_1") == "layer_spec_2"
+
+
+HELPER_IMPORT = "from vllm.v1.kv_cache_interface import iter_layer_specs\n"
+CHECK = "\ndef f(s):\n    return isinstance(s, A)\n"
+
+
+def helper_rebinding(module_code: str, own_module: str = "vllm/x.py") -> str | None:
+    flow, check = flow_of(HELPER_IMPORT + module_code + CHECK)
+    return rebinding(flow, check, ("iter_layer_specs",), own_module)
+
+
+def test_a_builtin_the_interface_module_defines_is_a_rebinding_even_there():
+    # The interface module's own `def all` is not the builtin the rewrite calls (unlike its own helper).
+    flow, check = flow_of("def all(x):\n    return x\n" + CHECK)
+    assert rebinding(flow, check, ("all",), "vllm.v1.kv_cache_interface") == "`all` is bound at module level"
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "from numpy import zeros\n",  # another import binds another name
+        "X = 1\n",  # an assignment of another name
+        "def g():\n    iter_layer_specs = 1\n",  # a nested function's own local
+        "class C:\n    iter_layer_specs = 1\n",  # a class attribute
+    ],
+)
+def test_only_bindings_of_the_helpers_own_name_in_the_modules_own_scope_make_it_another(other):
+    assert helper_rebinding(other) is None
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "for iter_layer_specs in x:\n    pass\n",
+        "iter_layer_specs: object = None\n",
+        "import numpy as iter_layer_specs\n",
+        "import iter_layer_specs.sub\n",  # binds the package's first name
+        "import iter_layer_specs\n",
+    ],
+)
+def test_the_helper_imported_from_the_interface_and_rebound_otherwise_is_another(other):
+    assert helper_rebinding(other) == "`iter_layer_specs` is bound at module level"
