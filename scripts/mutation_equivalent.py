@@ -55,4 +55,8 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("rules/_fix_scope.py", 90, "1 -> 2"): "a binding of the name other than the helper's own import counted "
     "twice: only whether every binding is the meant one (`bindings == meant`) decides, and each other binding "
     "already makes them differ",
+    ("rules/_fix_scope.py", 147, "is not -> is"): "a block's last statement when compound is no exit "
+    "statement either way (`[last]` or `[]`), and a block is never empty",
+    ("rules/_fix_scope.py", 201, "is -> is not"): "which of the module, None or an enclosing function a "
+    "function's owner is when not a class decides nothing: only a class owner is told apart",
 }
