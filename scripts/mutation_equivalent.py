@@ -59,4 +59,11 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "statement either way (`[last]` or `[]`), and a block is never empty",
     ("rules/_fix_scope.py", 201, "is -> is not"): "which of the module, None or an enclosing function a "
     "function's owner is when not a class decides nothing: only a class owner is told apart",
+    ("rules/_unwrap_fix.py", 194, ">= -> >"): "`find(…, end)` is -1 or at least `end`, past the check's "
+    "first character: never 0",
+    ("rules/_unwrap_fix.py", 194, "0 -> 1"): "`find(…, end)` is -1 or at least `end` ≥ 1: `i >= 1` keeps the same",
+    ("rules/_unwrap_fix.py", 224, "if-branch never taken"): "a fast exit: an expression that is not a name "
+    "has no binding (`bindings_of` looks its `.value` node up among names and finds none)",
+    ("rules/_unwrap_fix.py", 227, "or -> and"): "a binding has both a parameter and its function or neither "
+    "(kvlint.analysis.provenance sets them together)",
 }

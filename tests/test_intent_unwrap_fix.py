@@ -8,8 +8,11 @@ from __future__ import annotations
 import dataclasses
 import textwrap
 
+import pytest
+
 from kvlint.analysis.census.compositions import ContainerComposition
 from kvlint.engine.lint import LintRequest, lint_text
+from kvlint.fixing.apply import apply_fixes
 from tests.test_fix_safety import IMPORTS, PATH, PROJECT, RULE
 from tests.test_rules import EXAMPLE_COMPOSITIONS
 
@@ -64,3 +67,126 @@ def test_an_unsafe_helper_fix_takes_the_helpers_own_quantifier():
     said = message(source, project)
     assert "is_full_attention_spec" in said
     assert "the fix takes `all`, the author must choose it or `any`" in said
+
+
+def fix_of(source: str) -> str:
+    """`source` after `kvlint fix --unsafe-fixes` of its KV101 findings, read as is (no dedent, no strip)."""
+    findings = [f for f in lint_text(LintRequest(PATH, PATH, PROJECT, (RULE,)), source).findings if f.code == "KV101"]
+    assert findings, source
+    return apply_fixes(source, findings, unsafe=True).text
+
+
+def test_the_checks_own_parentheses_stay_around_its_rewrite():
+    source = (
+        IMPORTS
+        + "for g in kv_cache_config.kv_cache_groups:\n    ok = (isinstance(g.kv_cache_spec, FullAttentionSpec))\n"
+    )
+    assert "    ok = (is_full_attention_spec(g.kv_cache_spec))\n" in fix_of(source)
+
+
+def test_a_comment_inside_the_checked_classes_stays_where_it_is_and_only_there():
+    source = IMPORTS + (
+        "for g in kv_cache_config.kv_cache_groups:\n"
+        "    ok = isinstance(\n"
+        "        g.kv_cache_spec,\n"
+        "        (MambaSpec,  # the packed kinds\n"
+        "         CrossAttentionSpec),\n"
+        "    )\n"
+    )
+    text = fix_of(source)
+    assert text.count("# the packed kinds") == 1
+    assert "isinstance(spec, (MambaSpec,  # the packed kinds\n" in text
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r"])
+@pytest.mark.parametrize(("name", "wrapped"), [("x" * 4, False), ("x" * 5, True)])
+def test_a_rewrite_up_to_the_line_limit_stays_on_one_line_counted_from_its_lines_start(newline, name, wrapped):
+    # 84 + len(name) columns once rewritten: 88, the limit, fits; 89 does not. The file's first line is empty,
+    # so the check's line starts right after the file's first character.
+    check = "isinstance(g.kv_cache_spec, FullAttentionSpec)"
+    source = f"{newline}for g in kv_cache_config.kv_cache_groups: {name} = {check}{newline}"
+    one_line = f"for g in kv_cache_config.kv_cache_groups: {name} = is_full_attention_spec(g.kv_cache_spec)"
+    assert len(one_line) == 84 + len(name)
+    assert (one_line not in fix_of(source)) is wrapped
+
+
+@pytest.mark.parametrize(("group", "one_content_line"), [("gggg", True), ("ggggg", False)])
+def test_a_wrapped_rewrites_content_stays_on_one_line_up_to_the_limit_a_tab_counted_four(group, one_content_line):
+    # Too long for one line: the call's content on a line of its own when it fits, three tabs and 72 + 4
+    # characters being 88 columns, else one part a line.
+    source = IMPORTS + (
+        "def worker(kv_cache_config):\n"
+        f"\tfor {group} in kv_cache_config.kv_cache_groups:\n"
+        f"\t\tokay = isinstance({group}.kv_cache_spec, MambaSpec)\n"
+    )
+    content = f"\t\t\tisinstance(spec, MambaSpec) for spec in iter_layer_specs({group}.kv_cache_spec)\n"
+    assert (content in fix_of(source)) is one_content_line
+
+
+def test_comments_between_the_checks_parts_end_the_rewrites_lines_in_order_then_stand_alone():
+    source = IMPORTS + (
+        "for g in kv_cache_config.kv_cache_groups:\n"
+        "    ok = isinstance(  # first\n"
+        "        g.kv_cache_spec,  # second\n"
+        "        MambaSpec,  # third\n"
+        "    )\n"
+    )
+    assert (
+        "    ok = all(\n"
+        "        isinstance(spec, MambaSpec)  # first\n"
+        "        for spec in iter_layer_specs(g.kv_cache_spec)  # second\n"
+        "        # third\n"
+        "    )\n"
+    ) in fix_of(source)
+
+
+CALL_SITE_TITLE = "Unwrap the group spec where it is passed: `… for spec in iter_layer_specs(…)`"
+CHECK_TITLE = "Test every layer: `all(… for spec in iter_layer_specs(…))`"
+METHOD = """
+class C:
+    def certifiable(self, spec):
+        return type(spec) is MLAAttentionSpec
+
+    def build(self, kv_cache_config):
+        return all(self.certifiable(g.kv_cache_spec) for g in kv_cache_config.kv_cache_groups)
+"""
+STATIC_METHOD = """
+class C:
+    @staticmethod
+    def certifiable(spec):
+        return type(spec) is MLAAttentionSpec
+
+    def build(self, kv_cache_config):
+        return all(C.certifiable(g.kv_cache_spec) for g in kv_cache_config.kv_cache_groups)
+"""
+ANOTHER_RECEIVER = """
+    def other(self, helper, kv_cache_config):
+        return [helper.certifiable(g.kv_cache_spec) for g in kv_cache_config.kv_cache_groups]
+"""
+
+
+def fix_title(source: str) -> str:
+    source = textwrap.dedent(source).lstrip("\n")
+    (finding,) = [f for f in lint_text(LintRequest(PATH, PATH, PROJECT, (RULE,)), source).findings if f.code == "KV101"]
+    return finding.fix.title
+
+
+@pytest.mark.parametrize("method", [METHOD, STATIC_METHOD])
+def test_a_method_handed_a_group_spec_by_a_call_that_may_reach_another_method_is_fixed_at_its_check(method):
+    # `helper.certifiable(…)` may call another class's method of that name: its tests are not these, so the
+    # layers are not unwrapped at the call sites; the check itself is.
+    assert fix_title(method) == CALL_SITE_TITLE
+    assert fix_title(method + ANOTHER_RECEIVER) == CHECK_TITLE
+
+
+def test_a_parameter_rebound_before_the_check_is_fixed_at_the_check_not_at_the_calls():
+    source = """
+        def build(kv_cache_config, fallback):
+            def certifiable(spec):
+                if spec is None:
+                    spec = fallback
+                return type(spec) is MLAAttentionSpec
+
+            return all(certifiable(group.kv_cache_spec) for group in kv_cache_config.kv_cache_groups)
+    """
+    assert fix_title(source) == CHECK_TITLE
