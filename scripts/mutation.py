@@ -239,14 +239,17 @@ def main() -> int:
 
 
 def _import_time_lines(path: Path) -> set[int]:
-    """The lines that run when the module is imported: module-level code and class bodies, not functions."""
+    """The lines that run when the module is imported: module-level code, class bodies and the signatures of
+    their functions (a default value is made there), not the functions' bodies."""
     lines: set[int] = set()
 
     def add(statements: list[ast.stmt]) -> None:
         for statement in statements:
             if isinstance(statement, ast.ClassDef):
                 add(statement.body)
-            elif not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines.update(range(statement.lineno, statement.body[0].lineno))  # none for a one-line def
+            else:
                 lines.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
 
     add(ast.parse(path.read_text()).body)

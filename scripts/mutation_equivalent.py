@@ -66,4 +66,14 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "has no binding (`bindings_of` looks its `.value` node up among names and finds none)",
     ("rules/_unwrap_fix.py", 227, "or -> and"): "a binding has both a parameter and its function or neither "
     "(kvlint.analysis.provenance sets them together)",
+    ("rules/_unwrap_fix.py", 294, "0 -> 1"): "a line break at offset 0 makes the second line start at 1: "
+    "loops there would need their call on the first line, which is empty; any line after starts past 1",
+    ("rules/_unwrap_fix.py", 309, "< -> <="): "the loops follow the skipped space: a code character is always "
+    "found before the end of the source",
+    ("rules/_unwrap_fix.py", 314, ">= -> >"): "`find(…, offset)` is -1 or at least `offset`, past the "
+    "generator's element: never 0",
+    ("rules/_unwrap_fix.py", 314, "0 -> 1"): "`find(…, offset)` is -1 or at least `offset` ≥ 1",
+    ("rules/_unwrap_fix.py", 343, "any -> all"): "outside the interface module a module defining the name has "
+    "the rewrite blocked (kvlint.rules._fix_scope.rebinding), and inside it nothing is imported either way",
+    ("rules/_unwrap_fix.py", 357, "1 -> 2"): "a maxsplit: the last part is the same",
 }

@@ -190,3 +190,117 @@ def test_a_parameter_rebound_before_the_check_is_fixed_at_the_check_not_at_the_c
             return all(certifiable(group.kv_cache_spec) for group in kv_cache_config.kv_cache_groups)
     """
     assert fix_title(source) == CHECK_TITLE
+
+
+@pytest.mark.parametrize(
+    "more",
+    [
+        # a call that may reach another method, handed no group spec: nothing to unwrap there
+        "\n    def other(self, helper, layer):\n        return helper.certifiable(layer)\n",
+        # a call of this very method handed no group spec: nothing to unwrap there either
+        "\n    def single(self, layer):\n        return self.certifiable(layer)\n",
+    ],
+)
+def test_calls_handing_no_group_spec_leave_the_call_site_fix_alone(more):
+    assert fix_title(METHOD + more) == CALL_SITE_TITLE
+
+
+def test_a_group_spec_handed_outside_all_or_any_is_fixed_at_the_check():
+    source = METHOD.replace(
+        "return all(self.certifiable(g.kv_cache_spec) for g", "return [self.certifiable(g.kv_cache_spec) for g"
+    )
+    source = source.replace("kv_cache_groups)", "kv_cache_groups]")
+    assert fix_title(source) == CHECK_TITLE
+
+
+@pytest.mark.parametrize(
+    ("tests", "applicability"),
+    [
+        # every layer of each composition the tree builds is a FullAttentionSpec (or a subclass)
+        ("isinstance(spec, FullAttentionSpec)", "safe"),
+        # ... but only some are exactly one
+        ("type(spec) is FullAttentionSpec", "unsafe"),
+        ("isinstance(spec, FullAttentionSpec) and type(spec) == MLAAttentionSpec", "unsafe"),
+        # the function's other class test of the parameter tells MLA layers apart: its answer may split
+        ("isinstance(spec, AttentionSpec) and isinstance(spec, MLAAttentionSpec)", "unsafe"),
+        ("isinstance(spec, AttentionSpec) and isinstance(spec, (MLAAttentionSpec, MambaSpec))", "unsafe"),
+        # neither another call compared nor another name's class is a class test of the parameter
+        ("isinstance(spec, FullAttentionSpec) and kind_of(spec) == MLAAttentionSpec", "safe"),
+        ("isinstance(spec, FullAttentionSpec) and type(other) is MLAAttentionSpec", "safe"),
+        ("isinstance(spec, FullAttentionSpec) and isinstance(other, MLAAttentionSpec)", "safe"),
+    ],
+)
+def test_a_call_site_fix_is_safe_when_no_class_test_of_the_parameter_splits_a_composition(tests, applicability):
+    source = (
+        "def build(kv_cache_config, other):\n"
+        "    def certifiable(spec):\n"
+        f"        return {tests}\n\n"
+        "    return all(certifiable(group.kv_cache_spec) for group in kv_cache_config.kv_cache_groups)\n"
+    )
+    (finding,) = [f for f in lint_text(LintRequest(PATH, PATH, PROJECT, (RULE,)), source).findings if f.code == "KV101"]
+    assert finding.fix.title == CALL_SITE_TITLE
+    assert finding.fix.applicability.value == applicability
+
+
+def fix_with(source: str, path: str = PATH):
+    (finding,) = [f for f in lint_text(LintRequest(path, path, PROJECT, (RULE,)), source).findings if f.code == "KV101"]
+    return finding.fix, apply_fixes(source, [finding], unsafe=True).text
+
+
+COMMENTED_CALL_SITE = (
+    "def build(kv_cache_config):\n"
+    "    def certifiable(spec):\n"
+    "        return type(spec) is MLAAttentionSpec\n"
+    "\n"
+    "    return all(\n"
+    "        certifiable(group.kv_cache_spec)  # why\n"
+    "        for group in kv_cache_config.kv_cache_groups\n"
+    "    )\n"
+)
+
+
+def test_a_comment_before_the_loops_keeps_the_new_loop_on_a_line_of_its_own():
+    _, text = fix_with(COMMENTED_CALL_SITE)
+    assert (
+        "        certifiable(spec)  # why\n"
+        "        for group in kv_cache_config.kv_cache_groups\n"
+        "        for spec in iter_layer_specs(group.kv_cache_spec)\n"
+    ) in text
+
+
+def test_each_edit_is_placed_where_it_writes_the_argument_at_its_start_the_new_loop_after_the_loops():
+    fix, _ = fix_with(COMMENTED_CALL_SITE)
+    assert [(e.line, e.column, e.end_line, e.end_column) for e in fix.edits] == [(6, 21, 6, 40), (7, 53, 7, 53)]
+
+
+@pytest.mark.parametrize(
+    ("declared", "removed"),
+    [
+        ("", True),
+        ("x: int = 1\n", True),  # another annotated name
+        ("__all__ = ['worker']\n", False),  # the module's imports are its interface: kept
+        ("__all__: list = ['worker']\n", False),
+        ("__all__ += ['worker']\n", False),
+    ],
+)
+def test_a_helper_fix_drops_the_checked_class_import_unless_the_module_declares_its_interface(declared, removed):
+    source = (
+        "from vllm.v1.kv_cache_interface import FullAttentionSpec\n"
+        f"{declared}\n"
+        "def worker(kv_cache_config):\n"
+        "    return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, FullAttentionSpec)]\n"
+    )
+    fix, _ = fix_with(source)
+    dropped = [(i.module, i.name) for i in fix.imports if not i.add]
+    assert (dropped == [("vllm.v1.kv_cache_interface", "FullAttentionSpec")]) is removed
+
+
+def test_the_interface_module_imports_nothing_from_itself():
+    source = (
+        "def iter_layer_specs(spec):\n"
+        "    return [spec]\n\n"
+        "def worker(kv_cache_config):\n"
+        "    return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, MambaSpec)]\n"
+    )
+    fix, text = fix_with(source, "vllm/v1/kv_cache_interface.py")
+    assert fix.imports == () and "isinstance(spec, MambaSpec) for spec in iter_layer_specs(" in text
