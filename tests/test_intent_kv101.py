@@ -5,6 +5,7 @@ linted in the examples' tree; written against the mutants scripts/mutation.py ma
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 
 import pytest
