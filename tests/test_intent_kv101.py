@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from kvlint.analysis.vocabulary import RESOLVER_NAME
 from kvlint.engine.lint import LintRequest, lint_text
 from tests.test_fix_safety import PATH, PROJECT, RULE
 
@@ -88,3 +89,21 @@ def test_without_compositions_two_checks_proven_wrong_by_one_layer_class_are_one
         "        b = isinstance(g.kv_cache_spec, (FullAttentionSpec, EncoderOnlyAttentionSpec))\n"
     )
     assert [f.line for f in findings(source, project=not_read)] == [3]
+
+
+class _TargetsLackingTheResolver:
+    """Targeted releases (TreeIndex.target) of which one lacks the resolver and nothing else."""
+
+    def lacked_by(self, module: str, name: str) -> tuple[str, ...]:
+        return ("0.20.0",) if name == RESOLVER_NAME else ()
+
+
+def test_a_check_gated_on_no_scaling_keeps_its_fix_where_only_the_resolver_is_lacking():
+    targets = dataclasses.replace(PROJECT, target=_TargetsLackingTheResolver())
+    (finding,) = findings(filtering("isinstance(g.kv_cache_spec, MambaSpec)"), project=targets)
+    assert finding.fix_unavailable is None and finding.fix is not None
+
+
+def test_a_check_in_parentheses_is_quoted_without_them():
+    (finding,) = findings(filtering("(isinstance(g.kv_cache_spec, MambaSpec))"))
+    assert finding.message.startswith("`isinstance(g.kv_cache_spec, MambaSpec)` is False")
