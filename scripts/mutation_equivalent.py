@@ -81,4 +81,6 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "container True, as its layers do, so no built container is a counterexample",
     ("rules/kv101_container_isinstance.py", 326, "or -> and"): "the same fast exit: each of its two cases alone "
     "ends with no finding further on",
+    ("kvlint/engine/grouping.py", 194, "if-branch never taken"): "a fast path: with nothing folded the primary "
+    "is rebuilt with its own fix and note and its related locations sorted, which rules add in file order",
 }
