@@ -83,4 +83,10 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "ends with no finding further on",
     ("kvlint/engine/grouping.py", 194, "if-branch never taken"): "a fast path: with nothing folded the primary "
     "is rebuilt with its own fix and note and its related locations sorted, which rules add in file order",
+    ("kvlint/analysis/layer_mixes.py", 18, "if-branch never taken"): "imports only annotations name, and "
+    "`from __future__ import annotations` evaluates none",
+    ("kvlint/analysis/layer_mixes.py", 18, "if-condition negated"): "the same imports made at run time: no "
+    "cycle, and nothing but annotations names them",
+    ("kvlint/analysis/layer_mixes.py", 50, "if-branch never taken"): "a fast exit: a root has no parent or only "
+    "a root, so the walk returns it too",
 }
