@@ -8,7 +8,8 @@ empty result — and for each mutant only the fast tests that run the mutated li
 map made once, with coverage's dynamic contexts). A mutant is *killed* when one of them fails, *survives* when
 all pass, and is *uncovered* when no fast test runs its lines. The report, per module, is written into
 docs/reliability.md between its generated markers (`--report`), and every survivor is listed with its line:
-each is a test to write, or a mutant to mark equivalent in `EQUIVALENT` with the reason.
+each is a test to write, or a mutant to mark equivalent, with the reason, in `EQUIVALENT`
+(scripts/mutation_equivalent.py; the mutants themselves are made in scripts/mutation_operators.py).
 
 Mutants run in scratch copies of the checkout (one per job), never in the checkout itself; each test run is
 bounded in time (a mutant that loops is killed by its timeout and counted killed).
@@ -25,10 +26,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
+
+# The gate's helper modules lie beside it (scripts/ is no package: this file runs as a script).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mutation_equivalent import EQUIVALENT  # noqa: E402
+from mutation_operators import Mutant, mutants_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 # The code that decides what is an error and whether a fix is safe (issue 31).
@@ -41,225 +45,12 @@ CORE = (
     "kvlint/analysis/layer_selection.py",
     "kvlint/engine/suppress.py",
     "kvlint/engine/grouping.py",
+    "rules/_fix_scope.py",
     "rules/_unwrap_fix.py",
     "rules/kv101_container_isinstance.py",
 )
-# (module, line, operator) → why the mutant cannot change behaviour; it is then not counted.
-EQUIVALENT: dict[tuple[str, int, str], str] = {
-    (
-        "kvlint/engine/suppress.py",
-        29,
-        "if-branch never taken",
-    ): "a fast path: a source without the word holds no directive",
-    (
-        "kvlint/analysis/dominance.py",
-        54,
-        "and -> or",
-    ): "a guard that only saves work: `_exits` is False for all it lets through (an expression, an `else` or "
-    "`elif` clause, None), none of them a block ending in an exit",
-    ("kvlint/analysis/layer_selection.py", 183, "0 -> 1"): "every layer set's count shifted by one: the order of "
-    "witnesses, which alone uses it, is the same",
-    ("kvlint/analysis/layer_selection.py", 183, "1 -> 2"): "every count doubled: the same order of witnesses",
-    ("kvlint/analysis/layer_selection.py", 188, "0 -> 1"): "without a census every witness is equally near: "
-    "any constant gives the same order",
-    ("kvlint/analysis/consumers.py", 46, "if-branch never taken"): "a fast path: with no accessor the empty "
-    "pattern's reads name no accessor, and none is consumed",
-    ("kvlint/analysis/consumers.py", 54, "if-branch never taken"): "a fast path: a name read by the worker "
-    "once stays so",
-    ("kvlint/analysis/consumers.py", 75, "0 -> 1"): "only a read on line 2 after an empty line 1 differs, "
-    "and nothing above it can enclose it",
-    ("kvlint/analysis/consumers.py", 80, "if-branch never taken"): "a fast exit: no class indentation is "
-    "below 0, so a line at the margin gets no class either way",
-    ("kvlint/analysis/census/compositions.py", 57, "1 -> 2"): "a maxsplit: the first part is the same",
-    ("kvlint/analysis/census/reading.py", 73, "16 -> 17"): "the fingerprint's length: a longer prefix of the "
-    "same digest tells the same changes apart",
-    ("kvlint/analysis/census/reading.py", 210, "if-branch never taken"): "a fast path: a module without the "
-    "words has no match of the method's pattern either",
-    ("kvlint/analysis/census/reading.py", 212, "1 -> 2"): "every definition's line one later: no class "
-    "statement shares a line with the def it holds, so `c.line < line` picks the same classes",
-    ("kvlint/analysis/census/paths.py", 158, "1 -> 2"): "a maxsplit: the first line is the same",
-    ("kvlint/analysis/census/paths.py", 138, "4000 -> 4001"): "a bound on the text read for a filter, "
-    "against crafted modules: its size is a cost, not a decision",
-    ("kvlint/analysis/census/instantiation.py", 132, "if-branch never taken"): "a cache: the bindings read "
-    "again are the same",
-    ("kvlint/analysis/census/instantiation.py", 200, "if-branch never taken"): "a cache: the constructor "
-    "read again builds the same (only the budget, not the answer, tells)",
-    ("kvlint/analysis/census/instantiation.py", 230, "if-branch never taken"): "a cache, as for constructors",
-    ("kvlint/analysis/census/instantiation.py", 299, "if-branch never taken"): "a fast path: `resolve_expr` "
-    "resolves no attribute of anything but a name, so the reference builds nothing either way",
-    ("kvlint/analysis/census/instantiation.py", 285, "if-branch never taken"): "a lambda read as any other "
-    "expression visits the same child, its body (its defaults are read by neither)",
-    ("kvlint/analysis/census/instantiation.py", 339, "if-branch never taken"): "`_reference` builds a class "
-    "the same way, at the callee's line, which is the call's",
-    ("kvlint/analysis/census/instantiation.py", 220, "1000 -> 1001"): "what one constructor costs the "
-    "budget: a unit, not a decision (the budget's own tests bound it)",
-}
 TEST_TIMEOUT = 120  # seconds for one mutant's tests: a loop the mutant made is a kill
 MARK_BEGIN, MARK_END = "<!-- generated:mutation -->", "<!-- /generated:mutation -->"
-
-
-@dataclass(frozen=True)
-class Mutant:
-    module: str  # relative to ROOT
-    line: int
-    end_line: int
-    operator: str  # what was changed, e.g. "and -> or"
-    source: str  # the whole mutated module
-
-
-def _span(node: ast.AST) -> tuple[int, int, int, int]:
-    return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
-
-
-class _Finder(ast.NodeVisitor):
-    """Every place a mutation operator applies: (node, replacement expression text, operator name)."""
-
-    FLIPS = {
-        ast.Eq: ast.NotEq,
-        ast.NotEq: ast.Eq,
-        ast.Lt: ast.LtE,
-        ast.LtE: ast.Lt,
-        ast.Gt: ast.GtE,
-        ast.GtE: ast.Gt,
-        ast.In: ast.NotIn,
-        ast.NotIn: ast.In,
-        ast.Is: ast.IsNot,
-        ast.IsNot: ast.Is,
-    }
-
-    def __init__(self) -> None:
-        self.found: list[tuple[ast.AST, str, str]] = []
-
-    def _add(self, node: ast.AST, replacement: ast.AST | str, operator: str) -> None:
-        text = replacement if isinstance(replacement, str) else ast.unparse(replacement)
-        self.found.append((node, text, operator))
-
-    def visit_BoolOp(self, node: ast.BoolOp) -> None:
-        other = ast.Or() if isinstance(node.op, ast.And) else ast.And()
-        self._add(node, ast.BoolOp(op=other, values=node.values), f"{_name(node.op)} -> {_name(other)}")
-        self.generic_visit(node)
-
-    def visit_Compare(self, node: ast.Compare) -> None:
-        for index, op in enumerate(node.ops):
-            flipped = self.FLIPS.get(type(op))
-            if flipped is not None:
-                ops = list(node.ops)
-                ops[index] = flipped()
-                mutated = ast.Compare(left=node.left, ops=ops, comparators=node.comparators)
-                self._add(node, mutated, f"{_name(op)} -> {_name(flipped())}")
-        self.generic_visit(node)
-
-    def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
-        if isinstance(node.op, ast.Not):
-            self._add(node, node.operand, "not x -> x")
-        self.generic_visit(node)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        if isinstance(node.func, ast.Name) and node.func.id in ("all", "any"):
-            other = "any" if node.func.id == "all" else "all"
-            self._add(
-                node,
-                ast.Call(func=ast.Name(other), args=node.args, keywords=node.keywords),
-                f"{node.func.id} -> {other}",
-            )
-        self.generic_visit(node)
-
-    def visit_Constant(self, node: ast.Constant) -> None:
-        if node.value is True or node.value is False:
-            self._add(node, repr(not node.value), f"{node.value} -> {not node.value}")
-        elif type(node.value) is int:
-            self._add(node, repr(node.value + 1), f"{node.value} -> {node.value + 1}")
-
-    def visit_If(self, node: ast.If) -> None:
-        self._add(node.test, "False", "if-branch never taken")
-        self._add(node.test, f"not ({ast.unparse(node.test)})", "if-condition negated")
-        self.generic_visit(node)
-
-    def visit_Return(self, node: ast.Return) -> None:
-        empty = _empty_like(node.value)
-        if empty is not None:
-            self._add(node.value, empty, "empty result")
-        self.generic_visit(node)
-
-    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
-        return  # messages: their wording is the goldens' business, not the analysis'
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        # A decorator (`@dataclass(frozen=True)`) declares, it decides nothing, and runs only at import, where
-        # no test's coverage context sees it: its mutants could only ever read "uncovered".
-        for child in node.body:
-            self.visit(child)
-
-
-def _empty_like(value: ast.AST | None) -> str | None:
-    if isinstance(value, (ast.List, ast.ListComp)):
-        return "[]"
-    if isinstance(value, (ast.Set, ast.SetComp)):
-        return "set()"
-    if isinstance(value, (ast.Dict, ast.DictComp)):
-        return "{}"
-    if isinstance(value, ast.Tuple) and value.elts:
-        return None  # a tuple of values is a record, not a collection
-    if (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Name)
-        and value.func.id in ("frozenset", "tuple", "set", "list", "sorted")
-    ):
-        return {"frozenset": "frozenset()", "tuple": "()", "set": "set()"}.get(value.func.id, "[]")
-    return None
-
-
-def _name(op: ast.AST) -> str:
-    return {
-        "And": "and",
-        "Or": "or",
-        "Eq": "==",
-        "NotEq": "!=",
-        "Lt": "<",
-        "LtE": "<=",
-        "Gt": ">",
-        "GtE": ">=",
-        "In": "in",
-        "NotIn": "not in",
-        "Is": "is",
-        "IsNot": "is not",
-    }.get(type(op).__name__, type(op).__name__)
-
-
-def mutants_of(module: str, root: Path = ROOT) -> Iterator[Mutant]:
-    """Every mutant of one module, each a whole source that compiles, with the mutated lines kept in place
-    (a multi-line expression becomes one line plus blank ones inside its brackets), so coverage's line numbers
-    still name the mutated code."""
-    text = (root / module).read_text()
-    tree = ast.parse(text)
-    finder = _Finder()
-    finder.visit(tree)
-    lines = text.splitlines(keepends=True)
-    seen = set()
-    for node, replacement, operator in finder.found:
-        first, col, last, end_col = _span(node)
-        key = (first, col, last, end_col, replacement)
-        if key in seen:
-            continue
-        seen.add(key)
-        head = lines[first - 1][:col]
-        tail = lines[last - 1][end_col:]
-        middle = "".join(lines[first - 1 : last])
-        if "\\\n" in middle:
-            continue  # a backslash continuation: blank lines would end the statement
-        new = f"({replacement})" if last > first else replacement
-        if last > first:
-            tail = "\n" * (last - first) + tail
-        source = "".join(lines[: first - 1]) + head + new + tail + "".join(lines[last:])
-        if source == text:
-            continue  # `return []` emptied: no change
-        try:
-            compile(source, module, "exec")
-        except SyntaxError:
-            continue
-        if (module, first, operator) in EQUIVALENT:
-            continue
-        yield Mutant(module, first, last, operator, source)
 
 
 def coverage_map(pytest_args: list[str], cache: Path | None = None, jobs: int = 1) -> dict[str, dict[int, set[str]]]:
@@ -392,7 +183,7 @@ def main() -> int:
         print(f"mutation: per-test coverage of the fast loop over {options.tests}…", file=sys.stderr)
     replaying = bool(options.replay and options.retry)
     covered = {} if replaying else coverage_map(["-m", "not slow", options.tests], options.coverage_cache, options.jobs)
-    mutants = [m for module in modules for m in mutants_of(module)]
+    mutants = [m for module in modules for m in mutants_of(module, ROOT)]
     reach = _reach(covered)
     import_time = {module: _import_time_lines(ROOT / module) for module in modules}
 
@@ -448,14 +239,17 @@ def main() -> int:
 
 
 def _import_time_lines(path: Path) -> set[int]:
-    """The lines that run when the module is imported: module-level code and class bodies, not functions."""
+    """The lines that run when the module is imported: module-level code, class bodies and the signatures of
+    their functions (a default value is made there), not the functions' bodies."""
     lines: set[int] = set()
 
     def add(statements: list[ast.stmt]) -> None:
         for statement in statements:
             if isinstance(statement, ast.ClassDef):
                 add(statement.body)
-            elif not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines.update(range(statement.lineno, statement.body[0].lineno))  # none for a one-line def
+            else:
                 lines.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
 
     add(ast.parse(path.read_text()).body)
@@ -521,7 +315,7 @@ def render(results: dict[str, dict[str, list[Mutant]]], seconds: float, how: str
     return (
         "\n".join(rows)
         + f"\n\n{how or f'In {seconds / 60:.0f} min (`python scripts/mutation.py --report`)'}. Survivors:\n\n{listing}{tail}"
-        + f"\n\nEquivalent mutants (not counted; `EQUIVALENT` in scripts/mutation.py says why):\n\n{same_listing}"
+        + f"\n\nEquivalent mutants (not counted; `EQUIVALENT` in scripts/mutation_equivalent.py says why):\n\n{same_listing}"
     )
 
 

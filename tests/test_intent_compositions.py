@@ -578,3 +578,93 @@ def test_an_unclosed_class_test_in_a_filter_names_no_class():
         "    return UniformTypeKVCacheSpecs.from_specs(kept)"
     )
     assert paths_of(source)["f"].excluded == frozenset()
+
+
+def test_a_call_in_a_one_line_functions_body_is_its_path():
+    # The def line is the function's only line: its body (after the colon) is there too.
+    found = paths_of("def whole(s): return UniformTypeKVCacheSpecs.from_specs(s)\n")
+    assert set(found) == {"whole"} and found["whole"].line == 1
+
+
+def test_a_dict_filled_with_the_layers_a_class_test_rejects_is_not_handed_only_that_class():
+    found = paths_of(
+        """
+        def f(kv_cache_spec):
+            chosen = {}
+            for name, spec in kv_cache_spec.items():
+                if not isinstance(spec, HiddenSpec):
+                    chosen[name] = spec
+            return UniformTypeKVCacheSpecs.from_specs(chosen)
+        """
+    )
+    assert found["f"].only == frozenset()
+
+
+def test_a_one_line_caller_handing_every_layer_keeps_the_path_unexcluded():
+    found = paths_of(
+        """
+        def _pack(vllm_config, kv_cache_spec):
+            return UniformTypeKVCacheSpecs.from_specs(kv_cache_spec)
+
+        def first(vllm_config, kv_cache_spec):
+            filtered = {k: v for k, v in kv_cache_spec.items() if not isinstance(v, HiddenSpec)}
+            return _pack(vllm_config, filtered)
+
+        def every(vllm_config, kv_cache_spec): return _pack(vllm_config, kv_cache_spec)
+        """
+    )
+    assert found["_pack"].excluded == frozenset()
+
+
+def test_a_paths_guards_are_read_from_its_functions_code():
+    source = "def whole(s):\n    if c := UniformTypeKVCacheSpecs.from_specs(s):\n        return [c]\n    return []\n"
+    assert paths_of(source)["whole"].guards.returns_container
+
+
+def test_a_tuple_of_classes_with_a_computed_one_names_no_class():
+    source = (
+        "def f(s):\n"
+        "    kept = {k: v for k, v in s.items() if not isinstance(v, (HiddenSpec, pick(EncoderSpec)))}\n"
+        "    return UniformTypeKVCacheSpecs.from_specs(kept)\n"
+    )
+    assert paths_of(source)["f"].excluded == frozenset()
+
+
+def test_a_filter_without_a_closing_brace_is_read_on_its_line_and_an_unclosed_class_test_names_nothing():
+    closed_test = (
+        "def f(s):\n"
+        "    kept = {k: v for k, v in s.items() if not isinstance(v, HiddenSpec)\n"
+        "    return UniformTypeKVCacheSpecs.from_specs(kept)\n"
+    )
+    assert paths_of(closed_test)["f"].excluded == frozenset({"HiddenSpec"})
+    unclosed_test = closed_test.replace("HiddenSpec)\n", "HiddenSpec\n")
+    assert paths_of(unclosed_test)["f"].excluded == frozenset()
+
+
+def test_what_callers_filter_is_read_from_calls_in_functions_only_the_def_on_the_first_line_no_call():
+    source = (
+        "def _pack(vllm_config, kv_cache_spec):\n"
+        "    return UniformTypeKVCacheSpecs.from_specs(kv_cache_spec)\n"
+        "\n"
+        "def first(vllm_config, kv_cache_spec):\n"
+        "    filtered = {k: v for k, v in kv_cache_spec.items() if not isinstance(v, HiddenSpec)}\n"
+        "    return _pack(vllm_config, filtered)\n"
+        "\n"
+        "X = _pack(None, SPECS)\n"  # at module level: no caller's filter to read
+    )
+    assert paths_of(source)["_pack"].excluded == frozenset({"HiddenSpec"})
+
+
+def test_a_call_on_its_callers_last_line_counts_in_what_every_caller_filters_out():
+    source = (
+        "def _pack(vllm_config, kv_cache_spec):\n"
+        "    return UniformTypeKVCacheSpecs.from_specs(kv_cache_spec)\n"
+        "\n"
+        "def first(vllm_config, kv_cache_spec):\n"
+        "    filtered = {k: v for k, v in kv_cache_spec.items() if not isinstance(v, HiddenSpec)}\n"
+        "    return _pack(vllm_config, filtered)\n"  # the next def follows at once
+        "def second(vllm_config, kv_cache_spec):\n"
+        "    kept = {k: v for k, v in kv_cache_spec.items() if not isinstance(v, (HiddenSpec, EncoderSpec))}\n"
+        "    return _pack(vllm_config, kept)\n"
+    )
+    assert paths_of(source)["_pack"].excluded == frozenset({"HiddenSpec"})

@@ -7,9 +7,9 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from kvlint.analysis.cst_walk import parent_map
+from kvlint.analysis.cst_walk import parent_map, preorder
 from kvlint.analysis.provenance import SpecFlow
-from kvlint.rules._fix_scope import free_name, guarded_use, rebinding
+from kvlint.rules._fix_scope import free_name, guarded_use, rebinding, resolved_calls
 from tests.test_witness_semantics import _isinstance_call
 
 
@@ -97,3 +97,105 @@ def test_a_loop_name_the_code_does_not_mention():
     assert free_name("x") == "spec"
     assert free_name("spec") == "layer_spec"
     assert free_name("spec layer_spec layer layer_spec_1") == "layer_spec_2"
+
+
+HELPER_IMPORT = "from vllm.v1.kv_cache_interface import iter_layer_specs\n"
+CHECK = "\ndef f(s):\n    return isinstance(s, A)\n"
+
+
+def helper_rebinding(module_code: str, own_module: str = "vllm/x.py") -> str | None:
+    flow, check = flow_of(HELPER_IMPORT + module_code + CHECK)
+    return rebinding(flow, check, ("iter_layer_specs",), own_module)
+
+
+def test_a_builtin_the_interface_module_defines_is_a_rebinding_even_there():
+    # The interface module's own `def all` is not the builtin the rewrite calls (unlike its own helper).
+    flow, check = flow_of("def all(x):\n    return x\n" + CHECK)
+    assert rebinding(flow, check, ("all",), "vllm.v1.kv_cache_interface") == "`all` is bound at module level"
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "from numpy import zeros\n",  # another import binds another name
+        "X = 1\n",  # an assignment of another name
+        "def g():\n    iter_layer_specs = 1\n",  # a nested function's own local
+        "class C:\n    iter_layer_specs = 1\n",  # a class attribute
+    ],
+)
+def test_only_bindings_of_the_helpers_own_name_in_the_modules_own_scope_make_it_another(other):
+    assert helper_rebinding(other) is None
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "for iter_layer_specs in x:\n    pass\n",
+        "iter_layer_specs: object = None\n",
+        "import numpy as iter_layer_specs\n",
+        "import iter_layer_specs.sub\n",  # binds the package's first name
+        "import iter_layer_specs\n",
+    ],
+)
+def test_the_helper_imported_from_the_interface_and_rebound_otherwise_is_another(other):
+    assert helper_rebinding(other) == "`iter_layer_specs` is bound at module level"
+
+
+@pytest.mark.parametrize(
+    "binding",
+    [
+        "s: KVCacheSpec = g.spec",  # an annotated assignment binds the same value
+        "if (s := g.spec) is None:\n            continue",  # so does a walrus
+    ],
+)
+def test_a_name_bound_to_the_checked_value_by_any_assignment_is_that_value(binding):
+    body = f"{binding}\n        if not isinstance(s, MambaSpec):\n            continue\n        n = g.spec.x"
+    assert use(f"def f(groups):\n    for g in groups:\n        {body}\n") == "g.spec.x"
+
+
+@pytest.mark.parametrize(
+    ("branch", "found"),
+    [
+        ("\n            log(); continue", "g.spec.x"),  # the exit ends the block's last line
+        (" log()", None),  # a one-line branch that does not leave
+        (" continue; log()", "g.spec.x"),  # an exit anywhere on a one-line branch leaves
+    ],
+)
+def test_a_branch_leaves_when_its_last_line_or_its_one_line_suite_exits(branch, found):
+    body = f"if not isinstance(g.spec, MambaSpec):{branch}\n        n = g.spec.x"
+    assert use(f"def f(groups, log):\n    for g in groups:\n        {body}\n") == found
+
+
+def test_a_check_at_module_level_guards_a_use_after_it():
+    assert use("for g in groups:\n    if not isinstance(g.spec, MambaSpec):\n        continue\n    n = g.spec.x\n") == (
+        "g.spec.x"
+    )
+
+
+def test_a_name_bound_through_a_chain_of_assignments_is_the_checked_value():
+    body = "a = g.spec\n        b = a\n        if not isinstance(b, MambaSpec):\n            continue\n        n = g.spec.x"
+    assert use(f"def f(groups):\n    for g in groups:\n        {body}\n") == "g.spec.x"
+
+
+def calls_reaching(source: str, function: str, line: int = 0) -> tuple[list[int], list[int]]:
+    """The lines of the calls that reach the `def function` (the `line`th of that name), and of those that may."""
+    module = cst.parse_module(source)
+    flow = SpecFlow(module, lambda: parent_map(module))
+    defs = [n for n in preorder(module) if isinstance(n, cst.FunctionDef) and n.name.value == function]
+    reaching, unknown = resolved_calls(flow, defs[line])
+    lines = {call: source[: source.index(module.code_for_node(call))].count("\n") + 1 for call in reaching + unknown}
+    return [lines[c] for c in reaching], [lines[c] for c in unknown]
+
+
+def test_a_call_by_bare_name_reaches_a_module_function_defined_once():
+    assert calls_reaching("def f(s):\n    pass\n\nx = f(1)\n", "f") == ([4], [])
+
+
+def test_a_call_by_bare_name_may_reach_either_of_two_functions_of_that_name():
+    source = "def f(s):\n    pass\n\ndef f(s):\n    pass\n\nx = f(1)\n"
+    assert calls_reaching(source, "f") == ([], [7])
+
+
+def test_a_bare_name_never_reaches_a_method_of_that_name():
+    source = "class C:\n    def f(self, s):\n        pass\n\nx = f(1)\ny = C.f(2)\n"
+    assert calls_reaching(source, "f") == ([6], [])

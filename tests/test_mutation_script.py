@@ -78,7 +78,7 @@ def test_a_decorator_is_not_mutated_and_import_time_lines_are_known(tmp_path):
     (tmp_path / "a.py").write_text(source)
     operators = {(m.line, m.operator) for m in mutation.mutants_of("a.py", root=tmp_path)}
     assert (5, "True -> False") not in operators and (2, "16 -> 17") in operators and (10, "> -> >=") in operators
-    assert mutation._import_time_lines(tmp_path / "a.py") == {1, 2, 7}
+    assert mutation._import_time_lines(tmp_path / "a.py") == {1, 2, 7, 9}  # 9: `def f(self):`, its defaults
 
 
 def test_a_retry_runs_only_what_was_not_killed_and_counts_the_rest_killed(tmp_path):

@@ -63,7 +63,8 @@ def read_grouping_paths(
         parsed = functions_of(tree) if tree is not None else {}
         for match in re.finditer(re.escape(call) + r"[ \t]*(\w+)", text):
             line = lines.number(match.start())
-            owner = next((f for f in reversed(functions) if f[1] < line <= f[2]), None)
+            # A one-line function's body is on its def line (`def f(s): return C.from_specs(s)`).
+            owner = next((f for f in reversed(functions) if f[1] <= line <= f[2]), None)
             if owner is None:
                 continue
             name, first, last = owner
@@ -201,8 +202,9 @@ def _required(body: str) -> frozenset[str]:
 
 
 def _filled(body: str, name: str) -> frozenset[str]:
-    """The classes of `if isinstance(spec, C): name[key] = spec` (or `elif`) in a loop that fills `name`."""
-    pattern = rf"isinstance\(\s*\w+\s*,\s*(\w+)\s*\)[ \t]*:[ \t]*\n[ \t]*{re.escape(name)}\["
+    """The classes of `if isinstance(spec, C): name[key] = spec` (or `elif`) in a loop that fills `name`. The
+    test is the class test alone: `if not isinstance(…)` fills every other class, `if a or isinstance(…)` any."""
+    pattern = rf"\b(?:el)?if[ \t]+isinstance\(\s*\w+\s*,\s*(\w+)\s*\)[ \t]*:[ \t]*\n[ \t]*{re.escape(name)}\["
     return frozenset(re.findall(pattern, body))
 
 
@@ -211,7 +213,10 @@ def _excluded_by_callers(lines: _Lines, functions: list[tuple[str, int, int]], n
     excluded: set[str] | None = None
     for match in re.finditer(rf"\b{re.escape(name)}\([^,()]*,[ \t]*(\w+)[ \t]*\)", lines.text):
         line = lines.number(match.start())
-        caller = next((f for f in reversed(functions) if f[1] < line <= f[2]), None)
+        if re.search(r"\bdef\s+$", lines.text[lines.starts[line - 1] : match.start()]):
+            continue  # the function's own def, no call
+        # A one-line caller's call is on its def line (`def g(c, s): return name(c, s)`).
+        caller = next((f for f in reversed(functions) if f[1] <= line <= f[2]), None)
         if caller is None:
             continue
         body = "\n".join(lines.lines[caller[1] - 1 : line])

@@ -1,0 +1,99 @@
+"""The mutants of scripts/mutation.py that no behaviour can tell apart from the code, each with the reason:
+they are not run and not counted. Kept apart from the gate so that the list can grow without the gate."""
+
+from __future__ import annotations
+
+# (module, line, operator) → why the mutant cannot change behaviour; it is then not counted.
+EQUIVALENT: dict[tuple[str, int, str], str] = {
+    (
+        "kvlint/engine/suppress.py",
+        29,
+        "if-branch never taken",
+    ): "a fast path: a source without the word holds no directive",
+    (
+        "kvlint/analysis/dominance.py",
+        54,
+        "and -> or",
+    ): "a guard that only saves work: `_exits` is False for all it lets through (an expression, an `else` or "
+    "`elif` clause, None), none of them a block ending in an exit",
+    ("kvlint/analysis/layer_selection.py", 183, "0 -> 1"): "every layer set's count shifted by one: the order of "
+    "witnesses, which alone uses it, is the same",
+    ("kvlint/analysis/layer_selection.py", 183, "1 -> 2"): "every count doubled: the same order of witnesses",
+    ("kvlint/analysis/layer_selection.py", 188, "0 -> 1"): "without a census every witness is equally near: "
+    "any constant gives the same order",
+    ("kvlint/analysis/consumers.py", 46, "if-branch never taken"): "a fast path: with no accessor the empty "
+    "pattern's reads name no accessor, and none is consumed",
+    ("kvlint/analysis/consumers.py", 54, "if-branch never taken"): "a fast path: a name read by the worker "
+    "once stays so",
+    ("kvlint/analysis/consumers.py", 75, "0 -> 1"): "only a read on line 2 after an empty line 1 differs, "
+    "and nothing above it can enclose it",
+    ("kvlint/analysis/consumers.py", 80, "if-branch never taken"): "a fast exit: no class indentation is "
+    "below 0, so a line at the margin gets no class either way",
+    ("kvlint/analysis/census/compositions.py", 57, "1 -> 2"): "a maxsplit: the first part is the same",
+    ("kvlint/analysis/census/reading.py", 73, "16 -> 17"): "the fingerprint's length: a longer prefix of the "
+    "same digest tells the same changes apart",
+    ("kvlint/analysis/census/reading.py", 210, "if-branch never taken"): "a fast path: a module without the "
+    "words has no match of the method's pattern either",
+    ("kvlint/analysis/census/reading.py", 212, "1 -> 2"): "every definition's line one later: no class "
+    "statement shares a line with the def it holds, so `c.line < line` picks the same classes",
+    ("kvlint/analysis/census/paths.py", 152, "1 -> 2"): "a maxsplit: the first line is the same",
+    ("kvlint/analysis/census/paths.py", 132, "4000 -> 4001"): "a bound on the text read for a filter, "
+    "against crafted modules: its size is a cost, not a decision",
+    ("kvlint/analysis/census/instantiation.py", 132, "if-branch never taken"): "a cache: the bindings read "
+    "again are the same",
+    ("kvlint/analysis/census/instantiation.py", 200, "if-branch never taken"): "a cache: the constructor "
+    "read again builds the same (only the budget, not the answer, tells)",
+    ("kvlint/analysis/census/instantiation.py", 230, "if-branch never taken"): "a cache, as for constructors",
+    ("kvlint/analysis/census/instantiation.py", 299, "if-branch never taken"): "a fast path: `resolve_expr` "
+    "resolves no attribute of anything but a name, so the reference builds nothing either way",
+    ("kvlint/analysis/census/instantiation.py", 285, "if-branch never taken"): "a lambda read as any other "
+    "expression visits the same child, its body (its defaults are read by neither)",
+    ("kvlint/analysis/census/instantiation.py", 339, "if-branch never taken"): "`_reference` builds a class "
+    "the same way, at the callee's line, which is the call's",
+    ("kvlint/analysis/census/instantiation.py", 220, "1000 -> 1001"): "what one constructor costs the "
+    "budget: a unit, not a decision (the budget's own tests bound it)",
+    ("rules/_fix_scope.py", 90, "1 -> 2"): "a binding of the name other than the helper's own import counted "
+    "twice: only whether every binding is the meant one (`bindings == meant`) decides, and each other binding "
+    "already makes them differ",
+    ("rules/_fix_scope.py", 147, "is not -> is"): "a block's last statement when compound is no exit "
+    "statement either way (`[last]` or `[]`), and a block is never empty",
+    ("rules/_fix_scope.py", 201, "is -> is not"): "which of the module, None or an enclosing function a "
+    "function's owner is when not a class decides nothing: only a class owner is told apart",
+    ("rules/_unwrap_fix.py", 194, ">= -> >"): "`find(…, end)` is -1 or at least `end`, past the check's "
+    "first character: never 0",
+    ("rules/_unwrap_fix.py", 194, "0 -> 1"): "`find(…, end)` is -1 or at least `end` ≥ 1: `i >= 1` keeps the same",
+    ("rules/_unwrap_fix.py", 224, "if-branch never taken"): "a fast exit: an expression that is not a name "
+    "has no binding (`bindings_of` looks its `.value` node up among names and finds none)",
+    ("rules/_unwrap_fix.py", 227, "or -> and"): "a binding has both a parameter and its function or neither "
+    "(kvlint.analysis.provenance sets them together)",
+    ("rules/_unwrap_fix.py", 294, "0 -> 1"): "a line break at offset 0 makes the second line start at 1: "
+    "loops there would need their call on the first line, which is empty; any line after starts past 1",
+    ("rules/_unwrap_fix.py", 309, "< -> <="): "the loops follow the skipped space: a code character is always "
+    "found before the end of the source",
+    ("rules/_unwrap_fix.py", 314, ">= -> >"): "`find(…, offset)` is -1 or at least `offset`, past the "
+    "generator's element: never 0",
+    ("rules/_unwrap_fix.py", 314, "0 -> 1"): "`find(…, offset)` is -1 or at least `offset` ≥ 1",
+    ("rules/_unwrap_fix.py", 343, "any -> all"): "outside the interface module a module defining the name has "
+    "the rewrite blocked (kvlint.rules._fix_scope.rebinding), and inside it nothing is imported either way",
+    ("rules/_unwrap_fix.py", 357, "1 -> 2"): "a maxsplit: the last part is the same",
+    ("rules/kv101_container_isinstance.py", 326, "if-branch never taken"): "a fast exit: with no layer class "
+    "checked the next test returns (no container holds one), and a test that admits the container answers a "
+    "container True, as its layers do, so no built container is a counterexample",
+    ("rules/kv101_container_isinstance.py", 326, "or -> and"): "the same fast exit: each of its two cases alone "
+    "ends with no finding further on",
+    ("kvlint/engine/grouping.py", 194, "if-branch never taken"): "a fast path: with nothing folded the primary "
+    "is rebuilt with its own fix and note and its related locations sorted, which rules add in file order",
+    ("kvlint/analysis/layer_mixes.py", 18, "if-branch never taken"): "imports only annotations name, and "
+    "`from __future__ import annotations` evaluates none",
+    ("kvlint/analysis/layer_mixes.py", 18, "if-condition negated"): "the same imports made at run time: no "
+    "cycle, and nothing but annotations names them",
+    ("kvlint/analysis/layer_mixes.py", 50, "if-branch never taken"): "a fast exit: a root has no parent or only "
+    "a root, so the walk returns it too",
+    ("kvlint/analysis/census/paths.py", 148, "1 -> 2"): "only a value opening `{{` differs, a set of dicts "
+    "or a dict keyed by one: unhashable, no working code holds it",
+    ("kvlint/analysis/census/paths.py", 149, "> -> >="): "two finds of different characters never meet at one offset",
+    ("kvlint/analysis/census/paths.py", 150, "1 -> 2"): "one character more after the closing brace: no filter's "
+    "`if … isinstance(` fits in it",
+    ("kvlint/analysis/census/paths.py", 169, "and -> or"): "a balanced argument that starts with `(` without ending "
+    "with `)` (or the reverse) keeps a bracket after either cut, so no name list is read either way",
+}
