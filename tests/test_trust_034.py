@@ -181,8 +181,9 @@ def test_029_simple_kv_offload_scales_mamba(scan_029, line):
     assert "32 tokens per block for a MambaSpec group at DCP=2" in finding["message"]
     assert "gives 16" in finding["message"]
     assert "rejects under DCP" not in finding["message"]
-    # The witness generates tokens (a pooling model, e.g. ColBERT, is not what a maintainer checks first).
-    assert "a hybrid model, e.g. Cosmos3EdgeForConditionalGeneration (Attention, MambaMixer2)" in finding["message"]
+    # The witness generates tokens (a pooling model, e.g. ColBERT, is not what a maintainer checks first) and builds
+    # Mamba layers (Cosmos3 Edge hands NemotronHModel attention and MLP layer types only: the maintainer reading).
+    assert "a hybrid model, e.g. FalconH1ForCausalLM (Attention, MambaMixer2)" in finding["message"]
 
 
 @pytest.mark.parametrize("line", [111, 231])
