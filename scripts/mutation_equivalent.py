@@ -30,7 +30,7 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("kvlint/analysis/consumers.py", 80, "if-branch never taken"): "a fast exit: no class indentation is "
     "below 0, so a line at the margin gets no class either way",
     ("kvlint/analysis/census/compositions.py", 57, "1 -> 2"): "a maxsplit: the first part is the same",
-    ("kvlint/analysis/census/reading.py", 73, "16 -> 17"): "the fingerprint's length: a longer prefix of the "
+    ("kvlint/analysis/census/reading.py", 81, "16 -> 17"): "the fingerprint's length: a longer prefix of the "
     "same digest tells the same changes apart",
     ("kvlint/analysis/census/reading.py", 210, "if-branch never taken"): "a fast path: a module without the "
     "words has no match of the method's pattern either",
@@ -50,7 +50,7 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "expression visits the same child, its body (its defaults are read by neither)",
     ("kvlint/analysis/census/instantiation.py", 339, "if-branch never taken"): "`_reference` builds a class "
     "the same way, at the callee's line, which is the call's",
-    ("kvlint/analysis/census/instantiation.py", 220, "1000 -> 1001"): "what one constructor costs the "
+    ("kvlint/analysis/census/instantiation.py", 236, "1000 -> 1001"): "what one constructor costs the "
     "budget: a unit, not a decision (the budget's own tests bound it)",
     ("rules/_fix_scope.py", 90, "1 -> 2"): "a binding of the name other than the helper's own import counted "
     "twice: only whether every binding is the meant one (`bindings == meant`) decides, and each other binding "
