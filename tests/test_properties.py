@@ -152,3 +152,15 @@ def test_engine_never_crashes_on_random_bytes(blob):
         LintRequest(PATH, PATH, PROJECT, RULES), b"kv_cache_groups isinstance( Spec block_size dcp\n" + blob
     )
     assert not [f for f in result.findings if "internal error" in f.message]
+
+
+def test_a_name_libcst_refuses_but_python_parses_is_one_unreadable_line():
+    # Found by the fuzz above: a character in an imported module's name that the nesting guard lets through and
+    # libcst refuses as an identifier (a CSTValidationError, not a ParserSyntaxError).
+    source = "from \U00031350vllm.v1.kv_cache_interface import AttentionSpec\n\n\ndef spans(groups, dcp):\n"
+    source += "    for group in groups:\n"
+    source += "        yield group.kv_cache_spec.block_size * (dcp if isinstance(group.kv_cache_spec, AttentionSpec) else 1)\n"
+    result = lint(source)
+    assert not [f for f in result.findings if "internal error" in f.message], result.findings
+    [finding] = result.findings
+    assert finding.code == "KV000" and "is not a valid identifier" in finding.message

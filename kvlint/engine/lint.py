@@ -127,6 +127,8 @@ def _rule_findings(request: LintRequest, text: str):
     except cst.ParserSyntaxError as error:
         line, column, detail = syntax_error_position(text, error)
         return unreadable(request.path, f"syntax error at {line}:{column}: {detail}", line, column)
+    except cst.CSTValidationError as error:  # a node libcst refuses that Python's parse let through
+        return unreadable(request.path, f"cannot be parsed by libcst: {' '.join(str(error).split())}")
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     # Parents, children and the node order from one walk: the rules' walk, provenance and positions share it.
     shape = ModuleShape(module)
