@@ -88,8 +88,9 @@ def census_of(vllm_release, version):
 
 
 _BUILT = re.compile(
-    r"UniformTypeKVCacheSpecs of (?P<layers>.+?) layers while each layer answers True: (?P<model>\S+) "
-    r"(?:by default|possibly \((?P<link>.+?)\)|under (?P<setting>.+?) \(opt-in\)) "
+    r"UniformTypeKVCacheSpecs of (?P<layers>.+?) layers while each layer answers True: (?:a )?(?P<model>\S+)"
+    r"(?: checkpoint whose config builds .+?)? "
+    r"(?:with default settings|possibly \((?P<link>.+?)\)|under (?P<setting>.+?) \(opt-in\)) "
     r"has them put in one container by `(?P<path>\w+)` \(\S+:(?P<line>\d+)\)"
 )
 _PLATFORM_LINK = re.compile(r"that the (?P<platform>\w+) platform builds it is unproven: ")
