@@ -368,7 +368,7 @@ def test_a_value_only_the_scheduler_reads_is_not_reported(tmp_path, worker_reads
 def test_real_releases_census_reads_the_same_from_the_files_that_could_matter(vllm_release, version):
     """A rebuild from the project cache reads only could-matter files: the census, the compositions and the
     connector members the scheduler consumes come out the same as from every file."""
-    from kvlint.scan.index_cache import could_matter
+    from kvlint.scan.tree_snapshot import could_matter
 
     root = vllm_release(version)
     only = frozenset(

@@ -18,8 +18,9 @@ from kvlint.analysis.containers import NAMING_WORD, container_reachability
 from kvlint.analysis.hierarchy import read_hierarchy
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, INTERFACE_MODULE
 from kvlint.scan.config import Config
-from kvlint.scan.index_cache import build_project_index, could_matter, index_digests
+from kvlint.scan.index_cache import build_project_index, index_digests
 from kvlint.scan.runner import scan
+from kvlint.scan.tree_snapshot import could_matter
 
 INTERFACE = """\
 class KVCacheSpec: pass

@@ -167,7 +167,15 @@ def lazy_import_allowed(importer: str, imported: str) -> bool:
     if _layer(importer) == "kvlint.scan" and imported == "kvlint.engine.lint":
         return True
     # ... nor the tree analysis, whose index the cache vouches for: only building or reading an index loads it.
-    if importer in ("kvlint.scan.index_cache", "kvlint.scan.cache_codec") and _layer(imported) == "kvlint.analysis":
+    if (
+        importer
+        in (
+            "kvlint.scan.index_cache",
+            "kvlint.scan.tree_snapshot",
+            "kvlint.scan.cache_codec",
+        )
+        and _layer(imported) == "kvlint.analysis"
+    ):
         return True
     if importer == "kvlint.engine.registry" and imported == "kvlint.rules":  # the contract's one ignored import
         return True

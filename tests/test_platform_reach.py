@@ -7,7 +7,7 @@ import json
 
 from kvlint.analysis.tree_index import build_tree_index
 from kvlint.scan.cache_codec import index_from_data, index_to_data
-from kvlint.scan.index_cache import could_matter
+from kvlint.scan.tree_snapshot import could_matter
 from tests.kvlint_runner import run_kvlint
 from tests.mini_vllm import write_tree
 from tests.test_compositions import CHECKS, CONNECTOR, LAYERS, files

@@ -490,8 +490,8 @@ def test_reading_only_files_that_could_matter_gives_the_same_analysis(real_tree,
     from kvlint.analysis.hierarchy import read_hierarchy
     from kvlint.analysis.sizing.matrix import build_sizing_analysis
     from kvlint.analysis.vocabulary import INTERFACE_MODULE
-    from kvlint.scan.index_cache import could_matter
     from kvlint.scan.result_cache import stable_repr
+    from kvlint.scan.tree_snapshot import could_matter
 
     root = real_tree(version)
     hierarchy = read_hierarchy(root / INTERFACE_MODULE)

@@ -15,6 +15,7 @@ from kvlint.analysis.census.compositions import ContainerComposition, compose, u
 from kvlint.analysis.census.parsing import ModuleTrees
 from kvlint.analysis.census.paths import read_grouping_paths
 from kvlint.analysis.census.reading import Census, could_shape_census, read_census
+from kvlint.analysis.census_inputs import census_inputs_digest
 from kvlint.analysis.construction_sites import scheduler_built_classes
 from kvlint.analysis.consumers import scheduler_consumed_members
 from kvlint.analysis.containers import ContainerReachability, container_reachability
@@ -105,6 +106,9 @@ class TreeIndex:
     own_specs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # The scan judges code outside this tree against it (a reference release: kvlint.scan.targets).
     judges_outside: bool = False
+    # The digest of what the census, compositions and platform reach were read from (census_inputs): the
+    # next build of this tree keeps them when it is unchanged. Not part of what a file's result depends on.
+    census_inputs: str = ""
 
     def lacked_by(self, module: str, name: str) -> tuple[str, ...]:
         """The targeted releases that lack `name` in `module` (dotted): a remedy or fix must not name it."""
@@ -161,18 +165,28 @@ def build_tree_index(
     scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS,
     could_matter_files: frozenset[str] | None = None,
     overlay: dict[str, bytes] | None = None,
+    earlier: TreeIndex | None = None,
 ) -> TreeIndex:
     """The index of the tree at `root`. `could_matter_files`: when known, the only files (relative to
     root) whose text the sizing analysis needs to read; `scheduler_only_paths` decides its roles;
-    `overlay` (relative path → bytes): texts that stand in for those files of the tree (see TreeFiles)."""
+    `overlay` (relative path → bytes): texts that stand in for those files of the tree (see TreeFiles);
+    `earlier`: an index of this tree before a change, whose census is kept when its inputs are the same."""
     files = TreeFiles(root, could_matter_files, overlay)
     hierarchy = hierarchy_of_source(files.read_if_present(INTERFACE_MODULE), str(root / INTERFACE_MODULE))
     sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths, files)
     census_wanted = CONTAINER_CLASS in hierarchy.bases
     census_texts, consumer_texts, builder_texts, role_texts = _selected_texts(files, census_wanted)
-    # Parsed once for the census and the platform reach, which read many of the same modules.
-    trees = ModuleTrees(census_texts)
-    census, compositions = _read_compositions(census_texts if census_wanted else None, hierarchy, files, trees=trees)
+    inputs = census_inputs_digest(census_texts, files, hierarchy) if census_wanted else ""
+    if earlier is not None and inputs and earlier.census_inputs == inputs and not earlier.failures:
+        census, compositions, reach = earlier.census, earlier.compositions, earlier.platform_reach
+    else:
+        # Parsed once for the census and the platform reach, which read many of the same modules.
+        trees = ModuleTrees(census_texts)
+        census, compositions = _read_compositions(
+            census_texts if census_wanted else None, hierarchy, files, trees=trees
+        )
+        reach = read_platform_reach(root, files, census, census_texts, trees)
+        del trees  # the trees are the index build's largest transient: not kept past it
     if compositions is not None:
         # The census replaces the class-level reading: which layers the tree builds is not which containers.
         default = {spec for c in compositions if c.is_default for spec in c.spec_classes}
@@ -189,10 +203,8 @@ def build_tree_index(
     consumed = scheduler_consumed_members(consumer_texts, scheduler_only_paths)
     built = scheduler_built_classes(builder_texts, scheduler_only_paths)
     roles = read_tree_roles(role_texts, scheduler_only_paths)
-    reach = read_platform_reach(root, files, census, census_texts, trees)
     workers = {r: d for r in files.relatives() if is_worker_module(r) and (d := files.read(r)) is not None}
     runners = read_runner_selection(workers)
-    del trees  # the trees are the index build's largest transient: not kept past it
     resolver_path = find_resolver(root, files)
     if resolver_path is None:
         kinds = table_from_sizing(sizing, hierarchy) if sizing is not None else None
@@ -210,6 +222,7 @@ def build_tree_index(
             platform_reach=reach,
             runner_selection=runners,
             roles=roles,
+            census_inputs=inputs,
         )
     relative = resolver_path.relative_to(root)
     rule = read_resolver_rule(resolver_path, files.overlay.get(relative.as_posix()))
@@ -233,6 +246,7 @@ def build_tree_index(
         platform_reach=reach,
         runner_selection=runners,
         roles=roles,
+        census_inputs=inputs,
     )
 
 

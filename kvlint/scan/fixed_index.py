@@ -14,10 +14,10 @@ from kvlint.scan.index_cache import (
     _digest,
     _digests_from_data,
     _digests_to_data,
-    could_matter,
     index_digests,
 )
 from kvlint.scan.storage import content_digest, load_record, own_source_digest, save_record
+from kvlint.scan.tree_snapshot import could_matter
 
 if TYPE_CHECKING:
     from kvlint.analysis.tree_index import TreeIndex

@@ -21,44 +21,31 @@ the next scan tries again, and says so again.
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvlint.analysis.containers import NAMING_WORD
 from kvlint.analysis.hierarchy import builtin_hierarchy
-from kvlint.analysis.tree_files import is_hidden
 from kvlint.analysis.tree_root import find_tree_root
 from kvlint.analysis.vocabulary import (
-    DCP_WORDS,
     DEFAULT_SCHEDULER_ONLY_PATHS,
-    INTERFACE_MODULE,
-    RESOLVER_HOME,
-    RESOLVER_NAME,
-    could_construct,
-    could_consume,
-    could_shape_roles,
 )
-from kvlint.filesystem import read_regular_file, walk_python
+from kvlint.filesystem import read_regular_file
 from kvlint.scan.cache_codec import CodecError, index_from_data, index_to_data
 from kvlint.scan.storage import (
-    FileStat,
-    content_digest,
     load_record,
     own_source_digest,
     save_record,
     stable_repr,
-    trusted_stat,
 )
+from kvlint.scan.tree_snapshot import compared_snapshot, listed_files
 
 if TYPE_CHECKING:
     from kvlint.analysis.target_names import TargetNames
     from kvlint.analysis.tree_index import TreeIndex
 
-INDEX_WORDS = (*(word.encode() for word in DCP_WORDS), RESOLVER_NAME.encode(), NAMING_WORD)
-_INDEX_FORMAT = 13
+_INDEX_FORMAT = 14
 
 
 class IndexHandle:
@@ -146,7 +133,8 @@ def index_digests(index: TreeIndex) -> IndexDigests:
     by_module: dict[str, list] = {}
     for divergence in sizing.divergences if sizing is not None else ():
         by_module.setdefault(divergence.module_path, []).append(divergence)
-    shared = _digest((replace(index, sizing=None), sizing is not None))
+    # census_inputs only says what the census was read from; what it read is in the index's other fields.
+    shared = _digest((replace(index, sizing=None, census_inputs=""), sizing is not None))
     return IndexDigests(shared, {module: _digest(found) for module, found in by_module.items()})
 
 
@@ -218,106 +206,15 @@ def _build_index(
     scheduler_only_paths: tuple[str, ...],
     could_matter_files: frozenset[str] | None = None,
     overlay: dict[str, bytes] | None = None,
+    earlier: TreeIndex | None = None,
 ) -> TreeIndex:
     """The tree's index, built by kvlint.analysis.tree_index, which is imported here, on first use: a warm
     scan, whose index the cache vouches for, never loads the analysis (a sixth of its time). `overlay`:
-    texts standing in for some of the tree's files (a fix not written: kvlint.scan.fixed_index)."""
+    texts standing in for some of the tree's files (a fix not written: kvlint.scan.fixed_index); `earlier`:
+    the kept index of this tree before a change (its census is reused when its inputs did not change)."""
     from kvlint.analysis.tree_index import build_tree_index
 
-    return build_tree_index(root, scheduler_only_paths, could_matter_files, overlay=overlay)
-
-
-def could_matter(relative: str, data: bytes) -> bool | str:
-    """Whether a change to this file of the tree could change its TreeIndex: True (any change), False (none),
-    or, for a model or layer module the census selects by its folder, the fingerprint of what the census
-    reads in it (kvlint.analysis.census): only a change of that fingerprint matters."""
-    # The census' readers only when a file changed: a warm scan never loads them (a third of its imports).
-    from kvlint.analysis.census.reading import census_fingerprint, census_words, could_shape_census
-    from kvlint.analysis.platform_reach import PLATFORMS_DIR
-    from kvlint.analysis.runner_reach import is_worker_module
-
-    if relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in INDEX_WORDS):
-        return True
-    if relative.startswith(f"{PLATFORMS_DIR}/"):  # what a platform refuses (kvlint.analysis.platform_reach)
-        return True
-    if is_worker_module(relative) and b"use_" in data:  # the runners a setting selects (runner_reach)
-        return True
-    if could_shape_roles(relative) and b"class " in data:  # the roles of code outside the tree (plugin_roles)
-        return True
-    if census_words(data) or could_consume(relative, data) or could_construct(data):  # census, connectors, builders
-        return True
-    if b"Indexer" in data and b"get_kv_cache_spec" in data:
-        return True
-    return census_fingerprint(data) if could_shape_census(relative, data) else False
-
-
-def _tree_files(root: Path, known_stats: dict) -> dict[str, list | None]:
-    """Every .py file the index's readers may read (relative, "/"-separated: kvlint.analysis.tree_files'
-    walk) with its stat as a list; None when stat fails."""
-    found: dict[str, list | None] = {}
-    base = str(root)
-    prefix = len(base) + 1
-    for path, _ in walk_python(os.path.join(base, "vllm"), is_hidden):
-        stat = known_stats.get(path)
-        if stat is None:
-            try:
-                stat = FileStat.of(os.stat(path))
-            except OSError:
-                pass
-        found[path[prefix:].replace(os.sep, "/")] = None if stat is None else list(stat)
-    return found
-
-
-# A snapshot record, a JSON list: [stat as a list, or null when the content digest decides; the content
-# digest; whether the file could matter]. Records are checked where they are used; a damaged one counts as
-# changed (the file is read again) and as one that mattered (the index is rebuilt).
-Record = list
-
-
-def _record(value: object) -> Record | None:
-    if type(value) is list and len(value) == 3 and type(value[1]) is str and type(value[2]) in (bool, str):
-        return value
-    return None
-
-
-def _snapshot(
-    root: Path, old: dict[str, object], current: dict[str, list | None], started_ns: int
-) -> tuple[dict[str, Record], bool]:
-    """(the new snapshot, whether the index is stale): files whose stat is unchanged keep their record;
-    the others are read, hashed and judged again."""
-    snapshots: dict[str, Record] = {}
-    stale = False
-    for relative, stat in current.items():
-        before = _record(old.get(relative))
-        if before is not None and stat is not None and before[0] == stat:
-            snapshots[relative] = before
-            continue
-        try:
-            data = read_regular_file(root / relative)
-        except OSError:
-            stale = True
-            continue
-        digest = content_digest(data)
-        trusted = trusted_stat(FileStat(*stat), started_ns) if stat is not None else None
-        stat_record = None if trusted is None else list(trusted)
-        if before is not None and before[1] == digest:
-            snapshots[relative] = [stat_record, digest, before[2]]
-            continue
-        matters = could_matter(relative, data)
-        snapshots[relative] = [stat_record, digest, matters]
-        # A census fingerprint matters only when it changed (or the file is new); True always does.
-        was = before[2] if before is not None else None
-        changed_shape = matters != was and (isinstance(matters, str) or isinstance(was, str))
-        stale = (
-            stale
-            or matters is True
-            or changed_shape
-            or old.get(relative) is not None
-            and (before is None or was is True)
-        )
-    gone = (_record(record) for relative, record in old.items() if relative not in current)
-    stale = stale or any(record is None or record[2] for record in gone)
-    return snapshots, stale
+    return build_tree_index(root, scheduler_only_paths, could_matter_files, overlay=overlay, earlier=earlier)
 
 
 def _digests_from_data(data: object) -> IndexDigests | None:
@@ -344,8 +241,8 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_
     stored = load_record(snapshot_path, "snapshot", key)
     digests = _digests_from_data(stored.get("digests")) if type(stored) is dict else None
     old = stored.get("files") if digests is not None and type(stored.get("files")) is dict else None
-    current = _tree_files(root, known_stats)
-    snapshots, stale = _snapshot(root, old or {}, current, started_ns)
+    current = listed_files(root, known_stats)
+    snapshots, stale = compared_snapshot(root, old or {}, current, started_ns)
     # Every file read and judged: the snapshot says what the whole tree held (a file that could not be read
     # leaves it unknown).
     tree = {relative: (record[1], record[2]) for relative, record in snapshots.items()}
@@ -370,7 +267,10 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_
         handle.tree = whole
         return handle
     index = _build_index(
-        root, scheduler_only_paths, frozenset(relative for relative, snapshot in snapshots.items() if snapshot[2])
+        root,
+        scheduler_only_paths,
+        frozenset(relative for relative, snapshot in snapshots.items() if snapshot[2]),
+        earlier=_kept_index(index_path, key, digests) if digests is not None else None,
     )
     digests = index_digests(index)
     if not index.failures:  # an analysis that failed is tried again, and said again, next time
@@ -378,6 +278,17 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_
     handle = IndexHandle(str(root), lambda: index, digests=digests, index=index)
     handle.tree = whole
     return handle
+
+
+def _kept_index(index_path: Path, key: str, digests: IndexDigests) -> TreeIndex | None:
+    """The index kept for this tree before the change that made it stale, when it is intact; else None."""
+    kept = load_record(index_path, "index", key)
+    if type(kept) is not dict or _digests_from_data(kept.get("digests")) != digests:
+        return None
+    try:
+        return index_from_data(kept.get("index"))
+    except CodecError:
+        return None
 
 
 def _keep(

@@ -1,0 +1,106 @@
+"""An index rebuilt after an edit keeps the census of the index before it only when nothing the census, its
+compositions and the platform reach read has changed: an edit of a connector reuses it, an edit of a layer,
+of the grouping code's inputs or of a platform reads it again, and either way the index is the one a fresh
+build gives."""
+
+from __future__ import annotations
+
+import pytest
+
+import kvlint.analysis.tree_index as tree_index
+from kvlint.analysis.tree_index import build_tree_index
+from kvlint.scan.index_cache import open_project_index
+from tests.test_compositions import CONNECTOR
+from tests.test_platform_reach import CPU_PLATFORM, cpu_tree
+
+
+def edit(tree, relative: str, old: str, new: str) -> None:
+    path = tree / relative
+    text = path.read_text()
+    assert old in text, (relative, old)
+    path.write_text(text.replace(old, new))
+
+
+def test_an_edit_of_a_connector_keeps_the_census(tmp_path):
+    tree = cpu_tree(tmp_path)
+    before = build_tree_index(tree)
+    assert before.census is not None and before.compositions and before.census_inputs
+    (tree / CONNECTOR).write_text(
+        (tree / CONNECTOR).read_text() + "\n\ndef spans(spec, dcp):\n    return spec.block_size * dcp\n"
+    )
+    after = build_tree_index(tree, earlier=before)
+    assert after.census is before.census and after.compositions is before.compositions
+    assert after.platform_reach is before.platform_reach
+    assert after == build_tree_index(tree)
+
+
+def test_an_edit_of_a_layer_reads_the_census_again(tmp_path):
+    tree = cpu_tree(tmp_path)
+    before = build_tree_index(tree)
+    # The MLA layer builds a full attention spec now: the model's container changes.
+    edit(tree, "vllm/model_executor/layers/attention.py", "return MLAAttentionSpec(", "return FullAttentionSpec(")
+    after = build_tree_index(tree, earlier=before)
+    fresh = build_tree_index(tree)
+    assert after == fresh
+    assert after.compositions != before.compositions and after.census_inputs != before.census_inputs
+
+
+def test_an_edit_of_a_platform_reads_the_reach_again(tmp_path):
+    tree = cpu_tree(tmp_path)
+    before = build_tree_index(tree)
+    edit(tree, "vllm/platforms/cpu.py", 'raise NotImplementedError("MLA is not supported on CPU.")', "pass")
+    after = build_tree_index(tree, earlier=before)
+    assert after == build_tree_index(tree)
+    assert after.platform_reach != before.platform_reach
+
+
+def test_a_new_module_reads_the_census_again(tmp_path):
+    # The reach asks whether a module a platform names exists: the listing is one of its inputs.
+    tree = cpu_tree(tmp_path)
+    before = build_tree_index(tree)
+    (tree / "vllm/v1/attention/backends").mkdir(parents=True, exist_ok=True)
+    (tree / "vllm/v1/attention/backends/cpu_attn.py").write_text("class CPUAttentionBackend:\n    pass\n")
+    after = build_tree_index(tree, earlier=before)
+    assert after == build_tree_index(tree)
+    assert after.census_inputs != before.census_inputs
+
+
+def test_the_index_cache_hands_the_kept_index_to_the_rebuild(tmp_path, monkeypatch):
+    tree = cpu_tree(tmp_path, CPU_PLATFORM)
+    cache = tmp_path / "cache"
+    first = open_project_index([tree / CONNECTOR], cache).index
+    (tree / CONNECTOR).write_text(
+        (tree / CONNECTOR).read_text() + "\n\ndef spans(spec, dcp):\n    return spec.block_size * dcp\n"
+    )
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the census was read again after an edit it does not read")
+
+    sized = []
+    build_sizing_analysis = tree_index.build_sizing_analysis
+    monkeypatch.setattr(tree_index, "read_census", refused)
+    monkeypatch.setattr(
+        tree_index, "build_sizing_analysis", lambda *a, **k: sized.append(1) or build_sizing_analysis(*a, **k)
+    )
+    second = open_project_index([tree / CONNECTOR], cache).index
+    assert sized == [1], "the edit of a connector rebuilds the index"
+    assert second.census == first.census and second.compositions == first.compositions
+    monkeypatch.undo()
+    assert second.census == build_tree_index(tree).census
+
+
+@pytest.mark.parametrize("damage", ["gone", "garbled"])
+def test_a_damaged_kept_index_is_rebuilt_whole(tmp_path, damage):
+    tree = cpu_tree(tmp_path)
+    cache = tmp_path / "cache"
+    assert open_project_index([tree / CONNECTOR], cache).index.census is not None
+    [kept] = [p for p in cache.rglob("project-*-index.json")]
+    if damage == "gone":
+        kept.unlink()
+    else:
+        kept.write_bytes(kept.read_bytes()[: len(kept.read_bytes()) // 2])
+    (tree / CONNECTOR).write_text(
+        (tree / CONNECTOR).read_text() + "\n\ndef spans(spec, dcp):\n    return spec.block_size * dcp\n"
+    )
+    second = open_project_index([tree / CONNECTOR], cache).index
+    assert second.census == build_tree_index(tree).census and second.compositions
