@@ -211,7 +211,9 @@ def test_project_index_is_reused_unless_a_file_that_matters_changed(tree, tmp_pa
     cache = tmp_path / "cache"
     built = []
     real_build = index_cache._build_index  # the one place the scan builds a tree's index
-    monkeypatch.setattr(index_cache, "_build_index", lambda root, *more, **named: built.append(root) or real_build(root, *more, **named))
+    monkeypatch.setattr(
+        index_cache, "_build_index", lambda root, *more, **named: built.append(root) or real_build(root, *more, **named)
+    )
 
     run(tree, cache)
     assert len(built) == 1
@@ -239,7 +241,9 @@ def test_a_model_module_matters_only_through_what_the_census_reads_of_it(tree, t
     cache = tmp_path / "cache"
     built = []
     real_build = index_cache._build_index
-    monkeypatch.setattr(index_cache, "_build_index", lambda root, *more, **named: built.append(root) or real_build(root, *more, **named))
+    monkeypatch.setattr(
+        index_cache, "_build_index", lambda root, *more, **named: built.append(root) or real_build(root, *more, **named)
+    )
     model = tree / "vllm" / "models" / "model.py"
     run(tree, cache)
     model.write_text(model.read_text() + "\n# a comment\n")

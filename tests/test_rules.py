@@ -261,3 +261,34 @@ def test_kv102_says_when_the_dcp_size_comes_from_the_caller():
     assert "whatever the spec kind" not in from_caller.message
     assert from_config.severity == Severity.ERROR
     assert "the DCP size for every kind" in from_config.message and "MambaSpec group" in from_config.message
+
+
+def test_kv102_a_size_subclasses_hand_on_packed_or_by_name_still_comes_from_the_callers():
+    """vLLM 0.29.0's managers: subclasses call `super().__init__(spec, **kwargs)` (the size arrives packed, not
+    as the parameter's default of 1) and one forwards `dcp_world_size=dcp_world_size` (its own parameter, from
+    its own callers): neither makes the calls "pass different sizes"."""
+    from kvlint.engine.registry import rule_class
+
+    rule = rule_class("KV102")
+    managers = Example(
+        """
+        class Manager:
+            def __init__(self, kv_cache_spec, dcp_world_size: int = 1):
+                self.block_size = kv_cache_spec.block_size
+                if dcp_world_size > 1:
+                    self.block_size *= dcp_world_size
+
+        class SlidingManager(Manager):
+            def __init__(self, kv_cache_spec, **kwargs):
+                super().__init__(kv_cache_spec, **kwargs)
+
+        class SinkManager(Manager):
+            def __init__(self, kv_cache_spec, dcp_world_size: int = 1):
+                super().__init__(kv_cache_spec, dcp_world_size=dcp_world_size)
+        """,
+        path="vllm/v1/core/foo_manager.py",
+    )
+    [finding] = lint_example(rule, managers).findings
+    assert finding.severity == Severity.WARNING
+    assert "`dcp_world_size` comes from the callers of `__init__()`" in finding.message, finding.message
+    assert "different sizes" not in finding.message

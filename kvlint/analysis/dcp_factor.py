@@ -52,6 +52,7 @@ class FactorOrigins:
         self.flow = flow
         self.aliases = aliases
         self._attributes: dict[tuple[int, str], list[cst.BaseExpression]] = {}
+        self._asking: set[tuple[int, str]] = set()  # the parameters being followed through their calls
 
     def origin(self, node: cst.BaseExpression, depth: int = 0) -> Origin:
         if depth > _MAX_DEPTH:
@@ -106,12 +107,26 @@ class FactorOrigins:
     def _parameter(self, param: cst.Param, function: cst.FunctionDef, depth: int) -> Origin:
         name, position = param.name.value, positional_index(function, param)
         calls = self.flow.callers(function.name.value)
-        if not calls:
+        key = (id(function), name)
+        if not calls or key in self._asking:
+            # No call here, or a call that hands the parameter on to a function of the same name (a subclass's
+            # `super().__init__(dcp_world_size=dcp_world_size)`): what it is, the callers elsewhere decide.
             return Origin(CALLERS, where=f"`{name}` comes from the callers of `{function.name.value}()`")
+        self._asking.add(key)
+        try:
+            return self._passed(param, function, calls, name, position, depth)
+        finally:
+            self._asking.discard(key)
+
+    def _passed(self, param, function, calls, name: str, position: int | None, depth: int) -> Origin:
         found = []
         for call in calls:
             via_attribute = isinstance(call.func, cst.Attribute) and not is_static(function)
             argument = argument_for(call, name, position, via_attribute)
+            if argument is None and _packed(call, keyword_only=position is None):
+                # `super().__init__(spec, **kwargs)`: the size arrives packed, from that function's own callers.
+                found.append(Origin(CALLERS, where=f"`{name}` comes from the callers of `{function.name.value}()`"))
+                continue
             if argument is None:
                 argument = param.default
             found.append(Origin(UNKNOWN) if argument is None else self.origin(argument, depth + 1))
@@ -132,6 +147,12 @@ class FactorOrigins:
             walk(owner, finder)
             self._attributes[key] = finder.values
         return self._attributes[key]
+
+
+def _packed(call: cst.Call, keyword_only: bool) -> bool:
+    """Whether the call passes arguments packed (`**kwargs`; `*args` too where the parameter is positional),
+    so that a parameter it does not name may still be passed."""
+    return any(a.star == "**" or (a.star == "*" and not keyword_only) for a in call.args)
 
 
 def _combine(origins: list[Origin]) -> Origin:
