@@ -498,3 +498,41 @@ def test_a_divergence_in_runner_code_a_setting_selects_is_a_warning_that_names_t
     findings = _findings(root, RUNNER_PATH)
     assert findings and all(f.severity is Severity.WARNING for f in findings)
     assert any("it is selected by `self.use_v2_model_runner` (gpu_worker.py:4)" in f.message for f in findings)
+
+
+# 0.29.0's managers: each constructor scales by the DCP size the coordinator hands it, and the coordinator hands
+# each group's manager a per-kind size (`dcp_world_size_for_kv_cache_spec`: 1 for Mamba and sliding window).
+COORDINATOR_029 = COORDINATOR_RAW.replace(
+    "dcp_world_size=dcp_world_size,",
+    "dcp_world_size=dcp_world_size_for_kv_cache_spec(kv_cache_group.kv_cache_spec, dcp_world_size),",
+)
+
+
+def _tree_029_managers(root: Path, coordinator: str) -> Path:
+    return make_tree(
+        root,
+        {
+            "vllm/v1/kv_cache_interface.py": INTERFACE_029,
+            KV_CACHE_UTILS: RESOLVER_029,
+            COORDINATOR: coordinator,
+            MANAGERS: MANAGER,
+        },
+    )
+
+
+def test_a_managers_dcp_size_is_what_the_coordinator_hands_it_per_kind(tmp_path):
+    root = _tree_029_managers(tmp_path, COORDINATOR_029)
+    [kv102] = [f for f in _findings(root, MANAGERS) if f.code == "KV102"]
+    assert kv102.severity is Severity.WARNING
+    assert "`dcp_world_size` is what the coordinator hands each manager for its kind" in kv102.message
+    assert "kv_cache_coordinator.py:" in kv102.message
+    # Mamba gets 1 from the coordinator, as from the resolver: the kinds that differ are those vLLM refuses.
+    assert "MambaSpec" not in kv102.message and "comes from the callers" not in kv102.message
+
+
+def test_a_coordinator_handing_every_manager_the_dcp_size_makes_mamba_the_counterexample(tmp_path):
+    root = _tree_029_managers(tmp_path, COORDINATOR_RAW)
+    [kv102] = [f for f in _findings(root, MANAGERS) if f.code == "KV102"]
+    assert "`dcp_world_size` is what the coordinator hands each manager for its kind" in kv102.message
+    assert kv102.severity is Severity.ERROR
+    assert "gives 32 tokens per block for a MambaSpec group at DCP=2" in kv102.message, kv102.message

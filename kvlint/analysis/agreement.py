@@ -19,11 +19,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from kvlint.analysis.dcp_factor import CALLERS, GATED, ONE, PLAIN, FactorOrigins, Origin
+from kvlint.analysis.dcp_factor import CALLERS, GATED, HANDED, ONE, PLAIN, FactorOrigins, Origin
 from kvlint.analysis.kind_table import KindRow
 from kvlint.analysis.kind_tests import answer, tested_spec
 from kvlint.analysis.provenance import Kind, SpecFlow, dotted
 from kvlint.analysis.scaling import Scaling, is_dcp_size
+from kvlint.analysis.sizing.handing import HANDED as HANDED_PARAMETER
 from kvlint.analysis.tree_index import TreeIndex
 from kvlint.analysis.value_uses import index_tests, use_test
 from kvlint.analysis.vocabulary import sees_only_scheduler_config
@@ -63,7 +64,7 @@ def judge(scaling: Scaling, flow: SpecFlow, project: TreeIndex, module_path: str
     if table is None:
         return None
     hierarchy = project.hierarchy
-    operand = FactorOrigins(flow, aliases).origin(scaling.dcp)
+    operand = _handed(FactorOrigins(flow, aliases).origin(scaling.dcp), table, module_path)
     context = _context(scaling, flow, aliases)
     containers = _containers_in_view(scaling, flow, module_path, patterns)
     rows = [r for r in table.rows if not r.is_container or containers != "none"]
@@ -76,8 +77,8 @@ def judge(scaling: Scaling, flow: SpecFlow, project: TreeIndex, module_path: str
     # A parameter named for the DCP size that the site itself gates per kind is that size; one it applies
     # to every kind may already be per kind, chosen by callers this module does not hold.
     gated_here = any(tested_spec(t) is not None for t in context.gates)
-    settled = operand.kind in (PLAIN, ONE, GATED) or (operand.kind == CALLERS and gated_here)
-    assumed = operand if operand.kind in (PLAIN, ONE, GATED) else Origin(PLAIN)
+    settled = operand.kind in (PLAIN, ONE, GATED, HANDED) or (operand.kind == CALLERS and gated_here)
+    assumed = operand if operand.kind in (PLAIN, ONE, GATED, HANDED) else Origin(PLAIN)
     factors = {row.label: factor(row, assumed) for row in rows}
     differing = [r for r in rows if "?" not in (factors[r.label], r.reference) and factors[r.label] != r.reference]
     safe = _rewrite_keeps_plain_kinds(rows, operand, context, hierarchy, aliases)
@@ -98,7 +99,7 @@ def judge(scaling: Scaling, flow: SpecFlow, project: TreeIndex, module_path: str
         outcome = DIFFERS if first.rejected_under_dcp is None else REJECTED_ONLY
         also = tuple(r.label for r in proven[1:] if outcome == REJECTED_ONLY or r.rejected_under_dcp is None)
         return Verdict(outcome, counterexample=first, factor=factors[first.label], also=also, **common)
-    if differing or operand.kind not in (PLAIN, ONE, GATED, CALLERS):
+    if differing or operand.kind not in (PLAIN, ONE, GATED, CALLERS, HANDED):
         first = differing[0] if differing else None
         if settled:
             why = f"`{dotted(scaling.spec)}` may be a container: its origin is not known here"
@@ -118,7 +119,21 @@ def judge(scaling: Scaling, flow: SpecFlow, project: TreeIndex, module_path: str
     return Verdict(AGREES, unsettled="" if settled else f"`{_code(scaling.dcp)}`", **common)
 
 
+def _handed(operand: Origin, table, module_path: str) -> Origin:
+    """A manager constructor's DCP-size parameter, which the coordinator hands each manager (vLLM 0.29.0:
+    `dcp_world_size_for_kv_cache_spec(spec, dcp)`, 1 for Mamba): per kind, what it hands."""
+    if not (operand.kind == CALLERS and table.handed_at and module_path == table.manager_module):
+        return operand
+    function, parameter = operand.callers_of or ("", "")
+    if function != "__init__" or parameter != HANDED_PARAMETER:
+        return operand
+    where = f"`{parameter}` is what the coordinator hands each manager for its kind ({table.handed_at})"
+    return Origin(HANDED, where=where)
+
+
 def _base(origin: Origin, row: KindRow, hierarchy, aliases) -> str:
+    if origin.kind == HANDED:
+        return row.handed or "?"
     if origin.kind == PLAIN:
         return "dcp"
     if origin.kind == ONE:
@@ -150,7 +165,7 @@ def _rewrite_keeps_plain_kinds(rows, operand: Origin, context: _Context, hierarc
         if None in inline:
             return False
         applies = False not in inline
-        if operand.kind in (PLAIN, ONE, GATED):
+        if operand.kind in (PLAIN, ONE, GATED, HANDED):
             given = _base(operand, row, hierarchy, aliases)
             if given == "?":
                 return False
@@ -242,7 +257,7 @@ def _how(scaling: Scaling, operand: Origin, context: _Context) -> str:
     parts = []
     if scaling.gate is not None:
         parts.append(f"its `{_code(scaling.gate.test)}` gate")
-    if operand.kind == GATED and operand.where:
+    if operand.kind in (GATED, HANDED) and operand.where:
         parts.append(operand.where)
     enclosing = context.gates[context.inline :]
     if enclosing:

@@ -10,6 +10,8 @@ assigns, and the calls of the function in the same module, at most a few steps d
 - GATED: the DCP size where every test of `tests` holds, else 1;
 - ONE: 1;
 - CALLERS: a parameter no call in this module passes (the callers decide, elsewhere);
+- HANDED: a manager constructor's DCP size, which the coordinator hands each manager per kind (what it hands
+  is in the tree index: kvlint.analysis.agreement turns a CALLERS origin into this one);
 - UNKNOWN: anything else (a helper's result, a mix).
 """
 
@@ -24,7 +26,7 @@ from kvlint.analysis.cst_walk import walk
 from kvlint.analysis.provenance import SpecFlow, dotted
 from kvlint.analysis.scaling import is_dcp_size
 
-PLAIN, GATED, ONE, CALLERS, UNKNOWN = "plain", "gated", "one", "callers", "unknown"
+PLAIN, GATED, ONE, CALLERS, UNKNOWN, HANDED = "plain", "gated", "one", "callers", "unknown", "handed"
 _MAX_DEPTH = 5
 
 
@@ -35,6 +37,8 @@ class Origin:
     tests: tuple[cst.BaseExpression, ...] = ()
     # In words, for a message: "`self.dcp_world_size` = `dcp_world_size if kv_cache_spec.dcp_sharded else 1`".
     where: str = ""
+    # CALLERS: (the function, its parameter) whose callers decide.
+    callers_of: tuple[str, str] = ()
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -111,7 +115,7 @@ class FactorOrigins:
         if not calls or key in self._asking:
             # No call here, or a call that hands the parameter on to a function of the same name (a subclass's
             # `super().__init__(dcp_world_size=dcp_world_size)`): what it is, the callers elsewhere decide.
-            return Origin(CALLERS, where=f"`{name}` comes from the callers of `{function.name.value}()`")
+            return _from_callers(function, name)
         self._asking.add(key)
         try:
             return self._passed(param, function, calls, name, position, depth)
@@ -125,7 +129,7 @@ class FactorOrigins:
             argument = argument_for(call, name, position, via_attribute)
             if argument is None and _packed(call, keyword_only=position is None):
                 # `super().__init__(spec, **kwargs)`: the size arrives packed, from that function's own callers.
-                found.append(Origin(CALLERS, where=f"`{name}` comes from the callers of `{function.name.value}()`"))
+                found.append(_from_callers(function, name))
                 continue
             if argument is None:
                 argument = param.default
@@ -147,6 +151,14 @@ class FactorOrigins:
             walk(owner, finder)
             self._attributes[key] = finder.values
         return self._attributes[key]
+
+
+def _from_callers(function: cst.FunctionDef, name: str) -> Origin:
+    return Origin(
+        CALLERS,
+        where=f"`{name}` comes from the callers of `{function.name.value}()`",
+        callers_of=(function.name.value, name),
+    )
 
 
 def _packed(call: cst.Call, keyword_only: bool) -> bool:

@@ -36,6 +36,8 @@ class KindRow:
     dcp_sharded: bool | None
     # Why vLLM refuses this kind when DCP > 1 (an assertion in the tree), or None.
     rejected_under_dcp: str | None = None
+    # What the coordinator hands a manager of this kind as its DCP size: "dcp", "1", or "" (not known).
+    handed: str = ""
 
 
 def tokens(factor: str) -> str:
@@ -51,6 +53,9 @@ class KindTable:
     has_resolver: bool
     # `reference` is the KV cache managers' allocation (a tree without the resolver), not a sizing function.
     is_allocator: bool = False
+    # Where the coordinator hands each manager its DCP size, and the module of those managers (SizingAnalysis).
+    manager_module: str = ""
+    handed_at: str = ""
 
 
 def _flag(hierarchy: SpecHierarchy, layer: Layer | str) -> bool | None:
@@ -96,10 +101,13 @@ def table_from_sizing(
                 factor,
                 flag,
                 kind.rejected_under_dcp,
+                kind.handed,
             )
         )
     name = RESOLVER_NAME if resolver is not None else (reference.name.split(":")[-1] if reference else "")
-    return KindTable(tuple(rows), name, resolver is not None, allocator is not None)
+    return KindTable(
+        tuple(rows), name, resolver is not None, allocator is not None, analysis.manager_module, analysis.handed_at
+    )
 
 
 def table_from_hierarchy(

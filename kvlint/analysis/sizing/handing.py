@@ -89,3 +89,14 @@ def _is_self_attribute(node: ast.expr, name: str) -> bool:
         and isinstance(node.value, ast.Name)
         and node.value.id == "self"
     )
+
+
+def handing_site(program: Program) -> tuple[str, str]:
+    """(the module defining the manager factory, "module:line" of the coordinator's handing keyword): where a
+    manager constructor's DCP-size parameter comes from; ("", "") when the tree has no such handing."""
+    found = handing(program)
+    home = next((m.path for m in program.modules.values() if f"def {MANAGER_FACTORY}(" in m.text), "")
+    if found is None or not home:
+        return "", ""
+    module, _, value = found
+    return home, f"{module.path}:{value.lineno}"

@@ -13,7 +13,7 @@ that is not `dcp_sharded` (kvlint.analysis.sizing.handing), so there the assert 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvlint.analysis.ast_helpers import dotted
 from kvlint.analysis.sizing import sites
@@ -21,7 +21,7 @@ from kvlint.analysis.sizing.evaluator import Evaluator
 from kvlint.analysis.sizing.frame import Frame
 from kvlint.analysis.sizing.handing import handed_value, handing, held_values
 from kvlint.analysis.sizing.program import Program
-from kvlint.analysis.sizing.values import Container, Layer, truth
+from kvlint.analysis.sizing.values import DCP, Container, Layer, truth
 from kvlint.analysis.vocabulary import ATTENTION_ROOT, CONTAINER_CLASS, is_dcp_name
 
 
@@ -37,6 +37,9 @@ class SpecKind:
     # manager's refusing method passes it the process's DCP size (vLLM 0.27.1's coordinator for one group:
     # a Mamba group alone fails there, while the hybrid coordinator passes it 1).
     rejected_in: tuple[tuple[str, str], ...] = ()
+    # The DCP size the coordinator hands a manager of this kind (kvlint.analysis.sizing.handing): "dcp" (the
+    # process's), "1", or "" (not known, or no coordinator hands one).
+    handed: str = ""
 
     def rejection_for(self, classes) -> str | None:
         """Why this kind is refused on the code of a path in `classes`, or None."""
@@ -80,7 +83,17 @@ def spec_kinds(program: Program, evaluator: Evaluator) -> tuple[SpecKind, ...]:
         for label, layers in _containers(program):
             reasons = [rejected.get(layer.cls) for layer in layers if rejected.get(layer.cls)]
             kinds.append(SpecKind(f"{CONTAINER_CLASS}{label}", Container(layers), reasons[0] if reasons else None))
-    return tuple(kinds)
+    found = handing(program)
+    if found is None:
+        return tuple(kinds)
+    return tuple(replace(kind, handed=_handed_factor(evaluator, found, kind.spec)) for kind in kinds)
+
+
+def _handed_factor(evaluator: Evaluator, found, spec) -> str:
+    """What the coordinator hands a manager of a `spec` group, as a factor of the block size."""
+    _, candidate, value = found
+    handed = handed_value(evaluator, candidate, spec, value)
+    return {DCP: "dcp", 1: "1"}.get(handed, "") if type(handed) is int else ""
 
 
 def coordinator_checks(program: Program) -> list[tuple[frozenset[str], str]]:

@@ -19,6 +19,7 @@ from kvlint.analysis.sizing import sites
 from kvlint.analysis.sizing.allocator import Allocation, read_allocation
 from kvlint.analysis.sizing.divergences import Divergence, FirstLayerPick, PathDivergence, PredicateDivergence
 from kvlint.analysis.sizing.evaluator import Evaluator
+from kvlint.analysis.sizing.handing import handing_site
 from kvlint.analysis.sizing.kinds import spec_kinds
 from kvlint.analysis.sizing.program import Program, read_program
 from kvlint.analysis.sizing.results import (
@@ -373,7 +374,8 @@ def _is_resolver(candidate: Candidate) -> bool:
 
 
 def analyse_program(program: Program) -> SizingAnalysis:
-    return _Analyser(program).analyse()
+    home, where = handing_site(program)
+    return dataclasses.replace(_Analyser(program).analyse(), manager_module=home, handed_at=where)
 
 
 def build_sizing_analysis(

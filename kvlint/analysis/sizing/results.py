@@ -54,6 +54,10 @@ class SizingAnalysis:
     source: str = ""
     dcp: int = DCP
     block_size: int = BLOCK_SIZE
+    # The module whose manager constructors take the DCP size the coordinator hands them, and where it
+    # hands it (kvlint.analysis.sizing.handing.handing_site); "" without such a handing.
+    manager_module: str = ""
+    handed_at: str = ""
 
     def divergences_in(self, module_path: str) -> tuple[Divergence, ...]:
         """The divergences placed in one module: all a rule linting that module reads of the analysis."""
