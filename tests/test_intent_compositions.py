@@ -209,6 +209,27 @@ def test_a_bucketing_path_builds_one_container_per_bucket_only_of_several_bucket
     assert containers({"Attn", "Mla"}, bucketing) == set()  # a single bucket: the whole-model path's business
 
 
+def test_a_container_is_alone_only_when_it_holds_every_layer_of_its_checkpoint():
+    """A check of a config's only group (`spec = groups[0].kv_cache_spec if len(groups) == 1 else None`) meets
+    only a container that is some checkpoint's only group: a whole-model path's, never a bucketing path's, even
+    when its buckets hold every layer class (one class's full and sliding-window layers are two buckets)."""
+    model = Model("M", "vllm/models/m.py", frozenset({"Attn", "Mla", "Swa"}), (frozenset({"Attn", "Mla", "Swa"}),))
+    tree = Census(LAYERS, (model,), frozenset(), "")
+    alone = {(c.layer_classes, c.alone) for c in compose(tree, (path(buckets=True),), HIERARCHY, BASES)}
+    assert alone == {(frozenset({"Attn", "Mla"}), False), (frozenset({"Swa"}), False)}
+    whole = Model("W", "vllm/models/w.py", frozenset({"Attn", "Mla"}), (frozenset({"Attn", "Mla"}),))
+    tree = Census(LAYERS, (whole,), frozenset(), "")
+    assert {(c.layer_classes, c.alone) for c in compose(tree, (path(),), HIERARCHY, BASES)} == {
+        (frozenset({"Attn", "Mla"}), True)
+    }
+    hidden = Model(
+        "H", "vllm/models/h.py", frozenset({"Attn", "Mla", "Hidden"}), (frozenset({"Attn", "Mla", "Hidden"}),)
+    )
+    tree = Census(LAYERS, (hidden,), frozenset(), "")
+    # the hidden-state layers filtered out before the path are a group of their own
+    assert {c.alone for c in compose(tree, (path(excluded={"HiddenSpec"}),), HIERARCHY, BASES)} == {False}
+
+
 def test_state_layers_must_share_their_replication_to_share_a_bucket():
     assert containers({"Mamba", "Mamba2"}, path(buckets=True)) == {
         (frozenset({"Mamba"}), DEFAULT),

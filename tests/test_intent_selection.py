@@ -35,8 +35,8 @@ def layer(name, specs, fields=(), attributes=(), where="vllm/layers/x.py:1"):
     return LayerClass(name, where, frozenset(specs), tuple(fields), tuple(attributes), None)
 
 
-def container(layers, specs, model="M", setting="default"):
-    return ContainerComposition(frozenset(layers), frozenset(specs), setting, model, "vllm/g.py:f", 1)
+def container(layers, specs, model="M", setting="default", alone=False):
+    return ContainerComposition(frozenset(layers), frozenset(specs), setting, model, "vllm/g.py:f", 1, alone=alone)
 
 
 def census(*layers, models=()):
@@ -154,12 +154,9 @@ def test_a_layer_whose_class_never_sets_the_selecting_flag_is_not_one_the_check_
 # ----------------------------------------------------------------------------------- the whole model
 
 
-def test_a_container_of_every_cached_layer_of_one_checkpoint_is_the_whole_model():
-    model = Model("M", "vllm/models/m.py", frozenset({"A", "B", "C"}), (frozenset({"A", "B", "Plain"}),))
-    tree = census(layer("A", {"FullAttentionSpec"}), layer("B", {"MLAAttentionSpec"}), models=(model,))
-    assert whole_model(container({"A", "B"}, {"FullAttentionSpec"}), tree)
-    assert not whole_model(container({"A"}, {"FullAttentionSpec"}), tree)
-    assert not whole_model(container({"A", "B"}, {"FullAttentionSpec"}, model="Other"), tree)
+def test_a_container_is_the_whole_model_when_some_checkpoint_has_it_as_its_only_group():
+    # compose decides it from the checkpoint's kinds (test_intent_compositions); selection reads the mark.
+    assert whole_model(container({"A"}, {"FullAttentionSpec"}, alone=True), None)
     assert not whole_model(container({"A", "B"}, {"FullAttentionSpec"}), None)
 
 
@@ -180,7 +177,7 @@ def f(kv_cache_config, s):
 def test_a_spec_bound_only_with_one_group_is_reached_only_by_a_whole_model_container():
     model = Model("M", "vllm/models/m.py", frozenset({"A", "B"}), (frozenset({"A", "B"}),))
     tree = census(layer("A", {"FullAttentionSpec"}), layer("B", {"MLAAttentionSpec"}), models=(model,))
-    whole, part = container({"A", "B"}, {"FullAttentionSpec"}), container({"A"}, {"FullAttentionSpec"})
+    whole, part = container({"A", "B"}, {"FullAttentionSpec"}, alone=True), container({"A"}, {"FullAttentionSpec"})
     for source, reached in ((SINGLE_GROUP, whole), (PAST_EXIT, part)):
         module, parent = _parsed(source)
         check = _isinstance_call(module)
@@ -208,13 +205,6 @@ def test_a_flag_whose_every_value_is_falsy_deselects_its_layer():
     flagged = LayerSelection(flags=("use_replay",))
     never = container({"Never"}, {"MambaSpec"})
     assert built_containers((never,), tree, HIERARCHY, frozenset({"MambaSpec"}), False, flagged) == ()
-
-
-def test_a_container_of_any_one_checkpoints_layers_is_the_whole_model():
-    alternatives = (frozenset({"A"}), frozenset({"A", "B"}))
-    model = Model("M", "vllm/models/m.py", frozenset({"A", "B"}), alternatives)
-    tree = census(layer("A", {"FullAttentionSpec"}), layer("B", {"MLAAttentionSpec"}), models=(model,))
-    assert whole_model(container({"A", "B"}, {"FullAttentionSpec"}), tree)
 
 
 def test_witnesses_rank_without_a_census_and_a_model_or_layer_it_lacks_is_near_nothing():

@@ -536,3 +536,27 @@ def test_a_coordinator_handing_every_manager_the_dcp_size_makes_mamba_the_counte
     assert "`dcp_world_size` is what the coordinator hands each manager for its kind" in kv102.message
     assert kv102.severity is Severity.ERROR
     assert "gives 32 tokens per block for a MambaSpec group at DCP=2" in kv102.message, kv102.message
+
+
+MANAGER_WITH_A_CLASSMETHOD = MANAGER.replace(
+    "            self.block_size *= dcp_world_size\n",
+    "            self.block_size *= dcp_world_size\n"
+    "        self.dcp_world_size = dcp_world_size\n"
+    "        self.mask = self.span(kv_cache_spec, dcp_world_size=self.dcp_world_size)\n"
+    "\n"
+    "    @classmethod\n"
+    "    def span(cls, kv_cache_spec, dcp_world_size=1):\n"
+    "        return kv_cache_spec.block_size * dcp_world_size\n",
+)
+
+
+def test_a_manager_method_other_modules_may_call_is_not_sized_by_what_the_coordinator_hands(tmp_path):
+    # 0.30.0's `reachable_block_mask`: the manager passes its own size, connectors call it with theirs.
+    root = _tree_029_managers(tmp_path, COORDINATOR_029)
+    (root / MANAGERS).write_text(MANAGER_WITH_A_CLASSMETHOD)
+    found = {f.line: f for f in _findings(root, MANAGERS) if f.code == "KV102"}
+    source = MANAGER_WITH_A_CLASSMETHOD.splitlines()
+    [span] = [f for line, f in found.items() if "return kv_cache_spec.block_size" in source[line - 1]]
+    assert "what the coordinator hands" not in span.message, span.message
+    [init] = [f for line, f in found.items() if "self.block_size *=" in source[line - 1]]
+    assert "what the coordinator hands each manager for its kind" in init.message

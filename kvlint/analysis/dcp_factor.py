@@ -135,6 +135,10 @@ class FactorOrigins:
                 argument = param.default
             found.append(Origin(UNKNOWN) if argument is None else self.origin(argument, depth + 1))
         combined = _combine(found)
+        if combined.kind == CALLERS and function.name.value != "__init__":
+            # What its calls here hand on comes from their own callers; this function may have callers in other
+            # modules too (a manager's classmethod the connectors call): its callers decide, not only these.
+            return _from_callers(function, name)
         if combined.kind == UNKNOWN:  # said of this function's calls, the nearest place a reader can look
             what = "different sizes" if len({o.kind for o in found}) > 1 else "a size of unknown origin"
             return Origin(UNKNOWN, where=f"the calls of `{function.name.value}()` here pass `{name}` {what}")
@@ -172,9 +176,9 @@ def _combine(origins: list[Origin]) -> Origin:
         return Origin(UNKNOWN)
     kinds = {o.kind for o in origins}
     if len(kinds) > 1:
-        return (
-            Origin(CALLERS, where=origins[0].where) if kinds == {CALLERS} else Origin(UNKNOWN, where=origins[0].where)
-        )
+        return Origin(UNKNOWN, where=origins[0].where)
+    if kinds == {CALLERS} and len({o.callers_of for o in origins}) > 1:
+        return Origin(CALLERS, where=origins[0].where)  # the callers of several functions: none named
     if kinds == {GATED} and len({tuple(_code(t) for t in o.tests) for o in origins}) > 1:
         return Origin(UNKNOWN, where=origins[0].where)
     return origins[0]

@@ -140,14 +140,9 @@ def _selected(census: Census | None, layer_name: str, selection: LayerSelection)
 
 def whole_model(composition: ContainerComposition, census: Census | None) -> bool:
     """Whether the container holds every layer with a KV cache one checkpoint of its model builds: then it is
-    the model's only group (a bucketing path's containers are several groups, never the only one)."""
-    if census is None:
-        return False
-    model = next((m for m in census.models if m.name == composition.model), None)
-    if model is None:
-        return False
-    cached = {layer.name for layer in census.layers}
-    return any(composition.layer_classes == (alternative & cached) for alternative in model.alternatives)
+    the model's only group (a bucketing path's containers are several groups, never the only one). Judged by
+    the checkpoint's kinds, not its layer classes: one class's full and sliding-window layers are two buckets."""
+    return composition.alone
 
 
 def reaching(

@@ -53,6 +53,9 @@ class ContainerComposition:
     # The architecture name to show: of the names the registry gives the model's class, the one nearest its
     # layers' names (0.27.1's `DeepseekV32ForCausalLM` for DeepseekV32IndexerCache, not `DeepseekV3ForCausalLM`).
     architecture: str = ""
+    # Some checkpoint gets it as its only group: the container holds every layer that checkpoint has (a
+    # whole-model path); a bucketing path's containers always come with other groups.
+    alone: bool = False
 
     @property
     def is_default(self) -> bool:
@@ -137,7 +140,11 @@ def compose(
                 index += (composition.path, model.name)
                 if index in found:
                     before = found[index]
-                    composition = replace(before, checkpoints=tuple(sorted({*before.checkpoints, key})))
+                    composition = replace(
+                        before,
+                        checkpoints=tuple(sorted({*before.checkpoints, key})),
+                        alone=before.alone or composition.alone,
+                    )
                 found[index] = composition
     return tuple(sorted(found.values(), key=lambda c: (not c.is_default, c.path, sorted(c.layer_classes))))
 
@@ -185,6 +192,7 @@ def _evaluate(census, model, kinds, paths, hierarchy, bases) -> list[ContainerCo
                     path.name,
                     path.line,
                     guard,
+                    alone=len(bucket) == len(kinds),
                 )
             )
         if path.guards.returns_container and any(c.is_default for c in built):
