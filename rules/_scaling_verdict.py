@@ -97,7 +97,11 @@ def describe(
             message, detail = message + said, detail + said
         return Message(headline, detail, fix_by_name, statement=message, kinds=(kind.label, *verdict.also))
     if verdict.outcome == AGREES:
-        provided = f" as long as {verdict.unsettled} is the DCP size its name says" if verdict.unsettled else ""
+        provided = (
+            f" as long as its callers pass {verdict.unsettled} as the DCP size for the kinds that reach it"
+            if verdict.unsettled
+            else ""
+        )
         return Message(
             f"`{short}` restates {reference} by hand (agrees today)",
             f"`{expression}` restates {reference} by hand ({verdict.how}): it agrees with it for every kind that "
