@@ -9,6 +9,7 @@ from dataclasses import replace
 import libcst as cst
 
 from kvlint import Message, Severity
+from kvlint.analysis.branch_taken import raised_when_false
 from kvlint.analysis.deliberate import benchmark_only, comments_at, fail_closed
 from kvlint.analysis.dominance import dominated, related_to
 from kvlint.analysis.scaling import match_scaling
@@ -43,6 +44,22 @@ def unmet_defect(rule, node, function, message: Message) -> tuple[Message, Sever
         return message, Severity.ERROR
     return replace(message, detail=f"{message.detail}; {why}", statement=f"{message.statement}; {why}"), (
         Severity.WARNING
+    )
+
+
+_OTHER_BRANCH = "such a group takes the other branch"
+
+
+def said_branch(rule, node, message: Message) -> Message:
+    """Where the other branch raises, the message says so: a loud refusal, not a silent wrong answer."""
+    raised = raised_when_false(node, rule.flow.parent)
+    if raised is None:
+        return message
+    said = f"{_OTHER_BRANCH}, which raises `{raised}` (a refusal at run time, not a silent wrong answer)"
+    return replace(
+        message,
+        detail=message.detail.replace(_OTHER_BRANCH, said),
+        statement=message.statement.replace(_OTHER_BRANCH, said),
     )
 
 

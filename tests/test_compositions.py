@@ -608,3 +608,23 @@ def test_0_34_0_census_builds_whole_model_and_fallback_containers_as_the_code_de
             assert any(hierarchy.is_subclass(s, "SlidingWindowSpec") for s in specs), composition
     # Every model of the registry is read or counted as unread, never dropped.
     assert census.unread and len({m.name for m in census.models} & set(census.unread)) == 0
+
+
+def test_kv101_says_when_the_branch_a_container_takes_raises(tmp_path):
+    """`if not isinstance(spec, MLAAttentionSpec): raise TypeError(…)` refuses a container at run time: the
+    finding says so (the reader of vLLM 0.34.0's mamba_utils.py:1045 found "takes the other branch" hid it)."""
+    raising = CHECKS + (
+        "\n"
+        "        def mla_only(self, kv_cache_config):\n"
+        "            spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec\n"
+        "            if not isinstance(spec, MLAAttentionSpec):\n"
+        "                raise TypeError('MLA only')\n"
+        "            return spec\n"
+    )
+    tree = write_tree(tmp_path / "tree", files(**{CONNECTOR: raising}))
+    completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV101", CONNECTOR, cwd=tree)
+    findings = {f["line"]: f["message"] for f in json.loads(completed.stdout)}
+    [raised] = [line for line, message in findings.items() if "raises `TypeError`" in message]
+    assert "takes the other branch, which raises `TypeError` (a refusal at run time" in findings[raised]
+    assert raised > 16, findings
+    assert "raises" not in findings[16]
