@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.sizing import sites
-from kvlint.analysis.sizing.allocator import Allocation, read_allocation
+from kvlint.analysis.sizing.allocator import read_allocation
 from kvlint.analysis.sizing.divergences import Divergence, FirstLayerPick, PathDivergence, PredicateDivergence
 from kvlint.analysis.sizing.evaluator import Evaluator
 from kvlint.analysis.sizing.kinds import spec_kinds
@@ -111,6 +111,9 @@ class _Analyser:
         names = {h.function.name for h, _ in self.predicates if not h.classes} | {RESOLVER_NAME}
         helper_ids = {id(h.function) for h in helpers}
         paths = [c for c in self._functions(names) if id(c.function) not in helper_ids and c.sites]
+        focus = self.program.focus
+        if focus is not None:  # a plugin's analysis: its own paths, and the scheduler's it is compared with
+            paths = [c for c in paths if c.module.path in focus or c.function.name == SCHEDULER_REFERENCE]
         return helpers, paths
 
     def _functions(self, helper_names: set[str]) -> list[Candidate]:
@@ -205,7 +208,7 @@ class _Analyser:
         # Without the shared resolver, what the managers allocate is what every other path must match; a
         # manager that disagrees with the scheduler's own path is the defect (kvlint.analysis.sizing.allocator).
         allocation = read_allocation(self.program, self.evaluator, self.kinds) if resolver is None else None
-        allocator = _allocator_column(allocation) if allocation is not None and scheduler is not None else None
+        allocator = allocation.column() if allocation is not None and scheduler is not None else None
         if allocator is not None:
             columns.insert(1, allocator)
             # Against the scheduler's view of several groups: one group alone spans what the managers give it.
@@ -229,6 +232,8 @@ class _Analyser:
             divergences.extend(d for d in found if d is not None)
         for candidate, as_helper in [*((h, True) for h, _ in self.predicates), *((c, False) for c, _ in path_columns)]:
             divergences.extend(self.first_layer_unwraps(candidate, as_helper))
+        if self.program.focus is not None:  # the release's own divergences are not the plugin's, nor its root causes
+            divergences = [d for d in divergences if d.module_path in self.program.focus]
         calls = {(c.module.path, c.qualname): called_names(c.function) for c, _ in path_columns}
         divergences = fold_cross_file(divergences, calls)
         return SizingAnalysis(
@@ -239,6 +244,7 @@ class _Analyser:
             resolver=resolver.name if resolver is not None else None,
             allocator=allocator.name if allocator is not None else None,
             source=self.program.source,
+            modules=self.program.sources,
         )
 
     # -- divergences --------------------------------------------------------------------------------
@@ -354,18 +360,6 @@ class _Analyser:
             if any(b == ATTENTION_ROOT or b in roots for b in bases.get(name, ())):
                 return name
         return cls
-
-
-def _allocator_column(allocation: Allocation) -> SizingPath:
-    manager = allocation.manager
-    return SizingPath(
-        manager.name,
-        manager.module.path,
-        manager.qualname,
-        manager.function.lineno,
-        "allocator",
-        (("scheduler", allocation.factors),),
-    )
 
 
 def _is_resolver(candidate: Candidate) -> bool:

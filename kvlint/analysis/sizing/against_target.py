@@ -1,0 +1,84 @@
+"""A file outside the vLLM tree analysed as one of the modules of the release it targets.
+
+A plugin's sizing code is judged as the release would judge a module of its own: the release's analysis
+(TreeIndex.sizing) names the files it read (`SizingAnalysis.modules`); they are read again, the plugin's
+module joins them when the release's analysis would select it, and the one analysis (kvlint.analysis.sizing.
+matrix) compares the plugin's paths and predicates with that release's yardstick — its
+`resolve_dcp_kv_block_size` (0.29+, by class or by `dcp_sharded`), or, without one, what its KV cache
+managers allocate. Only the plugin's paths are evaluated (`Program.focus`), and only its divergences kept:
+the release's own are the release's findings, not the plugin's. The release's modules are parsed once per
+process; a fetched release never changes under its root.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from kvlint.analysis.hierarchy import SpecHierarchy
+from kvlint.analysis.sizing.matrix import analyse_program
+from kvlint.analysis.sizing.program import (
+    Program,
+    calls_a_helper,
+    parse_module,
+    read_program,
+    sizes_blocks,
+    spec_classes,
+)
+from kvlint.analysis.sizing.results import SizingAnalysis
+from kvlint.analysis.tree_files import TreeFiles
+from kvlint.analysis.vocabulary import INTERFACE_MODULE
+
+# The releases' programs (root, files) and every rule's analysis of one text: computed once, kept bounded.
+_PROGRAMS: dict[tuple[str, tuple[str, ...]], Program] = {}
+_ANALYSES: dict[tuple[str, str, int, int], SizingAnalysis | None] = {}
+_KEPT = 256
+
+
+def analyse_against_target(
+    module_path: str, text: str, root: str, modules: tuple[str, ...], hierarchy: SpecHierarchy
+) -> SizingAnalysis | None:
+    """The analysis of a file outside the tree as a module of the release at `root`, whose analysis read
+    `modules`; `hierarchy`: the release's, with the plugin's own spec classes. None when the release's
+    analysis would not read the file (it sizes no block near a DCP size) or it does not parse."""
+    key = (root, module_path, hash(text), hash(tuple(sorted(hierarchy.bases.items()))))
+    if key not in _ANALYSES:
+        if len(_ANALYSES) > _KEPT:
+            _ANALYSES.clear()
+        _ANALYSES[key] = _analyse(module_path, text, _release_program(root, modules, hierarchy), hierarchy)
+    return _ANALYSES[key]
+
+
+def _analyse(module_path: str, text: str, release: Program, hierarchy: SpecHierarchy) -> SizingAnalysis | None:
+    if not (sizes_blocks(text) or calls_a_helper(text, release.modules.values())):
+        return None
+    module = parse_module(module_path, text, partial=True)
+    if module is None:
+        return None
+    interface = release.modules.get(INTERFACE_MODULE)
+    classes = {
+        **(spec_classes(interface, hierarchy) if interface is not None else {}),
+        **spec_classes(module, hierarchy),
+    }
+    program = dataclasses.replace(
+        release,
+        hierarchy=hierarchy,
+        classes=classes,
+        modules=dict(sorted({**release.modules, module_path: module}.items())),
+        focus=frozenset({module_path}),
+        source=f"{module_path} (against {release.source})",
+    )
+    try:
+        return analyse_program(program)
+    except RecursionError:
+        return None
+
+
+def _release_program(root: str, modules: tuple[str, ...], hierarchy: SpecHierarchy) -> Program:
+    key = (root, modules)
+    if key not in _PROGRAMS:
+        if len(_PROGRAMS) > 4:  # a scan targets one release, a range two
+            _PROGRAMS.clear()
+        files = TreeFiles(Path(root), frozenset(modules))
+        _PROGRAMS[key] = read_program(Path(root), hierarchy, frozenset(modules), files)
+    return _PROGRAMS[key]

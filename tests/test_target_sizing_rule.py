@@ -1,0 +1,139 @@
+"""The sizing rule of the release a plugin targets decides its KV103 and KV105 (issue 28), offline.
+
+Three miniature releases, each with one rule: 0.29.0 scales every attention spec by class (its resolver's
+`isinstance(…, AttentionSpec)`), 0.33.0 by the spec's `dcp_sharded` flag (sliding window not sharded), 0.17.0
+has no resolver and its KV cache managers allocate what the coordinator hands them (every kind scaled). One
+connector file is judged against each, as the release would judge a module of its own.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvlint.errors import ReleaseError
+from tests.kvlint_runner import run_kvlint
+from tests.mini_vllm import write_tree
+
+CLASSES = """
+    class KVCacheSpec:
+        block_size: int
+        dcp_sharded: bool = False
+
+    class AttentionSpec(KVCacheSpec):
+        dcp_sharded: bool = True
+
+    class FullAttentionSpec(AttentionSpec):
+        pass
+
+    class SlidingWindowSpec(AttentionSpec):
+        dcp_sharded: bool = {sliding}
+
+    class MambaSpec(KVCacheSpec):
+        pass
+    """
+
+BY_CLASS = """
+    from vllm.v1.kv_cache_interface import AttentionSpec
+
+    def resolve_dcp_kv_block_size(spec, dcp_world_size):
+        if isinstance(spec, AttentionSpec):
+            return spec.block_size * dcp_world_size
+        return spec.block_size
+
+    def resolve_kv_cache_block_sizes(kv_cache_config, vllm_config):
+        dcp = vllm_config.parallel_config.decode_context_parallel_size
+        return [resolve_dcp_kv_block_size(g.kv_cache_spec, dcp) for g in kv_cache_config.kv_cache_groups]
+    """
+
+BY_FLAG = BY_CLASS.replace("isinstance(spec, AttentionSpec)", "spec.dcp_sharded")
+
+# Before the shared resolver: the scheduler's own path, and managers that scale what the coordinator hands them.
+OLD_UTILS = """
+    def resolve_kv_cache_block_sizes(kv_cache_config, vllm_config):
+        dcp = vllm_config.parallel_config.decode_context_parallel_size
+        return [g.kv_cache_spec.block_size * dcp for g in kv_cache_config.kv_cache_groups]
+    """
+OLD_MANAGERS = {
+    "vllm/v1/core/kv_cache_coordinator.py": """
+        class KVCacheCoordinator:
+            def __init__(self, kv_cache_config, dcp_world_size):
+                self.managers = [
+                    get_manager_for_kv_cache_spec(kv_cache_spec=g.kv_cache_spec, dcp_world_size=dcp_world_size)
+                    for g in kv_cache_config.kv_cache_groups
+                ]
+        """,
+    "vllm/v1/core/single_type_kv_cache_manager.py": """
+        class SingleTypeKVCacheManager:
+            def __init__(self, kv_cache_spec, dcp_world_size):
+                self.block_size = kv_cache_spec.block_size
+                if dcp_world_size > 1:
+                    self.block_size *= dcp_world_size
+
+        def get_manager_for_kv_cache_spec(kv_cache_spec, **kwargs):
+            return SingleTypeKVCacheManager(kv_cache_spec, **kwargs)
+        """,
+}
+
+RELEASES = {
+    "0.17.0": {"vllm/v1/kv_cache_interface.py": CLASSES.format(sliding="True"), **OLD_MANAGERS},
+    "0.29.0": {"vllm/v1/kv_cache_interface.py": CLASSES.format(sliding="True")},
+    "0.33.0": {"vllm/v1/kv_cache_interface.py": CLASSES.format(sliding="False")},
+}
+UTILS = {"0.17.0": OLD_UTILS, "0.29.0": BY_CLASS, "0.33.0": BY_FLAG}
+
+# Scales every attention spec, by class: the 0.29.0 rule, not 0.33.0's (sliding window is not sharded there).
+CONNECTOR = """
+    from vllm.v1.kv_cache_interface import AttentionSpec
+
+
+    def connector_dcp_factor(spec, dcp_world_size):
+        if isinstance(spec, AttentionSpec):
+            return dcp_world_size
+        return 1
+
+
+    def connector_block_sizes(kv_cache_config, vllm_config):
+        dcp = vllm_config.parallel_config.decode_context_parallel_size
+        return [g.kv_cache_spec.block_size * connector_dcp_factor(g.kv_cache_spec, dcp) for g in kv_cache_config.kv_cache_groups]
+    """
+
+
+@pytest.fixture
+def releases(tmp_path, monkeypatch):
+    def release_sources(version, quiet=False, cache_dir=None):
+        if version not in RELEASES:
+            raise ReleaseError(f"the index lists no vllm {version}")
+        tree = {**RELEASES[version], "vllm/v1/core/kv_cache_utils.py": UTILS[version]}
+        return write_tree(tmp_path / "releases" / f"vllm-{version}", tree)
+
+    monkeypatch.setattr("kvlint.scan.releases.release_sources", release_sources)
+    return tmp_path
+
+
+def findings_against(package, version: str) -> dict[str, dict]:
+    completed = run_kvlint("check", "--no-cache", "--format", "json", "--vllm-release", version, ".", cwd=package)
+    assert completed.returncode in (0, 1), completed.stderr
+    return {f["code"]: f for f in json.loads(completed.stdout) if f["code"] in ("KV103", "KV105")}
+
+
+@pytest.fixture
+def connector(releases):
+    return write_tree(releases / "pkg", {"connector/__init__.py": "", "connector/sizing.py": CONNECTOR})
+
+
+def test_the_targets_resolver_by_class_agrees_with_a_connector_its_flag_rule_does_not(connector):
+    assert findings_against(connector, "0.29.0") == {}
+    found = findings_against(connector, "0.33.0")
+    assert set(found) == {"KV103", "KV105"}
+    assert "SlidingWindowSpec (dcp, resolver 1)" in found["KV105"]["message"]
+    assert found["KV105"]["line"] == 4 and found["KV103"]["line"] == 10
+    assert "SlidingWindowSpec" in found["KV103"]["message"]
+
+
+def test_a_target_without_the_resolver_judges_by_what_its_managers_allocate(connector):
+    found = findings_against(connector, "0.17.0")
+    # No resolver to compare a predicate with; the managers scale Mamba too, where the connector does not.
+    assert set(found) == {"KV103"}
+    assert "MambaSpec" in found["KV103"]["message"] and "SingleTypeKVCacheManager.__init__" in found["KV103"]["message"]
