@@ -47,9 +47,7 @@ def analysis_for(context) -> SizingAnalysis | None:
         return project.sizing
     if judged_against_release(project):
         sizing = project.sizing
-        return analyse_against_target(
-            context.module_path, context.source, project.root, sizing.modules, project.hierarchy
-        )
+        return analyse_against_target(context.module_path, context.source, project.root, sizing, project.hierarchy)
     if project.root is None or project.target is not None:  # code outside the tree (or the release it targets)
         return analyse_single_file(context.module_path, context.source, project.hierarchy)
     return None

@@ -137,3 +137,17 @@ def test_a_target_without_the_resolver_judges_by_what_its_managers_allocate(conn
     # No resolver to compare a predicate with; the managers scale Mamba too, where the connector does not.
     assert set(found) == {"KV103"}
     assert "MambaSpec" in found["KV103"]["message"] and "SingleTypeKVCacheManager.__init__" in found["KV103"]["message"]
+
+
+def test_a_release_changed_under_one_root_is_read_again_for_the_plugins_analysis(connector, monkeypatch):
+    # The rule behind a helper of the resolver: the release's index differs only in its sizing analysis.
+    rule = BY_CLASS.replace("isinstance(spec, AttentionSpec)", "_sharded(spec, dcp_world_size)")
+    helper = rule + "\n    def _sharded(spec, dcp_world_size):\n        return isinstance(spec, {cls})\n"
+    monkeypatch.setitem(UTILS, "0.29.0", helper.format(cls="AttentionSpec"))
+    cache = str(connector.parent / "cache")
+    arguments = ("check", "--cache-dir", cache, "--format", "json", "--vllm-release", "0.29.0", ".")
+    sizing = ("KV103", "KV105")
+    assert [f for f in json.loads(run_kvlint(*arguments, cwd=connector).stdout) if f["code"] in sizing] == []
+    monkeypatch.setitem(UTILS, "0.29.0", helper.format(cls="FullAttentionSpec"))
+    found = json.loads(run_kvlint(*arguments, cwd=connector).stdout)
+    assert {f["code"] for f in found if f["code"] in sizing} == {"KV103", "KV105"}

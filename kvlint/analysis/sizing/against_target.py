@@ -30,22 +30,23 @@ from kvlint.analysis.tree_files import TreeFiles
 from kvlint.analysis.vocabulary import INTERFACE_MODULE
 
 # The releases' programs (root, files) and every rule's analysis of one text: computed once, kept bounded.
-_PROGRAMS: dict[tuple[str, tuple[str, ...]], Program] = {}
-_ANALYSES: dict[tuple[str, str, int, int], SizingAnalysis | None] = {}
+_PROGRAMS: dict[tuple[str, tuple[str, ...], int], Program] = {}
+_ANALYSES: dict[tuple[str, str, int, int, int], SizingAnalysis | None] = {}
 _KEPT = 256
 
 
 def analyse_against_target(
-    module_path: str, text: str, root: str, modules: tuple[str, ...], hierarchy: SpecHierarchy
+    module_path: str, text: str, root: str, release: SizingAnalysis, hierarchy: SpecHierarchy
 ) -> SizingAnalysis | None:
-    """The analysis of a file outside the tree as a module of the release at `root`, whose analysis read
-    `modules`; `hierarchy`: the release's, with the plugin's own spec classes. None when the release's
+    """The analysis of a file outside the tree as a module of the release at `root`, whose analysis is
+    `release`; `hierarchy`: the release's, with the plugin's own spec classes. None when the release's
     analysis would not read the file (it sizes no block near a DCP size) or it does not parse."""
-    key = (root, module_path, hash(text), hash(tuple(sorted(hierarchy.bases.items()))))
+    # The release's analysis in the keys: a tree named again under one root in one process is read again.
+    key = (root, module_path, hash(text), hash(tuple(sorted(hierarchy.bases.items()))), hash(release.paths))
     if key not in _ANALYSES:
         if len(_ANALYSES) > _KEPT:
             _ANALYSES.clear()
-        _ANALYSES[key] = _analyse(module_path, text, _release_program(root, modules, hierarchy), hierarchy)
+        _ANALYSES[key] = _analyse(module_path, text, _release_program(root, release, hierarchy), hierarchy)
     return _ANALYSES[key]
 
 
@@ -74,11 +75,11 @@ def _analyse(module_path: str, text: str, release: Program, hierarchy: SpecHiera
         return None
 
 
-def _release_program(root: str, modules: tuple[str, ...], hierarchy: SpecHierarchy) -> Program:
-    key = (root, modules)
+def _release_program(root: str, release: SizingAnalysis, hierarchy: SpecHierarchy) -> Program:
+    key = (root, release.modules, hash(release.paths))
     if key not in _PROGRAMS:
         if len(_PROGRAMS) > 4:  # a scan targets one release, a range two
             _PROGRAMS.clear()
-        files = TreeFiles(Path(root), frozenset(modules))
-        _PROGRAMS[key] = read_program(Path(root), hierarchy, frozenset(modules), files)
+        only = frozenset(release.modules)
+        _PROGRAMS[key] = read_program(Path(root), hierarchy, only, TreeFiles(Path(root), only))
     return _PROGRAMS[key]
