@@ -151,3 +151,25 @@ def test_a_release_changed_under_one_root_is_read_again_for_the_plugins_analysis
     monkeypatch.setitem(UTILS, "0.29.0", helper.format(cls="FullAttentionSpec"))
     found = json.loads(run_kvlint(*arguments, cwd=connector).stdout)
     assert {f["code"] for f in found if f["code"] in sizing} == {"KV103", "KV105"}
+
+
+def test_the_plugins_own_spec_class_is_a_kind_judged_by_the_targets_rule(releases):
+    own = """
+        from vllm.v1.kv_cache_interface import MambaSpec, SlidingWindowSpec
+
+
+        class NpuSlidingSpec(SlidingWindowSpec):
+            pass
+
+
+        def npu_dcp_factor(spec, dcp_world_size):
+            if isinstance(spec, NpuSlidingSpec):
+                return dcp_world_size
+            return 1 if isinstance(spec, (SlidingWindowSpec, MambaSpec)) else dcp_world_size
+        """
+    package = write_tree(releases / "npu", {"npu/__init__.py": "", "npu/sizing.py": own})
+    # 0.33.0 does not shard sliding window, nor the plugin's class that inherits its flag.
+    assert "NpuSlidingSpec (dcp, resolver 1)" in findings_against(package, "0.33.0")["KV105"]["message"]
+    # 0.29.0 shards every attention spec: the plugin's class agrees, its sliding window rule does not.
+    by_class = findings_against(package, "0.29.0")["KV105"]["message"]
+    assert "SlidingWindowSpec (1, resolver dcp)" in by_class and "NpuSlidingSpec" not in by_class

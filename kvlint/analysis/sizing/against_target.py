@@ -16,6 +16,7 @@ import dataclasses
 from pathlib import Path
 
 from kvlint.analysis.hierarchy import SpecHierarchy
+from kvlint.analysis.sizing.kinds import SpecKind
 from kvlint.analysis.sizing.matrix import analyse_program
 from kvlint.analysis.sizing.program import (
     Program,
@@ -26,8 +27,9 @@ from kvlint.analysis.sizing.program import (
     spec_classes,
 )
 from kvlint.analysis.sizing.results import SizingAnalysis
+from kvlint.analysis.sizing.values import Layer
 from kvlint.analysis.tree_files import TreeFiles
-from kvlint.analysis.vocabulary import INTERFACE_MODULE
+from kvlint.analysis.vocabulary import ATTENTION_ROOT, CONTAINER_CLASS, INTERFACE_MODULE
 
 # The releases' programs (root, files) and every rule's analysis of one text: computed once, kept bounded.
 _PROGRAMS: dict[tuple[str, tuple[str, ...], int], Program] = {}
@@ -46,11 +48,14 @@ def analyse_against_target(
     if key not in _ANALYSES:
         if len(_ANALYSES) > _KEPT:
             _ANALYSES.clear()
-        _ANALYSES[key] = _analyse(module_path, text, _release_program(root, release, hierarchy), hierarchy)
+        program = _release_program(root, release, hierarchy)
+        _ANALYSES[key] = _analyse(module_path, text, program, hierarchy, _kinds(release.kinds, hierarchy))
     return _ANALYSES[key]
 
 
-def _analyse(module_path: str, text: str, release: Program, hierarchy: SpecHierarchy) -> SizingAnalysis | None:
+def _analyse(
+    module_path: str, text: str, release: Program, hierarchy: SpecHierarchy, kinds: tuple[SpecKind, ...]
+) -> SizingAnalysis | None:
     if not (sizes_blocks(text) or calls_a_helper(text, release.modules.values())):
         return None
     module = parse_module(module_path, text, partial=True)
@@ -67,6 +72,7 @@ def _analyse(module_path: str, text: str, release: Program, hierarchy: SpecHiera
         classes=classes,
         modules=dict(sorted({**release.modules, module_path: module}.items())),
         focus=frozenset({module_path}),
+        kinds=kinds,
         source=f"{module_path} (against {release.source})",
     )
     try:
@@ -83,3 +89,19 @@ def _release_program(root: str, release: SizingAnalysis, hierarchy: SpecHierarch
         only = frozenset(release.modules)
         _PROGRAMS[key] = read_program(Path(root), hierarchy, only, TreeFiles(Path(root), only))
     return _PROGRAMS[key]
+
+
+def _kinds(kinds: tuple[SpecKind, ...], hierarchy: SpecHierarchy) -> tuple[SpecKind, ...]:
+    """The release's kinds (as its analysis read them, refusals included), and a kind for each concrete class
+    of `hierarchy` they lack (the plugin's own spec classes, kvlint.analysis.own_specs), refused where a refused
+    ancestor is."""
+    known = {kind.label: kind for kind in kinds if not kind.is_container}
+    roots = {n for n, bases in hierarchy.bases.items() if not any(b in hierarchy.bases for b in bases)}
+    abstract = roots | {ATTENTION_ROOT, CONTAINER_CLASS}
+    own = []
+    for name in hierarchy.bases:
+        if name in known or name in abstract:
+            continue
+        refusals = (known[a].rejected_under_dcp for a in sorted(hierarchy.ancestors(name)) if a in known)
+        own.append(SpecKind(name, Layer(name), next((r for r in refusals if r), None)))
+    return (*kinds, *own)

@@ -37,6 +37,7 @@ from kvlint.analysis.tree_files import TreeFiles
 from kvlint.analysis.vocabulary import ATTENTION_ROOT, DEFAULT_SCHEDULER_ONLY_PATHS, RESOLVER_NAME, SCHEDULER_REFERENCE
 
 _CORE = "vllm/v1/core/"  # where upstream's own reference path and resolver live: preferred over copies
+_YARDSTICKS = (RESOLVER_NAME, SCHEDULER_REFERENCE)  # what a plugin's paths are compared with (Program.focus)
 
 
 # -- the analysis ---------------------------------------------------------------------------------------
@@ -46,7 +47,7 @@ class _Analyser:
     def __init__(self, program: Program):
         self.program = program
         self.evaluator = Evaluator(program)
-        self.kinds = spec_kinds(program, self.evaluator)
+        self.kinds = program.kinds if program.kinds is not None else spec_kinds(program, self.evaluator)
         self.predicates: list[tuple[Candidate, tuple[str, ...]]] = []
         # Names a message may give as the remedy, only where the tree defines them.
         self.resolver_remedy: str | None = None
@@ -111,16 +112,17 @@ class _Analyser:
         names = {h.function.name for h, _ in self.predicates if not h.classes} | {RESOLVER_NAME}
         helper_ids = {id(h.function) for h in helpers}
         paths = [c for c in self._functions(names) if id(c.function) not in helper_ids and c.sites]
-        focus = self.program.focus
-        if focus is not None:  # a plugin's analysis: its own paths, and the scheduler's it is compared with
-            paths = [c for c in paths if c.module.path in focus or c.function.name == SCHEDULER_REFERENCE]
         return helpers, paths
 
     def _functions(self, helper_names: set[str]) -> list[Candidate]:
-        """Every function of the program with its sizing sites (calls of `helper_names` among them)."""
+        """Every function of the program with its sizing sites (calls of `helper_names` among them); with a
+        focus (a plugin's analysis), the focus' functions and the tree's resolver and scheduler path only."""
         found = []
+        focus = self.program.focus
         for module in self.program.modules.values():
             for qualname, function, classes in sites.functions(module):
+                if focus is not None and module.path not in focus and function.name not in _YARDSTICKS:
+                    continue
                 at = sites.widen(sites.sizing_sites(function, module, helper_names), function)
                 found.append(Candidate(module, qualname, function, classes, sites.spec_roots(function), at))
         return found

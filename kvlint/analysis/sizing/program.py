@@ -83,6 +83,8 @@ class Program:
     sources: tuple[str, ...] = ()
     # The modules whose sizing paths are judged (a plugin's, kvlint.analysis.sizing.against_target); None: all.
     focus: frozenset[str] | None = None
+    # The spec kinds, when known already (the release's, for a plugin's analysis); None: read from the program.
+    kinds: tuple | None = None
 
     def function(self, name: str, near: str | None = None) -> tuple[Module, ast.FunctionDef] | None:
         if near is not None and near in self.modules and name in self.modules[near].functions:
