@@ -173,3 +173,41 @@ def test_the_plugins_own_spec_class_is_a_kind_judged_by_the_targets_rule(release
     # 0.29.0 shards every attention spec: the plugin's class agrees, its sliding window rule does not.
     by_class = findings_against(package, "0.29.0")["KV105"]["message"]
     assert "SlidingWindowSpec (1, resolver dcp)" in by_class and "NpuSlidingSpec" not in by_class
+
+
+# ------------------------------------------------------------------------------------------ `kvlint paths` of a plugin
+
+
+def connector_column(document: dict) -> dict:
+    return next(p for p in document["paths"] if p["function"] == "connector_dcp_factor")
+
+
+def test_paths_of_a_plugin_show_its_paths_against_the_target_check_chooses(connector, monkeypatch):
+    write_tree(connector, {"pyproject.toml": '[project]\nname = "c"\ndependencies = ["vllm==0.33.0"]\n'})
+    pinned = run_kvlint("paths", "--format", "json", "connector", cwd=connector)
+    assert pinned.returncode == 0, pinned.stderr
+    assert "judging against vLLM 0.33.0, from the requirement `vllm==0.33.0`" in pinned.stderr.splitlines()[0]
+    document = json.loads(pinned.stdout)
+    roles = [(p["name"], p["role"]) for p in document["paths"]]
+    assert roles[:2] == [
+        ("vllm.v1.core.kv_cache_utils:resolve_kv_cache_block_sizes", "reference"),
+        ("vllm.v1.core.kv_cache_utils:resolve_dcp_kv_block_size", "resolver"),
+    ]
+    sliding = [k["label"] for k in document["kinds"]].index("SlidingWindowSpec")
+    column = connector_column(document)
+    assert column["cells"][sliding] == "dcp" and column["differs"][sliding] and column["reported"][sliding]
+    # The option wins over the requirement, as in `check`: by class, the connector agrees.
+    by_class = json.loads(
+        run_kvlint("paths", "--format", "json", "--vllm-release", "0.29.0", "connector", cwd=connector).stdout
+    )
+    assert not any(connector_column(by_class)["differs"])
+    # A range: a matrix per release, oldest first.
+    monkeypatch.setattr("kvlint.scan.release_listing.listed_versions", lambda cache_dir, quiet=False: tuple(RELEASES))
+    ranged = run_kvlint("paths", "--format", "json", "--vllm-release", ">=0.29,<0.34", "connector", cwd=connector)
+    assert [connector_column(d)["differs"][sliding] for d in json.loads(ranged.stdout)] == [False, True]
+
+
+def test_paths_of_a_plugin_without_a_target_is_one_line_exit_2(connector):
+    completed = run_kvlint("paths", "connector", cwd=connector)
+    assert completed.returncode == 2 and "--vllm-release VERSION" in completed.stderr
+    assert len(completed.stderr.splitlines()) == 1

@@ -105,3 +105,21 @@ def _kinds(kinds: tuple[SpecKind, ...], hierarchy: SpecHierarchy) -> tuple[SpecK
         refusals = (known[a].rejected_under_dcp for a in sorted(hierarchy.ancestors(name)) if a in known)
         own.append(SpecKind(name, Layer(name), next((r for r in refusals if r), None)))
     return (*kinds, *own)
+
+
+def analyse_package_against_target(
+    texts: dict[str, str], root: str, release: SizingAnalysis, hierarchy: SpecHierarchy
+) -> SizingAnalysis:
+    """The matrix of a plugin's files against the release at `root` (`kvlint paths`): the release's yardstick
+    columns once, then each file's own paths and predicates as `check` analyses that file (module path → text)."""
+    analyses = [
+        (path, a) for path, text in texts.items() if (a := analyse_against_target(path, text, root, release, hierarchy))
+    ]
+    if not analyses:  # no file sizes a block: the release's yardstick alone
+        yardsticks = tuple(p for p in release.paths if p.role in ("reference", "resolver", "allocator"))
+        return dataclasses.replace(release, paths=yardsticks, divergences=())
+    first = analyses[0][1]
+    yardsticks = tuple(p for p in first.paths if p.module_path not in texts)
+    own = tuple(p for path, analysis in analyses for p in analysis.paths if p.module_path == path)
+    divergences = tuple(d for _, analysis in analyses for d in analysis.divergences)
+    return dataclasses.replace(first, paths=yardsticks + own, divergences=divergences, source=release.source)
