@@ -196,6 +196,8 @@ def test_paths_of_a_plugin_show_its_paths_against_the_target_check_chooses(conne
     sliding = [k["label"] for k in document["kinds"]].index("SlidingWindowSpec")
     column = connector_column(document)
     assert column["cells"][sliding] == "dcp" and column["differs"][sliding] and column["reported"][sliding]
+    text = run_kvlint("paths", "connector", cwd=connector).stdout
+    assert f"(paths relative to {connector}):" in text and " --> connector/sizing.py:4:1" in text
     # The option wins over the requirement, as in `check`: by class, the connector agrees.
     by_class = json.loads(
         run_kvlint("paths", "--format", "json", "--vllm-release", "0.29.0", "connector", cwd=connector).stdout

@@ -112,7 +112,7 @@ def outside_paths(path: str, release: str | None, config, output_format: str) ->
         else:
             shown = in_paths(analysis, str(root), result.findings, spans)
             lines = [line for f in shown for line in [*finding_lines(f, Path.cwd()), ""]]
-            documents.append(render_text(analysis, str(root), reported, lines[:-1]))
+            documents.append(render_text(analysis, str(root), reported, lines[:-1], shown_from=str(Path.cwd())))
     if output_format == "json" and len(documents) > 1:
         click.echo("[\n" + ",\n".join(d.rstrip("\n") for d in documents) + "\n]")
     else:
