@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from kvlint.analysis.runner_reach import selected_by
+from kvlint.analysis.sizing.against_target import analyse_against_target
 from kvlint.analysis.sizing.results import SizingAnalysis
 from kvlint.analysis.sizing.single_file import analyse_single_file
 from kvlint.types import Message, RelatedLocation, Severity
@@ -39,13 +40,22 @@ def short_name(qualified: str) -> str:
 
 
 def analysis_for(context) -> SizingAnalysis | None:
-    """The tree's analysis; for a scan without a tree, this file analysed alone."""
+    """The tree's analysis; for code outside the tree, this file analysed as a module of the release it
+    targets, or, without one, alone against kvlint's built-in definitions."""
     project = context.project
-    if project.sizing is not None and project.target is None:
+    if project.sizing is not None and not judged_against_release(project):
         return project.sizing
+    if judged_against_release(project):
+        sizing = project.sizing
+        return analyse_against_target(context.module_path, context.source, project.root, sizing, project.hierarchy)
     if project.root is None or project.target is not None:  # code outside the tree (or the release it targets)
         return analyse_single_file(context.module_path, context.source, project.hierarchy)
     return None
+
+
+def judged_against_release(project) -> bool:
+    """Code outside the tree judged against a release whose analysis says which of its files it read."""
+    return project.target is not None and project.sizing is not None and bool(project.sizing.modules)
 
 
 class SizingReport:
@@ -76,6 +86,8 @@ class SizingReport:
         analysis = pre.project.sizing
         if analysis is None:
             return pre.project.root is None
+        if judged_against_release(pre.project):  # analysed from its text when it is linted, as a lone file is
+            return True
         return bool(cls._reported(analysis.divergences_in(pre.module_path)))
 
     @classmethod

@@ -28,9 +28,10 @@ named is a main model before a draft (the registry's speculative-decoding models
 most of the tree's models build by default, a model whose own module defines one of its layers first. A
 proven default is still a warning when no user meets it as a defect: a deliberate fail-closed check (the
 way a container takes refuses, and its docstring or comment says it is conservative, fails closed, refuses
-or rejects on purpose), or code whose module or class docstring says it exists for benchmarks (kvlint.analysis.deliberate); the message quotes the tree's words. Not reported: a
-worker-side answer no one consumes (analysis.consumers), a check no container reaches after an earlier one
-(its related location). Without a model registry, the classes the tree builds layers of stand in.
+or rejects on purpose), or code whose docstring says it exists for benchmarks (analysis.deliberate), quoted.
+Not reported: a worker-side answer no one consumes (analysis.consumers), a check no container reaches after an
+earlier one (its related location), what an `assert` of test code asserts (the test's expectation: a container
+fails it loudly). Without a model registry, the classes the tree builds layers of stand in.
 
 ## Example
 ```python
@@ -71,6 +72,7 @@ import libcst as cst
 from kvlint import Example, Message, Rule, Severity
 from kvlint.analysis.ast_candidates import tests_a_layer_class
 from kvlint.analysis.consumers import unconsumed_divergence
+from kvlint.analysis.deliberate import test_assertion
 from kvlint.analysis.layer_selection import built_containers, rank_witnesses, reaching, selection_at
 from kvlint.analysis.own_specs import judged_as, judged_note
 from kvlint.analysis.plugin_roles import OutsideRoles
@@ -330,6 +332,8 @@ class ContainerIsinstance(DominatedChecks, Rule):
         checked = judged_as(self.context.project, tested)  # a plugin's own spec class: as the target's it derives from
         if not checked or self.containers is not None and not any(map(self.containers.may_hold_instance_of, checked)):
             return  # no container the tree builds holds such a layer: its False is every layer's answer too
+        if test_assertion(self.context.module_path, node, self.flow.parent):
+            return  # a test's expectation of its fixture: a container fails the test loudly, nothing is sized by it
         provenance = self.flow.classify(subject)
         if provenance.kind is not Kind.GROUP_SPEC:
             return

@@ -156,7 +156,9 @@ def test_a_pinned_modern_target_offers_its_idioms_and_fixes(tmp_path, fake_relea
     package = connector_package(tmp_path / "pkg", requirement="vllm==0.29.0")
     judged = {f["line"]: f for f in findings(check(package))}
     assert "iter_layer_specs(g.kv_cache_spec)" in judged[13]["message"]
-    assert judged[13]["fix"] is not None and judged[9]["fix"] is not None
+    # The hand-written scaling (line 9) is a related location of its function's divergent path (line 5), whose fix it is.
+    assert [(r["code"], r["line"]) for r in judged[5]["related"]][0] == ("KV102", 9)
+    assert judged[13]["fix"] is not None and judged[5]["fix"]["edits"][0]["line"] == 9
 
 
 def test_a_range_reaching_back_before_029_names_and_imports_nothing_its_oldest_release_lacks(tmp_path, fake_releases):
@@ -165,7 +167,7 @@ def test_a_range_reaching_back_before_029_names_and_imports_nothing_its_oldest_r
     assert "vLLM 0.17.0 and 0.30.0" in completed.stderr.splitlines()[0]
     assert sorted(fake_releases) == ["0.17.0", "0.30.0"]
     judged = {f["line"]: f for f in findings(completed)}
-    for line in (9, 13):
+    for line in (5, 13):  # 5: the function of the scaling at line 9, its root cause (KV103)
         remedy = judged[line]["message"].split("; ")[-1]  # the remedy ends the message
         assert "iter_layer_specs" not in remedy and "call `resolve_dcp_kv_block_size" not in remedy, remedy
         assert judged[line]["fix"] is None

@@ -8,7 +8,8 @@ Two kinds of code answer a container wrongly on purpose or where no user's servi
   (`# Exact type: fail closed on wrappers` above `and type(spec) is C`);
 - a benchmark-only connector: the module's or class's docstring says the code exists for benchmarks.
 
-Each answer is the tree's own words, for the finding to quote; None when the tree says neither.
+Each answer is the tree's own words, for the finding to quote; None when the tree says neither. And one kind
+of check is no defect at all: what an `assert` of test code asserts (`test_assertion`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import libcst as cst
 _ON_PURPOSE = re.compile(r"\b(conservative(?:ly)?|fail(?:s|ing|ed)?[ -]closed|refus\w*|reject\w*)\b", re.IGNORECASE)
 _BENCHMARK = re.compile(r"\bbenchmark\w*", re.IGNORECASE)
 _REFUSALS = (cst.Raise,)
+# Test code as pytest collects it: a `tests`/`test` folder, `test_*.py`, `*_test.py`, `conftest.py`.
+_TEST_MODULE = re.compile(r"(?:^|/)(?:tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
 
 
 def fail_closed(check: cst.CSTNode, parent, function: cst.FunctionDef | None, comments: str = "") -> str | None:
@@ -41,6 +44,19 @@ def fail_closed(check: cst.CSTNode, parent, function: cst.FunctionDef | None, co
     if function is not None:
         texts += [_docstring(function.body), _comments_above(function, parent)]
     return next((found for text in texts if (found := _sentence(text, _ON_PURPOSE))), None)
+
+
+def test_assertion(module_path: str, check: cst.CSTNode, parent) -> bool:
+    """Whether `check` is (part of) what an `assert` statement of test code asserts: the test's expectation of
+    its own fixture (`assert isinstance(sched_config.kv_cache_groups[0].kv_cache_spec, FullAttentionSpec)` after
+    a flatten step). A container that reaches it fails the test, loudly, which is what the test is for; no
+    branch is taken in silence and nothing is sized by it. The same in vLLM's own tests as in a plugin's."""
+    if not _TEST_MODULE.search(module_path):
+        return False
+    current, holder = check, parent(check)
+    while holder is not None and not isinstance(holder, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+        current, holder = holder, parent(holder)
+    return isinstance(holder, cst.Assert) and holder.test is current
 
 
 def benchmark_only(module: cst.Module, check: cst.CSTNode, parent) -> str | None:

@@ -38,10 +38,14 @@ def cell(path: SizingPath, index: int) -> str:
 
 
 def render_text(
-    analysis: SizingAnalysis, root: str, reported: frozenset[tuple[int, int]] = frozenset(), findings: list[str] = ()
+    analysis: SizingAnalysis,
+    root: str,
+    reported: frozenset[tuple[int, int]] = frozenset(),
+    findings: list[str] = (),
+    shown_from: str | None = None,
 ) -> str:
     """The matrix; `reported`: the (path, kind) cells `check` reports a finding for (reported_cells);
-    `findings`: those findings' lines, as `check` prints them."""
+    `findings`: those findings' lines, as `check` prints them, paths relative to `shown_from` (else `root`)."""
     letters = [_letter(i) for i in range(len(analysis.paths))]
     lines = [
         f"kvlint paths: {root}",
@@ -78,7 +82,7 @@ def render_text(
         lines.append(f"† rejected under DCP: {reason}")
     if findings:
         lines.append("")
-        lines.append(f"`kvlint check` reports in these paths (paths relative to {root}):")
+        lines.append(f"`kvlint check` reports in these paths (paths relative to {shown_from or root}):")
         lines.append("")
         lines.extend(findings)
     return "\n".join(lines) + "\n"

@@ -20,6 +20,7 @@ from kvlint.analysis.sizing.evaluator import Evaluator
 from kvlint.analysis.sizing.handing import called_name, handed_value, handing
 from kvlint.analysis.sizing.kinds import SpecKind
 from kvlint.analysis.sizing.program import Program
+from kvlint.analysis.sizing.results import SizingPath
 from kvlint.analysis.sizing.sites import Candidate
 from kvlint.analysis.sizing.values import BLOCK_SIZE, Opaque, join, known_number
 from kvlint.analysis.vocabulary import MANAGER_FACTORY, is_dcp_name
@@ -33,6 +34,14 @@ class Allocation:
     handed_at: str  # "module.py:line" of the coordinator's call that hands the DCP size
     handed: str  # what it hands, as written (`dcp_world_size`, `dcp_world_size_for_kv_cache_spec(…)`)
     factors: tuple[str, ...]  # per kind: "dcp", "1" or "?"
+
+    def column(self) -> SizingPath:
+        """The matrix's column of the allocation: the scheduler's view, per kind."""
+        manager = self.manager
+        name, line = manager.name, manager.function.lineno
+        return SizingPath(
+            name, manager.module.path, manager.qualname, line, "allocator", (("scheduler", self.factors),)
+        )
 
 
 def read_allocation(program: Program, evaluator: Evaluator, kinds: tuple[SpecKind, ...]) -> Allocation | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.sizing import sites
-from kvlint.analysis.sizing.allocator import Allocation, read_allocation
+from kvlint.analysis.sizing.allocator import read_allocation
 from kvlint.analysis.sizing.divergences import Divergence, FirstLayerPick, PathDivergence, PredicateDivergence
 from kvlint.analysis.sizing.evaluator import Evaluator
 from kvlint.analysis.sizing.handing import handing_site
@@ -38,6 +38,7 @@ from kvlint.analysis.tree_files import TreeFiles
 from kvlint.analysis.vocabulary import ATTENTION_ROOT, DEFAULT_SCHEDULER_ONLY_PATHS, RESOLVER_NAME, SCHEDULER_REFERENCE
 
 _CORE = "vllm/v1/core/"  # where upstream's own reference path and resolver live: preferred over copies
+_YARDSTICKS = (RESOLVER_NAME, SCHEDULER_REFERENCE)  # what a plugin's paths are compared with (Program.focus)
 
 
 # -- the analysis ---------------------------------------------------------------------------------------
@@ -47,7 +48,7 @@ class _Analyser:
     def __init__(self, program: Program):
         self.program = program
         self.evaluator = Evaluator(program)
-        self.kinds = spec_kinds(program, self.evaluator)
+        self.kinds = program.kinds if program.kinds is not None else spec_kinds(program, self.evaluator)
         self.predicates: list[tuple[Candidate, tuple[str, ...]]] = []
         # Names a message may give as the remedy, only where the tree defines them.
         self.resolver_remedy: str | None = None
@@ -115,10 +116,14 @@ class _Analyser:
         return helpers, paths
 
     def _functions(self, helper_names: set[str]) -> list[Candidate]:
-        """Every function of the program with its sizing sites (calls of `helper_names` among them)."""
+        """Every function of the program with its sizing sites (calls of `helper_names` among them); with a
+        focus (a plugin's analysis), the focus' functions and the tree's resolver and scheduler path only."""
         found = []
+        focus = self.program.focus
         for module in self.program.modules.values():
             for qualname, function, classes in sites.functions(module):
+                if focus is not None and module.path not in focus and function.name not in _YARDSTICKS:
+                    continue
                 at = sites.widen(sites.sizing_sites(function, module, helper_names), function)
                 found.append(Candidate(module, qualname, function, classes, sites.spec_roots(function), at))
         return found
@@ -206,7 +211,7 @@ class _Analyser:
         # Without the shared resolver, what the managers allocate is what every other path must match; a
         # manager that disagrees with the scheduler's own path is the defect (kvlint.analysis.sizing.allocator).
         allocation = read_allocation(self.program, self.evaluator, self.kinds) if resolver is None else None
-        allocator = _allocator_column(allocation) if allocation is not None and scheduler is not None else None
+        allocator = allocation.column() if allocation is not None and scheduler is not None else None
         if allocator is not None:
             columns.insert(1, allocator)
             # Against the scheduler's view of several groups: one group alone spans what the managers give it.
@@ -230,6 +235,8 @@ class _Analyser:
             divergences.extend(d for d in found if d is not None)
         for candidate, as_helper in [*((h, True) for h, _ in self.predicates), *((c, False) for c, _ in path_columns)]:
             divergences.extend(self.first_layer_unwraps(candidate, as_helper))
+        if self.program.focus is not None:  # the release's own divergences are not the plugin's, nor its root causes
+            divergences = [d for d in divergences if d.module_path in self.program.focus]
         calls = {(c.module.path, c.qualname): called_names(c.function) for c, _ in path_columns}
         divergences = fold_cross_file(divergences, calls)
         return SizingAnalysis(
@@ -240,6 +247,7 @@ class _Analyser:
             resolver=resolver.name if resolver is not None else None,
             allocator=allocator.name if allocator is not None else None,
             source=self.program.source,
+            modules=self.program.sources,
         )
 
     # -- divergences --------------------------------------------------------------------------------
@@ -355,18 +363,6 @@ class _Analyser:
             if any(b == ATTENTION_ROOT or b in roots for b in bases.get(name, ())):
                 return name
         return cls
-
-
-def _allocator_column(allocation: Allocation) -> SizingPath:
-    manager = allocation.manager
-    return SizingPath(
-        manager.name,
-        manager.module.path,
-        manager.qualname,
-        manager.function.lineno,
-        "allocator",
-        (("scheduler", allocation.factors),),
-    )
 
 
 def _is_resolver(candidate: Candidate) -> bool:

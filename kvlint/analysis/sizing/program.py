@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,6 +79,12 @@ class Program:
     source: str = ""
     # Module paths that only receive the scheduler's (flattened) config: `scheduler-only-paths`.
     scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS
+    # The tree's files this program was read from (its modules, the indexer's): a plugin's analysis reads them again.
+    sources: tuple[str, ...] = ()
+    # The modules whose sizing paths are judged (a plugin's, kvlint.analysis.sizing.against_target); None: all.
+    focus: frozenset[str] | None = None
+    # The spec kinds, when known already (the release's, for a plugin's analysis); None: read from the program.
+    kinds: tuple | None = None
 
     def function(self, name: str, near: str | None = None) -> tuple[Module, ast.FunctionDef] | None:
         if near is not None and near in self.modules and name in self.modules[near].functions:
@@ -172,6 +179,32 @@ def _sizes_near_dcp(text: str) -> bool:
     return any(abs(i - j) <= _WINDOW for i in size_lines for j in dcp_lines)
 
 
+def sizes_blocks(text: str) -> bool:
+    """Whether a module is one the analysis reads for itself: it sizes a block near a DCP size, defines a
+    (spec, dcp) helper, or decides the allocation."""
+    return _mentions_dcp(text) and (
+        ("block_size" in text and _sizes_near_dcp(text))
+        or bool(_HELPER_SIGNATURE.search(text))
+        or _decides_allocation(text)
+    )
+
+
+def calls_a_helper(text: str, modules: Iterable[Module]) -> bool:
+    """Whether a module that mentions a DCP size calls one of the (spec, dcp) helpers `modules` define."""
+    return _mentions_dcp(text) and any(f"{name}(" in text for name in helper_names(modules))
+
+
+def helper_names(modules: Iterable[Module]) -> set[str]:
+    """The module-level functions taking a spec and a DCP size."""
+    return {
+        name
+        for module in modules
+        for name, function in module.functions.items()
+        if any("spec" in a.arg.lower() for a in function.args.args)
+        and any(_mentions_dcp(a.arg) for a in [*function.args.args, *function.args.kwonlyargs])
+    }
+
+
 def read_program(
     root: Path, hierarchy: SpecHierarchy, only: frozenset[str] | None = None, files: TreeFiles | None = None
 ) -> Program:
@@ -184,46 +217,35 @@ def read_program(
     files = files if files is not None else TreeFiles(root, only)
     selected: dict[str, str] = {}
     maybe_callers: dict[str, str] = {}
-    indexer_texts: list[str] = []
+    indexer_texts: list[tuple[str, str]] = []
     for relative in files.relatives():
         data = files.read(relative)
         if data is None:
             continue
         text = data.decode("utf-8", "replace")
         if "Indexer" in text and "get_kv_cache_spec" in text:
-            indexer_texts.append(text)
-        if relative == INTERFACE_MODULE:
+            indexer_texts.append((relative, text))
+        if relative == INTERFACE_MODULE or sizes_blocks(text):
             selected[relative] = text
         elif _mentions_dcp(text):
-            if (
-                ("block_size" in text and _sizes_near_dcp(text))
-                or _HELPER_SIGNATURE.search(text)
-                or _decides_allocation(text)
-            ):
-                selected[relative] = text
-            else:
-                maybe_callers[relative] = text
+            maybe_callers[relative] = text
     modules = {
         r: m
         for r, m in ((r, parse_module(r, t, partial=r != INTERFACE_MODULE)) for r, t in selected.items())
         if m is not None
     }
-    helper_names = {
-        name
-        for module in modules.values()
-        for name, function in module.functions.items()
-        if any("spec" in a.arg.lower() for a in function.args.args)
-        and any(_mentions_dcp(a.arg) for a in [*function.args.args, *function.args.kwonlyargs])
-    }
+    defined = list(modules.values())
     for relative, text in maybe_callers.items():
-        if any(f"{name}(" in text for name in helper_names):
+        if calls_a_helper(text, defined):
             module = parse_module(relative, text, partial=True)
             if module is not None:
                 modules[relative] = module
     interface = modules.get(INTERFACE_MODULE)
     classes = spec_classes(interface, hierarchy) if interface is not None else {}
-    indexer = next((layer for layer in map(lambda t: _indexer_layer(t, hierarchy), indexer_texts) if layer), None)
-    return Program(hierarchy, classes, dict(sorted(modules.items())), indexer, source=str(root))
+    found = ((r, layer) for r, layer in ((r, _indexer_layer(t, hierarchy)) for r, t in indexer_texts) if layer)
+    indexer_source, indexer = next(found, (None, None))
+    sources = tuple(sorted(modules)) + ((indexer_source,) if indexer_source and indexer_source not in modules else ())
+    return Program(hierarchy, classes, dict(sorted(modules.items())), indexer, source=str(root), sources=sources)
 
 
 def spec_classes(module: Module, hierarchy: SpecHierarchy) -> dict[str, ast.ClassDef]:

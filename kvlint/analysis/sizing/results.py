@@ -52,6 +52,8 @@ class SizingAnalysis:
     # Without the shared resolver (vLLM < 0.29): the managers' allocation every other path is compared with.
     allocator: str | None = None
     source: str = ""
+    # The tree's files the analysis read (kvlint.analysis.sizing.program): code outside the tree is analysed with them.
+    modules: tuple[str, ...] = ()
     dcp: int = DCP
     block_size: int = BLOCK_SIZE
     # The module whose manager constructors take the DCP size the coordinator hands them, and where it
