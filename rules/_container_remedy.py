@@ -63,6 +63,12 @@ def said_branch(rule, node, message: Message) -> Message:
     )
 
 
+def with_remedy(rule, node, message: Message, whole: str, tested, guarded) -> Message:
+    """The finding's message with what to write instead, and what its other branch does where that raises."""
+    fix = remedy(rule.context.project.interface_functions(), whole, tested, guarded)
+    return replace(said_branch(rule, node, message), remedy=fix)
+
+
 def built_by(composition) -> dict[str, str]:
     """The fields of KV101's BUILT message that name the witness: model, setting, layers, path and guard."""
     if composition.is_default:

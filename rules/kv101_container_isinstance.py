@@ -84,9 +84,8 @@ from kvlint.rules._container_remedy import (
     built_by,
     class_level_message,
     gated_scaling,
-    remedy,
-    said_branch,
     unmet_defect,
+    with_remedy,
 )
 from kvlint.rules._kv101_examples import CENSUS_VALID_EXAMPLES, UNWRAP_EXAMPLES, WARNING_EXAMPLES
 from kvlint.rules._resolver_call import resolver_call_fix
@@ -385,10 +384,7 @@ class ContainerIsinstance(DominatedChecks, Rule):
         fix = lambda: resolver_call_fix(self, scaling) if scaling else unwrap_fix(self, plan)  # noqa: E731 - needs positions
         whole = one_line(self.code_of(subject), None)  # the remedy is copied: whole (`subject_code` shortens `[…]`)
         guarded = plan.guarded_use if plan is not None else None  # no helper that lets a container through
-        message = replace(
-            said_branch(self, node, message),
-            remedy=remedy(self.context.project.interface_functions(), whole, tested, guarded),
-        )
+        message = with_remedy(self, node, message, whole, tested, guarded)
         note = plan.note(" ".join(self.code_of(node, own_parentheses=False).split())) if plan is not None else ""
         for said in filter(None, (note, judged_note(self.context.project, tested))):
             message = replace(message, remedy=f"{message.remedy}; {said}")
