@@ -320,6 +320,33 @@ def probed(source: str) -> Kind:
         ),
         pytest.param(
             """
+            class Worker:
+                def describe(self, spec):
+                    probe(spec)
+
+                def run(self, kv_cache_config):
+                    for group in kv_cache_config.kv_cache_groups:
+                        self.describe(group.kv_cache_spec)
+            """,
+            GROUP_SPEC,
+            id="a-method-called-through-self-gets-its-arguments-after-self",
+        ),
+        pytest.param(
+            """
+            class Worker:
+                @staticmethod
+                def describe(spec):
+                    probe(spec)
+
+                def run(self, kv_cache_config):
+                    for group in kv_cache_config.kv_cache_groups:
+                        Worker.describe(group.kv_cache_spec)
+            """,
+            GROUP_SPEC,
+            id="a-static-method-called-through-its-class-gets-its-arguments-from-the-first",
+        ),
+        pytest.param(
+            """
             def f(group: KVCacheGroupSpec, other):
                 probe(group.kv_cache_spec)
                 group = other
@@ -392,3 +419,20 @@ def test_a_container_test_in_the_same_statement_counts(statement: str, expected:
     flow, module = flow_of(f"def f(spec):\n    {statement}\n")
     check = next(c for c in calls_named(module, "isinstance") if c.args[1].value.value == "AttentionSpec")
     assert flow.checks_for_container(check, "spec") is expected
+
+
+def test_the_classes_around_a_node_innermost_first() -> None:
+    flow, module = flow_of(
+        """
+        class Outer:
+            class Inner:
+                def f(self):
+                    probe(1)
+
+        def g():
+            probe(2)
+        """
+    )
+    inside, outside = calls_named(module, "probe")
+    assert flow.enclosing_class_names(inside) == ["Inner", "Outer"]
+    assert flow.enclosing_class_names(outside) == []
