@@ -160,7 +160,9 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--budget", type=float, default=1800.0, help="stop starting mutants after this many seconds")
     parser.add_argument("--report", action="store_true", help="write the scores into docs/reliability.md")
-    parser.add_argument("--tests", default="tests", help="the test folder or files the coverage map is made from")
+    parser.add_argument(
+        "--tests", nargs="+", default=["tests"], help="the test folder or files the coverage map is made from"
+    )
     parser.add_argument(
         "--results", type=Path, metavar="FILE", help="write every mutant's verdict to FILE (JSON lines)"
     )
@@ -180,9 +182,11 @@ def main() -> int:
         print("mutation: no module to mutate")
         return 0
     if not (options.replay and options.retry):
-        print(f"mutation: per-test coverage of the fast loop over {options.tests}…", file=sys.stderr)
+        print(f"mutation: per-test coverage of the fast loop over {' '.join(options.tests)}…", file=sys.stderr)
     replaying = bool(options.replay and options.retry)
-    covered = {} if replaying else coverage_map(["-m", "not slow", options.tests], options.coverage_cache, options.jobs)
+    covered = (
+        {} if replaying else coverage_map(["-m", "not slow", *options.tests], options.coverage_cache, options.jobs)
+    )
     mutants = [m for module in modules for m in mutants_of(module, ROOT)]
     reach = _reach(covered)
     import_time = {module: _import_time_lines(ROOT / module) for module in modules}

@@ -76,10 +76,10 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("rules/_unwrap_fix.py", 343, "any -> all"): "outside the interface module a module defining the name has "
     "the rewrite blocked (kvlint.rules._fix_scope.rebinding), and inside it nothing is imported either way",
     ("rules/_unwrap_fix.py", 357, "1 -> 2"): "a maxsplit: the last part is the same",
-    ("rules/kv101_container_isinstance.py", 326, "if-branch never taken"): "a fast exit: with no layer class "
+    ("rules/kv101_container_isinstance.py", 327, "if-branch never taken"): "a fast exit: with no layer class "
     "checked the next test returns (no container holds one), and a test that admits the container answers a "
     "container True, as its layers do, so no built container is a counterexample",
-    ("rules/kv101_container_isinstance.py", 326, "or -> and"): "the same fast exit: each of its two cases alone "
+    ("rules/kv101_container_isinstance.py", 327, "or -> and"): "the same fast exit: each of its two cases alone "
     "ends with no finding further on",
     ("kvlint/engine/grouping.py", 194, "if-branch never taken"): "a fast path: with nothing folded the primary "
     "is rebuilt with its own fix and note and its related locations sorted, which rules add in file order",
@@ -96,4 +96,16 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "`if … isinstance(` fits in it",
     ("kvlint/analysis/census/paths.py", 169, "and -> or"): "a balanced argument that starts with `(` without ending "
     "with `)` (or the reverse) keeps a bracket after either cut, so no name list is read either way",
+    ("kvlint/analysis/provenance.py", 191, "if-branch never taken"): "a fast exit: with no binding no result "
+    "is collected, and the end answers UNKNOWN too",
+    ("kvlint/analysis/provenance.py", 199, "if-branch never taken"): "a binding without a value is UNKNOWN on "
+    "every branch after it: `classify(None)` and `element_of(None, …)` match no node kind and answer UNKNOWN",
+    ("kvlint/analysis/provenance.py", 229, "if-branch never taken"): "a parameter's binding is only made with its "
+    "function (`_function_bindings`), so it is never None here",
+    ("kvlint/analysis/provenance.py", 239, "if-branch never taken"): "a call that passes nothing for the "
+    "parameter: `classify(None)` is UNKNOWN, which the kind test after it skips as well",
+    ("kvlint/analysis/provenance.py", 271, "if-branch never taken"): "a cache: the bindings collected again are "
+    "equal, and only their nodes, the same ones, are keyed on (`_classify_param`)",
+    ("kvlint/analysis/provenance.py", 277, "False -> True"): "a parameter's binding is read as a parameter "
+    "before `is_loop` is looked at, by every reader (provenance, kvlint.analysis.dcp_factor and scaling)",
 }

@@ -107,3 +107,19 @@ def test_a_check_gated_on_no_scaling_keeps_its_fix_where_only_the_resolver_is_la
 def test_a_check_in_parentheses_is_quoted_without_them():
     (finding,) = findings(filtering("(isinstance(g.kv_cache_spec, MambaSpec))"))
     assert finding.message.startswith("`isinstance(g.kv_cache_spec, MambaSpec)` is False")
+
+
+def test_a_check_no_container_reaches_past_an_earlier_one_is_folded_into_it():
+    # The `continue` sends every container away before the second check: its wrong answer is the first's.
+    source = """
+    def worker(kv_cache_config):
+        for g in kv_cache_config.kv_cache_groups:
+            if not isinstance(g.kv_cache_spec, MambaSpec):
+                continue
+            if isinstance(g.kv_cache_spec, FullAttentionSpec):
+                return 1
+    """
+    (finding,) = findings(source)
+    assert finding.line == 3
+    assert [(r.line, r.code) for r in finding.related] == [(5, "KV101")]
+    assert "is reached by no container" in finding.related[0].message

@@ -48,6 +48,16 @@ def test_an_unsafe_fix_of_the_check_names_the_check_and_both_quantifiers():
     assert "the fix takes `any`, the author must choose it or `all`" in said
 
 
+def test_the_note_names_a_parenthesized_check_without_its_parentheses():
+    # rules/kv101_container_isinstance.py hands the note the check's own code (`own_parentheses=False`).
+    check = "type(g.kv_cache_spec) is not MLAAttentionSpec"
+    said = message(
+        IMPORTS
+        + f"def worker(kv_cache_config):\n    return [g for g in kv_cache_config.kv_cache_groups if ({check})]\n"
+    )
+    assert f"answer `{check}` differently" in said
+
+
 def test_an_unsafe_helper_fix_takes_the_helpers_own_quantifier():
     # A tree that builds a container of full-attention and Mamba layers: `is_full_attention_spec` (an `all`
     # over the layers) answers it apart from `any`.
