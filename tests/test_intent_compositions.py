@@ -230,6 +230,15 @@ def test_a_container_is_alone_only_when_it_holds_every_layer_of_its_checkpoint()
     assert {c.alone for c in compose(tree, (path(excluded={"HiddenSpec"}),), HIERARCHY, BASES)} == {False}
 
 
+def test_a_container_alone_in_one_checkpoint_of_its_model_is_alone_whatever_the_others():
+    # {Attn, Mla} is one checkpoint's only group, and beside its hidden-state layers' group in another.
+    alternatives = (frozenset({"Attn", "Mla"}), frozenset({"Attn", "Mla", "Hidden"}))
+    model = Model("M", "vllm/models/m.py", frozenset({"Attn", "Mla", "Hidden"}), alternatives)
+    tree = Census(LAYERS, (model,), frozenset(), "")
+    [built] = compose(tree, (path(excluded={"HiddenSpec"}),), HIERARCHY, BASES)
+    assert len(built.checkpoints) == 2 and built.alone
+
+
 def test_state_layers_must_share_their_replication_to_share_a_bucket():
     assert containers({"Mamba", "Mamba2"}, path(buckets=True)) == {
         (frozenset({"Mamba"}), DEFAULT),
