@@ -6,6 +6,7 @@ scripts/mutation.py made of those modules (issue 31)."""
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 
 from kvlint.analysis.census.compositions import DEFAULT, POSSIBLE, compose
 from kvlint.analysis.census.guards import Guards
@@ -237,6 +238,23 @@ def test_a_container_alone_in_one_checkpoint_of_its_model_is_alone_whatever_the_
     tree = Census(LAYERS, (model,), frozenset(), "")
     [built] = compose(tree, (path(excluded={"HiddenSpec"}),), HIERARCHY, BASES)
     assert len(built.checkpoints) == 2 and built.alone
+
+
+def test_a_config_branch_is_only_said_of_a_model_whose_alternatives_were_kept_apart():
+    alternatives = (frozenset({"Attn"}), frozenset({"Attn", "Mla"}))
+    apart = Model("M", "vllm/models/m.py", frozenset({"Attn", "Mla"}), alternatives)
+    merged = Model("N", "vllm/models/n.py", frozenset({"Attn", "Mla"}), alternatives, True)
+    tree = Census(LAYERS, (apart, merged), frozenset(), "")
+    branches = {c.model: c.config_branch for c in compose(tree, (path(),), HIERARCHY, BASES)}
+    assert branches == {"M": ("Mla",), "N": ()}
+
+
+def test_among_names_as_near_to_the_layers_the_witness_keeps_the_models_own():
+    model = Model("Yota", "vllm/models/y.py", frozenset({"Attn", "Mla"}), (frozenset({"Attn", "Mla"}),))
+    model = replace(model, aliases=("Xeta",))
+    tree = Census(LAYERS, (model,), frozenset(), "")
+    [built] = compose(tree, (path(),), HIERARCHY, BASES)
+    assert built.architecture == "Yota"
 
 
 def test_state_layers_must_share_their_replication_to_share_a_bucket():
