@@ -16,11 +16,13 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
         "and -> or",
     ): "a guard that only saves work: `_exits` is False for all it lets through (an expression, an `else` or "
     "`elif` clause, None), none of them a block ending in an exit",
-    ("kvlint/analysis/layer_selection.py", 183, "0 -> 1"): "every layer set's count shifted by one: the order of "
+    ("kvlint/analysis/layer_selection.py", 188, "0 -> 1"): "every layer set's count shifted by one: the order of "
     "witnesses, which alone uses it, is the same",
-    ("kvlint/analysis/layer_selection.py", 183, "1 -> 2"): "every count doubled: the same order of witnesses",
-    ("kvlint/analysis/layer_selection.py", 188, "0 -> 1"): "without a census every witness is equally near: "
+    ("kvlint/analysis/layer_selection.py", 188, "1 -> 2"): "every count doubled: the same order of witnesses",
+    ("kvlint/analysis/layer_selection.py", 193, "0 -> 1"): "without a census every witness is equally near: "
     "any constant gives the same order",
+    ("kvlint/analysis/layer_selection.py", 204, "0 -> 1"): "a composition always has layers: the default of "
+    "an empty max is never read",
     ("kvlint/analysis/consumers.py", 46, "if-branch never taken"): "a fast path: with no accessor the empty "
     "pattern's reads name no accessor, and none is consumed",
     ("kvlint/analysis/consumers.py", 54, "if-branch never taken"): "a fast path: a name read by the worker "
