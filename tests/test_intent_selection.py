@@ -15,7 +15,6 @@ from kvlint.analysis.layer_selection import (
     rank_witnesses,
     reaching,
     selection_at,
-    whole_model,
 )
 from tests.test_witness_semantics import _first, _isinstance_call, _parsed
 
@@ -156,8 +155,10 @@ def test_a_layer_whose_class_never_sets_the_selecting_flag_is_not_one_the_check_
 
 def test_a_container_is_the_whole_model_when_some_checkpoint_has_it_as_its_only_group():
     # compose decides it from the checkpoint's kinds (test_intent_compositions); selection reads the mark.
-    assert whole_model(container({"A"}, {"FullAttentionSpec"}, alone=True), None)
-    assert not whole_model(container({"A", "B"}, {"FullAttentionSpec"}), None)
+    module, parent = _parsed(SINGLE_GROUP)
+    check, function = _isinstance_call(module), _first(module, cst.FunctionDef)
+    alone, beside = container({"A"}, {"FullAttentionSpec"}, alone=True), container({"A", "B"}, {"FullAttentionSpec"})
+    assert reaching((alone, beside), None, HIERARCHY, check, "s", function, parent) == (alone,)
 
 
 SINGLE_GROUP = """

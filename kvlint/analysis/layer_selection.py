@@ -138,13 +138,6 @@ def _selected(census: Census | None, layer_name: str, selection: LayerSelection)
     return True
 
 
-def whole_model(composition: ContainerComposition, census: Census | None) -> bool:
-    """Whether the container holds every layer with a KV cache one checkpoint of its model builds: then it is
-    the model's only group (a bucketing path's containers are several groups, never the only one). Judged by
-    the checkpoint's kinds, not its layer classes: one class's full and sliding-window layers are two buckets."""
-    return composition.alone
-
-
 def reaching(
     built: tuple[ContainerComposition, ...],
     census: Census | None,
@@ -162,9 +155,9 @@ def reaching(
     holding the check must answer the container otherwise than some layer, and an `and` gate must not refuse
     one of its layers as it refuses the container (kvlint.analysis.whole_answer)."""
     if single_group_binding(subject, function):
-        built = tuple(c for c in built if whole_model(c, census))
+        built = tuple(c for c in built if c.alone)  # some checkpoint's only group (compositions)
     if past_single_group_exit(check, function, parent) or first_group_fallback(check, function, parent):
-        built = tuple(c for c in built if not whole_model(c, census))
+        built = tuple(c for c in built if not c.alone)
     return tuple(
         c
         for c in built
