@@ -148,14 +148,20 @@ def pad_mamba_pages(specs: dict[str, Any], interface: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------- the tree's code
 
 
+def defines_at_module_level(text: str, name: str) -> bool:
+    """Whether a module's text defines function `name` at its top level (a method of that name does not)."""
+    return any(line.startswith(f"def {name}(") for line in text.splitlines())
+
+
 def find_grouping_function(vllm_location: str) -> Any:
-    """`get_kv_cache_groups` wherever the tree defines it under vllm/v1/core (its home moves between releases)."""
+    """`get_kv_cache_groups` wherever the tree defines it under vllm/v1/core (its home moves between releases):
+    the module-level function, not a method of the same name (0.34.0's config builder has one)."""
     core = os.path.join(vllm_location, "v1", "core")
     for module in sorted(pkgutil.iter_modules([core]), key=lambda m: m.name):
         path = os.path.join(core, f"{module.name}.py")
         try:
             with open(path, encoding="utf-8") as handle:
-                defines = f"def {GROUPING_FUNCTION}(" in handle.read()
+                defines = defines_at_module_level(handle.read(), GROUPING_FUNCTION)
         except OSError:
             continue
         if defines:

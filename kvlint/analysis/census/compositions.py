@@ -170,33 +170,63 @@ def _spec_choices(model_layers: list[LayerClass]) -> list[list[Kind]]:
 def _evaluate(census, model, kinds, paths, hierarchy, bases) -> list[ContainerComposition]:
     """The containers one checkpoint gets, path by path in the order the grouping code reaches them: a path
     whose container ends the grouping (the whole-model one) first; when it builds one by default, no
-    other path runs for this checkpoint."""
+    other path runs for this checkpoint. A path that promotes only under a setting is read without its
+    promotions; what it builds with them and not without is only possible (see _promoted_variant)."""
     built = []
     for path in sorted(paths, key=lambda p: not p.guards.returns_container):
-        reached = _reached(census, path, kinds, hierarchy)
-        if reached is None:
-            continue
-        setting, guard = reached
-        for bucket in _containers(path, kinds, hierarchy, bases, census.merge_ignores_shapes):
-            unproven = _unproven_requirement(path, kinds, hierarchy) or _unproven_block_size(path, bucket)
-            if unproven:
-                setting = POSSIBLE + unproven
-            if model.merged:
-                setting = POSSIBLE + MERGED
-            built.append(
-                ContainerComposition(
-                    frozenset(layer.name for layer, _, _ in bucket),
-                    frozenset(spec for _, _, spec in bucket),
-                    setting,
-                    model.name,
-                    path.name,
-                    path.line,
-                    guard,
-                    alone=len(bucket) == len(kinds),
-                )
-            )
+        if path.guards.promoted_when:
+            plain = replace(path, guards=replace(path.guards, promotions=(), promoted_when=""))
+            found = _on_path(census, model, kinds, plain, hierarchy, bases)
+            built += found + _promoted_variant(census, model, kinds, path, hierarchy, bases, found)
+        else:
+            built += _on_path(census, model, kinds, path, hierarchy, bases)
         if path.guards.returns_container and any(c.is_default for c in built):
             break
+    return built
+
+
+def _promoted_variant(census, model, kinds, path, hierarchy, bases, plain) -> list[ContainerComposition]:
+    """The containers `path` builds only with its promotions (`if disable_hybrid_kv_cache_manager:` turns
+    sliding-window layers into full ones): a setting's, and layers a promotion makes one kind merge as alike
+    unless their shapes differ, which the census does not decide: possible, never default."""
+    seen = {(c.layer_classes, c.spec_classes) for c in plain}
+    promotions = ", ".join(f"{source} → {target}" for source, target in path.guards.promotions)
+    why = (
+        POSSIBLE + f"only when `{path.guards.promoted_when}` (then {promotions}), and only when the promoted "
+        "layers' shapes differ from the others', which the census does not decide"
+    )
+    return [
+        replace(c, setting=c.setting if c.kind == "possible" else why)
+        for c in _on_path(census, model, kinds, path, hierarchy, bases)
+        if (c.layer_classes, c.spec_classes) not in seen
+    ]
+
+
+def _on_path(census, model, kinds, path, hierarchy, bases) -> list[ContainerComposition]:
+    """The containers one path builds from one checkpoint, each with its setting."""
+    reached = _reached(census, path, kinds, hierarchy)
+    if reached is None:
+        return []
+    built = []
+    setting, guard = reached
+    for bucket in _containers(path, kinds, hierarchy, bases, census.merge_ignores_shapes):
+        unproven = _unproven_requirement(path, kinds, hierarchy) or _unproven_block_size(path, bucket)
+        if unproven:
+            setting = POSSIBLE + unproven
+        if model.merged:
+            setting = POSSIBLE + MERGED
+        built.append(
+            ContainerComposition(
+                frozenset(layer.name for layer, _, _ in bucket),
+                frozenset(spec for _, _, spec in bucket),
+                setting,
+                model.name,
+                path.name,
+                path.line,
+                guard,
+                alone=len(bucket) == len(kinds),
+            )
+        )
     return built
 
 

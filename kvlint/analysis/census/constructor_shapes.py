@@ -65,26 +65,44 @@ def assigns_self_attribute(cls: ast.ClassDef, name: str) -> bool:
     )
 
 
+# The mark of a parameter (in a constructor's `passed`) whose caller gave it a value read from the layer's
+# position (`layer_type=config.layer_types[extract_layer_index(prefix)]`): the value differs layer by layer.
+PER_LAYER = "@layer"
+
+
 def per_layer_test(test: ast.expr, positions: frozenset[str]) -> bool:
-    """Whether a branch test reads the position of the layer being built (`positions`: position_names)."""
-    return any(isinstance(n, ast.Name) and n.id in positions for n in ast.walk(test))
+    """Whether a branch test reads the position of the layer being built (`positions`: position_names, where
+    `self.x` stands for an attribute the constructor set from one)."""
+    return any(
+        (isinstance(n, ast.Name) and n.id in positions) or (_self_attribute(n) or "") in positions
+        for n in ast.walk(test)
+    )
 
 
-def position_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+def _self_attribute(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return f"self.{node.attr}"
+    return None
+
+
+def position_names(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, passed: frozenset[str] = frozenset()
+) -> frozenset[str]:
     """The names of a function that hold the position of the layer being built — its `prefix` parameter
     (vLLM hands every module its dotted name, which ends in its layer index: `make_layers` builds each layer
     with its own) or a loop variable — and its locals assigned from them (`layer_id = int(prefix.split(".")
     [-1])`; `is_sparse = layer_id in sparse_ids`). A branch on one goes both ways within one model (MiniMax-M3's
     first layers dense, the rest sparse), unlike a config branch."""
     arguments = function.args
-    derived = {a.arg for a in [*arguments.args, *arguments.kwonlyargs] if a.arg == "prefix"}
+    given = {name.removesuffix(PER_LAYER) for name in passed if name.endswith(PER_LAYER)}
+    derived = {a.arg for a in [*arguments.args, *arguments.kwonlyargs] if a.arg == "prefix" or a.arg in given}
     assigned: list[tuple[set[str], set[str]]] = []
     for node in ast.walk(function):
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
             derived.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names = {n.id for t in targets for n in _bound(t)}
+            names = {n.id for t in targets for n in _bound(t)} | {a for t in targets if (a := _self_attribute(t))}
             # A comprehension's own variable is gone once it is done (`all(d == 0 for d in dims)` is one value).
             inner = {
                 n.id
@@ -136,17 +154,22 @@ def bases_nearest_first(resolve_expr, module: str, cls: ast.ClassDef, limit: int
     return order
 
 
-def passed_parameters(call: ast.Call, init: ast.FunctionDef | ast.AsyncFunctionDef | None) -> frozenset[str]:
+def passed_parameters(
+    call: ast.Call, init: ast.FunctionDef | ast.AsyncFunctionDef | None, positions: frozenset[str] = frozenset()
+) -> frozenset[str]:
     """The parameters of a constructor (`self` first) that a call gives a value, `None` aside: by keyword,
-    or by position where the constructor is known."""
-    passed = {k.arg for k in call.keywords if k.arg and not _is_none(k.value)}
+    or by position where the constructor is known; each given a value read from `positions` (the caller's
+    position_names) once more, marked PER_LAYER."""
+    given = [(k.arg, k.value) for k in call.keywords if k.arg and not _is_none(k.value)]
     if init is not None:
         names = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]
         for index, argument in enumerate(call.args):
             if isinstance(argument, ast.Starred) or index >= len(names):
                 break
             if not _is_none(argument):
-                passed.add(names[index])
+                given.append((names[index], argument))
+    passed = {name for name, _ in given}
+    passed |= {name + PER_LAYER for name, value in given if positions and per_layer_test(value, positions)}
     return frozenset(passed)
 
 
@@ -165,6 +188,32 @@ def super_init_call(init: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Call | 
         ),
         None,
     )
+
+
+def constructor_bases(resolve_expr, relative: str, cls: ast.ClassDef, upward: ast.Call | None):
+    """(module, base) for each base whose constructor `super().__init__` runs: the class's own; for
+    `super(B, self)`, the classes after B in the method resolution order — the bases listed after B, then B's
+    own (`super(Qwen3NextDecoderLayer, self).__init__()` skips Qwen3NextDecoderLayer's constructor and the
+    layers it builds; `class CausalMixin(VllmModelForTextGeneration, Base)` reaches Base's)."""
+    start = upward.func.value.args[0] if upward is not None and upward.func.value.args else None  # type: ignore[attr-defined]
+    found = resolve_expr(relative, start) if start is not None else None
+    if found is None or found[1] != "class" or found[2] is cls:
+        return [(relative, base) for base in cls.bases]
+    listed = [resolve_expr(relative, base) for base in cls.bases]
+    after = next((i + 1 for i, b in enumerate(listed) if b is not None and b[2] is found[2]), 0)
+    return [(relative, base) for base in cls.bases[after:]] + [(found[0], base) for base in found[2].bases]
+
+
+def parameter_default(function: ast.FunctionDef | ast.AsyncFunctionDef | None, name: str) -> ast.expr | None:
+    """The default value of `function`'s parameter `name` (`decoder_layer_type: type = Qwen3MoeDecoderLayer`),
+    or None: what a call of that parameter builds when the callers hand it on unchanged."""
+    if function is None:
+        return None
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = list(zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults))
+    pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
+    return next((default for argument, default in pairs if argument.arg == name), None)
 
 
 def given_or_default(node: ast.expr, passed: frozenset[str]) -> ast.expr | None:

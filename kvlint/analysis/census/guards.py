@@ -11,7 +11,9 @@ Each guard is read from the code's structure, never from a function's name:
 - *after a failure*: a caller calls the function in an `except E:` handler — the path runs only after the
   `try` body's call raised E;
 - *promotions*: a `{A: B, …}` of spec classes in the function or a function of its module it calls — the
-  kinds it turns one spec class into before building (sliding window → full).
+  kinds it turns one spec class into before building (sliding window → full); a call made only under an `if`
+  (`if vllm_config.scheduler_config.disable_hybrid_kv_cache_manager:`) promotes only under that setting,
+  whose test is kept (`promoted_when`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ class Guards:
     page_gated: bool = False
     after_failure: str = ""  # "unify_kv_cache_spec_page_size raises NotImplementedError", or ""
     promotions: tuple[tuple[str, str], ...] = ()  # (from, to), in the code's order
+    # The test of the `if` the promoting call sits under ("" when every run promotes): a setting, not the
+    # default, so the path's default reading promotes nothing.
+    promoted_when: str = ""
 
 
 def functions_of(tree: ast.Module) -> dict[str, Function]:
@@ -42,12 +47,14 @@ def functions_of(tree: ast.Module) -> dict[str, Function]:
 
 def read_guards(tree: ast.Module, function: Function, line: int, spec_classes: frozenset[str]) -> Guards:
     functions = functions_of(tree)
+    promotions, promoter = _promotions(function, functions, spec_classes)
     return Guards(
         _refuses(function),
         _returns_container(function, line),
         _page_gated(function),
         _after_failure(tree, function.name),
-        _promotions(function, functions, spec_classes),
+        promotions,
+        _condition_of_call(function, promoter) if promoter != function.name else "",
     )
 
 
@@ -149,9 +156,26 @@ def _after_failure(tree: ast.Module, name: str) -> str:
     return ""
 
 
+def _condition_of_call(function: Function, name: str) -> str:
+    """The test of the `if` under which `function` calls `name` (its source), or "" when a call is made
+    outside any `if`: then the call's effect is every run's."""
+    tests = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.If) and name in [called for statement in node.body for called in _called(statement)]:
+            tests.append(ast.unparse(node.test))
+    calls_everywhere = _called(function).count(name) > sum(
+        _called(statement).count(name)
+        for node in ast.walk(function)
+        if isinstance(node, ast.If)
+        for statement in [*node.body, *node.orelse]
+    )
+    return "" if calls_everywhere or not tests else tests[0]
+
+
 def _promotions(function: Function, functions: dict[str, Function], spec_classes: frozenset[str]):
-    """The spec-class mapping in the function or in a function of its module that it calls (one level): a
-    `{A: B, …}` of spec classes, or `if isinstance(spec, A): specs[name] = B(…)` branches."""
+    """(pairs, the function they are in): the spec-class mapping in the function or in a function of its module
+    that it calls (one level): a `{A: B, …}` of spec classes, or `if isinstance(spec, A): specs[name] = B(…)`
+    branches."""
     reached = [function] + [functions[n] for n in dict.fromkeys(_called(function)) if n in functions]
     for candidate in reached:
         pairs: list[tuple[str, str]] = []
@@ -159,15 +183,15 @@ def _promotions(function: Function, functions: dict[str, Function], spec_classes
             if isinstance(node, ast.Dict) and node.keys and all(isinstance(k, ast.Name) for k in node.keys):
                 found = [(k.id, v.id) for k, v in zip(node.keys, node.values) if isinstance(v, ast.Name)]  # type: ignore[union-attr]
                 if len(found) == len(node.keys) and all(a in spec_classes and b in spec_classes for a, b in found):
-                    return tuple(found)
+                    return tuple(found), candidate.name
             if isinstance(node, ast.If) and (tested := _isinstance_test(node.test)) in spec_classes:
                 for statement in node.body:
                     built = _assigned_spec(statement)
                     if built in spec_classes and built != tested:
                         pairs.append((tested, built))  # type: ignore[arg-type]
         if pairs:
-            return tuple(pairs)
-    return ()
+            return tuple(pairs), candidate.name
+    return (), function.name
 
 
 def _isinstance_test(test: ast.expr) -> str | None:

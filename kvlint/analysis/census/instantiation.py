@@ -31,9 +31,11 @@ from kvlint.analysis.census.constructor_shapes import (
     assigns_self_attribute,
     bases_nearest_first,
     class_binding,
+    constructor_bases,
     given_or_default,
     instance_class,
     method,
+    parameter_default,
     passed_parameters,
     per_layer_test,
     platform_test,
@@ -68,7 +70,7 @@ class Program:
         self._instances: list[tuple[str, ast.ClassDef]] = []
         # The functions being followed, innermost last: a branch on the layer's position reads their locals.
         self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-        self._position_names: dict[int, tuple[ast.AST, frozenset[str]]] = {}
+        self._position_names: dict[tuple[int, frozenset[str]], tuple[ast.AST, frozenset[str]]] = {}
         # The parameters each constructor being followed was given a value (innermost last).
         self._passed: list[frozenset[str]] = []
 
@@ -199,8 +201,8 @@ class Program:
                 self._passed.pop()
         upward = super_init_call(init) if init is not None else None
         if init is None or upward is not None:
-            for base in cls.bases:
-                found = self.resolve_expr(relative, base)
+            for where, base in constructor_bases(self.resolve_expr, relative, cls, upward):
+                found = self.resolve_expr(where, base)
                 if found is not None and found[1] == "class":
                     # What the base's constructor is given: the same call's arguments, or its `super().__init__`'s.
                     given = passed if upward is None else passed_parameters(upward, method(found[2], "__init__"))  # type: ignore[arg-type]
@@ -254,9 +256,12 @@ class Program:
     def _positions(self, function) -> frozenset[str]:
         """The function's names that hold the layer's position, read once per function (the node kept: its
         id stays its own)."""
-        if id(function) not in self._position_names:
-            self._position_names[id(function)] = (function, position_names(function))
-        return self._position_names[id(function)][1]
+        # A constructor's own parameters are per layer when its caller gave them a position-read value.
+        passed = self._passed[-1] if self._passed and function.name == "__init__" else frozenset()
+        key = (id(function), passed)
+        if key not in self._position_names:
+            self._position_names[key] = (function, position_names(function, passed))
+        return self._position_names[key][1]
 
     def _branches(self, test: ast.expr, body: Built, orelse: Built) -> Built:
         """A branch the config decides is two alternatives; one on the layer's position (kvlint.analysis.
@@ -368,11 +373,16 @@ class Program:
                 return _product(built, self._function(relative, own))
             return _product(built, self._instance_attribute(func.attr))
         found = self.resolve_expr(relative, func) if isinstance(func, (ast.Name, ast.Attribute)) else None
+        if found is None and isinstance(func, ast.Name) and self._functions:
+            # A class handed in as a parameter: its default (callers that hand it on pass it down unchanged).
+            default = parameter_default(self._functions[-1], func.id)
+            found = self.resolve_expr(relative, default) if isinstance(default, (ast.Name, ast.Attribute)) else None
         if found is None:
             return _product(built, self._expr(relative, func, cls)) if not isinstance(func, ast.Name) else built
         module, kind, target = found
         if kind == "class":
-            passed = passed_parameters(call, method(target, "__init__"))  # type: ignore[arg-type]
+            positions = self._positions(self._functions[-1]) if self._functions else frozenset()
+            passed = passed_parameters(call, method(target, "__init__"), positions)  # type: ignore[arg-type]
             return _product(built, self.of_class(module, target, site(relative, call), passed))  # type: ignore[arg-type]
         if kind == "function":
             return _product(built, self._function(module, target))  # type: ignore[arg-type]

@@ -1,0 +1,147 @@
+"""How a constructor's calls reach the layers it builds, and when a grouping path's promotions apply: the
+behaviours the runtime oracle (`kvlint verify --census`) found read wrongly on releases nobody had read for
+us (vLLM 0.17.0 and 0.24.0: 127 of 140 and 160 of 176 models differed from `get_kv_cache_groups`). Each test
+is a miniature tree, named after the behaviour it proves."""
+
+from __future__ import annotations
+
+import textwrap
+
+from kvlint.analysis.census.compositions import DEFAULT, POSSIBLE, compose
+from kvlint.analysis.census.paths import read_grouping_paths
+from kvlint.analysis.census.reading import Census, LayerClass, Model
+from kvlint.analysis.hierarchy import SpecHierarchy
+from kvlint.verify.census_child import defines_at_module_level
+from tests.test_intent_census import built
+
+# ------------------------------------------------------------------------ which constructors a call runs
+
+
+def test_super_naming_a_base_skips_that_bases_constructor_and_the_layers_it_builds():
+    # Qwen3.5's decoder layer: `super(Qwen3NextDecoderLayer, self).__init__()` runs nn.Module's, not its base's.
+    model = """
+    class Base:
+        def __init__(self):
+            self.mixer = Mamba()
+
+    class M(Base):
+        def __init__(self):
+            super(Base, self).__init__()
+            self.attn = Attention()
+    """
+    assert built(model) == {frozenset({"Attention"})}
+    assert built(model.replace("super(Base, self)", "super(M, self)")) == {frozenset({"Attention", "Mamba"})}
+
+
+def test_super_naming_the_first_of_two_bases_runs_the_second_bases_constructor():
+    # 0.34.0's `class CausalMixin(VllmModelForTextGeneration, Base)`: `super(VllmModelForTextGeneration, self)`
+    # goes on to Base, the next class of the method resolution order.
+    model = """
+    class Interface:
+        def __init__(self):
+            self.never = Mamba()
+
+    class Base:
+        def __init__(self):
+            self.attn = Attention()
+
+    class M(Interface, Base):
+        def __init__(self):
+            super(Interface, self).__init__()
+    """
+    assert built(model) == {frozenset({"Attention"})}
+
+
+def test_a_parameter_given_a_value_read_from_the_layers_position_branches_both_ways_in_one_model():
+    # Qwen3.5: `layer_type=config.layer_types[extract_layer_index(prefix)]`, tested as `self.layer_type`.
+    model = """
+    class Layer:
+        def __init__(self, config, layer_type, prefix=""):
+            self.layer_type = layer_type
+            if self.layer_type == "linear_attention":
+                self.mixer = Mamba()
+            else:
+                self.attn = Attention()
+
+    class M:
+        def __init__(self, config, prefix=""):
+            self.layers = [Layer(config, layer_type=config.layer_types[i]) for i in range(config.n)]
+    """
+    assert frozenset({"Mamba", "Attention"}) in built(model)
+    constant = model.replace("layer_type=config.layer_types[i]", "layer_type=config.kind")
+    assert built(constant) == {frozenset({"Mamba"}), frozenset({"Attention"})}
+
+
+def test_a_class_handed_in_as_a_parameter_builds_its_default():
+    # InternS1-Pro: `decoder_layer_type: type = InternS1ProMoeDecoderLayer`, called as `decoder_layer_type(…)`.
+    model = """
+    class M:
+        def __init__(self, vllm_config, prefix="", layer_type=Mla):
+            self.layers = [layer_type() for _ in range(4)]
+    """
+    assert built(model) == {frozenset({"Mla"})}
+    assert built(model.replace("layer_type=Mla", "layer_type=None")) == set()  # no layer: the model is not counted
+
+
+# -------------------------------------------------------------------- promotions only under a setting
+
+GROUPING = """
+def unify_hybrid_kv_cache_specs(kv_cache_spec):
+    for name, spec in kv_cache_spec.items():
+        if isinstance(spec, SlidingWindowSpec):
+            kv_cache_spec[name] = FullAttentionSpec(block_size=spec.block_size)
+
+def get_kv_cache_groups(vllm_config, kv_cache_spec):
+    if vllm_config.scheduler_config.disable_hybrid_kv_cache_manager:
+        unify_hybrid_kv_cache_specs(kv_cache_spec)
+    if uniform := UniformTypeKVCacheSpecs.from_specs(kv_cache_spec):
+        return [uniform]
+    return []
+"""
+SPECS = frozenset({"KVCacheSpec", "FullAttentionSpec", "SlidingWindowSpec"})
+HIERARCHY = SpecHierarchy(
+    {"FullAttentionSpec": ("KVCacheSpec",), "SlidingWindowSpec": ("KVCacheSpec",), "KVCacheSpec": ()}
+)
+ATTENTION = LayerClass("Attention", "l.py:1", frozenset({"FullAttentionSpec", "SlidingWindowSpec"}), (), (), None)
+
+
+def _compositions(grouping: str):
+    paths = read_grouping_paths(
+        {"vllm/v1/core/kv_cache_utils.py": textwrap.dedent(grouping).encode()}, "UniformTypeKVCacheSpecs", None, SPECS
+    )
+    model = Model("M", "m.py", frozenset({"Attention"}), (frozenset({"Attention"}),))
+    return paths, compose(Census((ATTENTION,), (model,), frozenset(), ""), paths, HIERARCHY, {})
+
+
+def test_promotions_called_under_a_setting_are_that_settings_and_make_no_default_container():
+    # 0.17.0/0.24.0: `if disable_hybrid_kv_cache_manager: unify_hybrid_kv_cache_specs(…)` turned every
+    # full + sliding-window model into a "default" whole-model container; vLLM builds none.
+    paths, found = _compositions(GROUPING)
+    (path,) = paths
+    assert path.guards.promotions == (("SlidingWindowSpec", "FullAttentionSpec"),)
+    assert path.guards.promoted_when == "vllm_config.scheduler_config.disable_hybrid_kv_cache_manager"
+    assert found and all(
+        c.setting.startswith(POSSIBLE) and "disable_hybrid_kv_cache_manager" in c.setting for c in found
+    )
+    assert not any(c.setting == DEFAULT for c in found)
+
+
+def test_promotions_every_run_makes_apply_by_default():
+    always = GROUPING.replace(
+        "    if vllm_config.scheduler_config.disable_hybrid_kv_cache_manager:\n        unify", "    unify"
+    )
+    paths, found = _compositions(always)
+    assert paths[0].guards.promoted_when == ""
+    assert {c.setting for c in found} == {DEFAULT}
+
+
+# ------------------------------------------------------------------------------------- the oracle's finder
+
+
+def test_the_oracle_calls_the_module_level_grouping_function_not_a_method_of_that_name():
+    # 0.34.0's config builder has a method `get_kv_cache_groups`; the function lives in kv_cache_planning.py.
+    method = "class Builder:\n    def get_kv_cache_groups(self, specs):\n        pass\n"
+    assert not defines_at_module_level(method, "get_kv_cache_groups")
+    assert defines_at_module_level(
+        method + "def get_kv_cache_groups(config, specs):\n    pass\n", "get_kv_cache_groups"
+    )
