@@ -145,3 +145,51 @@ def test_the_oracle_calls_the_module_level_grouping_function_not_a_method_of_tha
     assert defines_at_module_level(
         method + "def get_kv_cache_groups(config, specs):\n    pass\n", "get_kv_cache_groups"
     )
+
+
+# ------------------------------------------------------------------ one uniform type: the first layer's base
+
+ORDERED = SpecHierarchy(
+    {
+        "KVCacheSpec": (),
+        "AttentionSpec": ("KVCacheSpec",),
+        "FullAttentionSpec": ("AttentionSpec",),
+        "TQFullAttentionSpec": ("FullAttentionSpec",),
+        "SlidingWindowSpec": ("AttentionSpec",),
+        "SlidingWindowMLASpec": ("SlidingWindowSpec",),
+    }
+)
+REGISTERED = {
+    "FullAttentionSpec": "FullAttentionSpec",
+    "SlidingWindowSpec": "SlidingWindowSpec",
+    "SlidingWindowMLASpec": "SlidingWindowMLASpec",
+}
+
+
+def _whole_model(*kinds: tuple[str, str]):
+    layers = tuple(
+        LayerClass(name, f"l.py:{i}", frozenset({spec}), (), (), None) for i, (name, spec) in enumerate(kinds)
+    )
+    names = frozenset(name for name, _ in kinds)
+    model = Model("M", "m.py", names, (names,))
+    path = read_grouping_paths(
+        {
+            "vllm/v1/core/kv_cache_utils.py": b"def g(specs):\n    if u := UniformTypeKVCacheSpecs.from_specs(specs):\n        return [u]\n"
+        },
+        "UniformTypeKVCacheSpecs",
+        None,
+        frozenset(ORDERED.bases),
+    )
+    return {c.setting for c in compose(Census(layers, (model,), frozenset(), ""), path, ORDERED, REGISTERED)}
+
+
+def test_a_subclass_the_registry_does_not_name_groups_with_its_nearest_registered_base():
+    # 0.24.0's TQFullAttentionSpec is grouped as a FullAttentionSpec (`get_uniform_type_base_spec` walks the MRO).
+    assert _whole_model(("Attn", "FullAttentionSpec"), ("Tq", "TQFullAttentionSpec")) == {DEFAULT}
+
+
+def test_layers_that_are_one_uniform_type_only_when_one_comes_first_make_a_possible_container():
+    # 0.34.0's MingV3ASR: a sliding-window layer first takes a sliding-window MLA layer in; the reverse does not.
+    (setting,) = _whole_model(("Swa", "SlidingWindowSpec"), ("SwaMla", "SlidingWindowMLASpec"))
+    assert setting.startswith(POSSIBLE) and "SlidingWindowSpec layer comes first" in setting
+    assert _whole_model(("Attn", "FullAttentionSpec"), ("Swa", "SlidingWindowSpec")) == set()

@@ -441,3 +441,24 @@ def test_the_census_means_what_vllm_0_29_0_groups(census_029):
     code, document, _ = census_029
     differing = [model["model"] for model in document["models"] if model["agree"] is False]
     assert differing == [] and code == 0
+
+
+@pytest.mark.slow
+def test_the_census_means_what_the_newest_releases_grouping_code_does(runtime, tmp_path):
+    """The oracle on a release the runtime was not built for: 0.34.0's sources imported with the runtime's
+    torch (its `get_kv_cache_groups` lives in kv_cache_planning.py beside a method of that name): every model
+    whose specs build agrees with the census."""
+    result = run_kvlint(
+        "verify",
+        "--census",
+        "--format",
+        "json",
+        "--vllm-release",
+        "0.34.0",
+        "--python",
+        str(runtime.python),
+        cwd=tmp_path,
+    )
+    document = json.loads(result.stdout)
+    differing = [model["model"] for model in document["models"] if model["agree"] is False]
+    assert document["compared"] >= 200 and differing == [] and result.returncode == 0, result.stderr

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvlint.analysis.census.budget import Budget, BudgetExceeded
-from kvlint.analysis.census.compositions import ContainerComposition, compose, uniform_bases
+from kvlint.analysis.census.compositions import ContainerComposition, compose
 from kvlint.analysis.census.parsing import ModuleTrees
 from kvlint.analysis.census.paths import read_grouping_paths
 from kvlint.analysis.census.reading import Census, could_shape_census, read_census
+from kvlint.analysis.census.uniformity import uniform_bases
 from kvlint.analysis.census_inputs import census_inputs_digest
 from kvlint.analysis.construction_sites import scheduler_built_classes
 from kvlint.analysis.consumers import scheduler_consumed_members

@@ -9,8 +9,9 @@ grouping path, by default or under which setting — the one answer to that ques
 - kvlint.analysis.census.compositions: the paths evaluated on each model's layers.
 """
 
-from kvlint.analysis.census.compositions import DEFAULT, ContainerComposition, compose, uniform_bases
+from kvlint.analysis.census.compositions import DEFAULT, ContainerComposition, compose
 from kvlint.analysis.census.reading import Census, LayerClass, Model, could_shape_census, read_census
+from kvlint.analysis.census.uniformity import uniform_bases
 
 __all__ = [
     "DEFAULT",

@@ -15,18 +15,17 @@ that are only possible. Plain data: part of the tree index.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from os.path import commonprefix
 
 from kvlint.analysis.census.paths import GroupingPath
 from kvlint.analysis.census.reading import Census, LayerClass, Model
+from kvlint.analysis.census.uniformity import bucket_key, first_layers_making_uniform
 from kvlint.analysis.hierarchy import SpecHierarchy
 
 DEFAULT = "default"
 POSSIBLE = "possible: "
 MERGED = "the model's constructor branches more ways than the census keeps apart, so that these layers are built together by one checkpoint is unproven"
-_REGISTERED = re.compile(rb"register\(\s*(\w+)\s*,\s*\w+\s*,\s*uniform_type_base_spec\s*=\s*(\w+)")
 
 
 @dataclass(frozen=True)
@@ -84,16 +83,6 @@ def _architecture(model: Model, layers: frozenset[str]) -> str:
         return max((len(commonprefix([name, layer])) for layer in layers), default=0), name == model.name
 
     return max([model.name, *model.aliases], key=nearness)
-
-
-def uniform_bases(texts: dict[str, bytes]) -> dict[str, str]:
-    """Spec class → the class it groups with (`KVCacheSpecRegistry.register(S, M, uniform_type_base_spec=B)`)."""
-    bases: dict[str, str] = {}
-    for data in texts.values():
-        if b"uniform_type_base_spec" in data:
-            for spec, base in _REGISTERED.findall(data):
-                bases.setdefault(spec.decode(), base.decode())
-    return bases
 
 
 Kind = tuple[LayerClass, str]  # a layer class and the spec class it builds in one checkpoint
@@ -211,6 +200,7 @@ def _on_path(census, model, kinds, path, hierarchy, bases) -> list[ContainerComp
     setting, guard = reached
     for bucket in _containers(path, kinds, hierarchy, bases, census.merge_ignores_shapes):
         unproven = _unproven_requirement(path, kinds, hierarchy) or _unproven_block_size(path, bucket)
+        unproven = unproven or _unproven_order(path, bucket, hierarchy, bases)
         if unproven:
             setting = POSSIBLE + unproven
         if model.merged:
@@ -346,7 +336,7 @@ def _containers(path: GroupingPath, kinds, hierarchy: SpecHierarchy, bases: dict
     ]
     buckets: dict[tuple, list] = {}
     for layer, spec, held in pool:
-        buckets.setdefault(_bucket_key(layer, held, hierarchy, bases), []).append((layer, spec, held))
+        buckets.setdefault(bucket_key(layer, held, hierarchy, bases), []).append((layer, spec, held))
     if path.buckets:
         return list(buckets.values()) if len(buckets) > 1 else []
     if path.requires:
@@ -359,14 +349,19 @@ def _containers(path: GroupingPath, kinds, hierarchy: SpecHierarchy, bases: dict
     held = {spec for _, _, spec in pool}
     if len(held) == 1 and held <= alike:
         return []
-    return [pool] if len(buckets) == 1 and len(pool) > 1 else []
+    uniform = len(buckets) == 1 or bool(first_layers_making_uniform(held, hierarchy, bases))
+    return [pool] if uniform and len(pool) > 1 else []
 
 
-def _bucket_key(layer: LayerClass, spec: str, hierarchy: SpecHierarchy, bases: dict[str, str]) -> tuple:
-    """What `is_uniform_type` tells apart: the registered uniform base, and for state layers
-    (`MambaSpec.is_uniform_with_collection`) the fields they must share (`tp_replicated`)."""
-    base = bases.get(spec, spec)
-    if hierarchy.is_subclass(spec, "MambaSpec"):
-        fields = dict(layer.spec_fields)
-        return base, fields.get("tp_replicated", "")
-    return (base,)
+def _unproven_order(path: GroupingPath, bucket, hierarchy: SpecHierarchy, bases: dict[str, str]) -> str:
+    """A whole-model container whose layers are one uniform type only when some of them come first."""
+    if path.buckets or path.requires or path.only:
+        return ""
+    held = {spec for _, _, spec in bucket}
+    firsts = first_layers_making_uniform(held, hierarchy, bases)
+    if not firsts or len(firsts) == len(held):
+        return ""
+    return (
+        f"only when a {' or '.join(firsts)} layer comes first in the model (each layer is tested against the "
+        "first one's uniform base), which the census does not decide"
+    )
