@@ -247,6 +247,28 @@ def test_kinds_come_from_the_tree(tree_029):
     assert rejected["UniformTypeKVCacheSpecs{SlidingWindow, FullAttention}"] is not None
 
 
+def test_only_container_kinds_the_census_builds_are_compared(tree_029):
+    # `from_specs` never holds sliding-window and full layers together: with a census, no such kind is
+    # compared (the reader found KV105 listing it); without one, every standard kind is.
+    from kvlint.analysis.sizing.matrix import build_sizing_analysis
+
+    def labels(built):
+        sizing = build_sizing_analysis(
+            tree_029 / "vllm", analyse(tree_029) and _hierarchy(tree_029), None, built_containers=built
+        )
+        return [k.label for k in sizing.kinds if k.label.startswith("UniformTypeKVCacheSpecs")]
+
+    assert labels((frozenset({"MLAAttentionSpec"}),)) == ["UniformTypeKVCacheSpecs{MLA, indexer}"]
+    assert labels((frozenset({"MLAAttentionSpec", "FullAttentionSpec"}),)) == [
+        "UniformTypeKVCacheSpecs{FullAttention×2}"
+    ]
+    assert len(labels(None)) == 3
+
+
+def _hierarchy(root: Path):
+    return build_project_index([root / "vllm"]).hierarchy
+
+
 def test_resolver_all_over_unwrapped_layers(tree_029):
     resolver = table(analyse(tree_029), "resolve_dcp_kv_block_size")
     assert resolver == {

@@ -174,7 +174,6 @@ def build_tree_index(
     `earlier`: an index of this tree before a change, whose census is kept when its inputs are the same."""
     files = TreeFiles(root, could_matter_files, overlay)
     hierarchy = hierarchy_of_source(files.read_if_present(INTERFACE_MODULE), str(root / INTERFACE_MODULE))
-    sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths, files)
     census_wanted = CONTAINER_CLASS in hierarchy.bases
     census_texts, consumer_texts, builder_texts, role_texts = _selected_texts(files, census_wanted)
     inputs = census_inputs_digest(census_texts, files, hierarchy) if census_wanted else ""
@@ -188,6 +187,8 @@ def build_tree_index(
         )
         reach = read_platform_reach(root, files, census, census_texts, trees)
         del trees  # the trees are the index build's largest transient: not kept past it
+    built_specs = tuple(dict.fromkeys(c.spec_classes for c in compositions)) if compositions is not None else None
+    sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths, files, built_specs)
     if compositions is not None:
         # The census replaces the class-level reading: which layers the tree builds is not which containers.
         default = {spec for c in compositions if c.is_default for spec in c.spec_classes}

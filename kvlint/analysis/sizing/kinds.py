@@ -302,16 +302,39 @@ def _refused_in(evaluator: Evaluator, checks, cls: str, held_one) -> tuple[tuple
     return tuple(dict.fromkeys(found))
 
 
+def _built(program: Program, *families: str, only: bool = False) -> bool:
+    """Whether the census has a container holding a spec of each family, not counting MLA specs as full ones
+    (`only`: nothing else); any when there is no census."""
+    if program.built_containers is None:
+        return True
+    is_subclass = program.hierarchy.is_subclass
+
+    def of(spec: str, family: str) -> bool:
+        return is_subclass(spec, family) and (family == "MLAAttentionSpec" or not is_subclass(spec, "MLAAttentionSpec"))
+
+    return any(
+        all(any(of(spec, family) for spec in specs) for family in families)
+        and (not only or all(any(of(spec, family) for family in families) for spec in specs))
+        for specs in program.built_containers
+    )
+
+
 def _containers(program: Program) -> list[tuple[str, tuple[Layer, ...]]]:
+    """The container kinds compared: those the tree's census says some model builds (`UniformTypeKVCacheSpecs.
+    from_specs` never holds sliding-window and full layers together: no such kind is compared)."""
     bases = program.hierarchy.bases
     containers: list[tuple[str, tuple[Layer, ...]]] = []
-    if "MLAAttentionSpec" in bases:
+    if "MLAAttentionSpec" in bases and _built(program, "MLAAttentionSpec", only=True):
         indexer = program.indexer or Layer("MLAAttentionSpec")
         indexer = Layer(indexer.cls, indexer.overrides, role="indexer")
         containers.append(("{MLA, indexer}", (Layer("MLAAttentionSpec"), indexer)))
-    if "FullAttentionSpec" in bases:
+    if "FullAttentionSpec" in bases and _built(program, "FullAttentionSpec"):
         containers.append(("{FullAttention×2}", (Layer("FullAttentionSpec"), Layer("FullAttentionSpec"))))
-    if "SlidingWindowSpec" in bases and "FullAttentionSpec" in bases:
+    if (
+        "SlidingWindowSpec" in bases
+        and "FullAttentionSpec" in bases
+        and _built(program, "SlidingWindowSpec", "FullAttentionSpec")
+    ):
         containers.append(("{SlidingWindow, FullAttention}", (Layer("SlidingWindowSpec"), Layer("FullAttentionSpec"))))
     return containers
 

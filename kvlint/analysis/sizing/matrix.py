@@ -380,6 +380,7 @@ def build_sizing_analysis(
     only: frozenset[str] | None = None,
     scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS,
     files: TreeFiles | None = None,
+    built_containers: tuple[frozenset[str], ...] | None = None,
 ) -> SizingAnalysis | None:
     """The cross-file analysis of a tree; None when there is no tree (rules then analyse each file alone) or
     when it failed — then the failure is written down in `files` (the tree index carries it, the scan says it)."""
@@ -388,7 +389,10 @@ def build_sizing_analysis(
     files = files if files is not None else TreeFiles(Path(root), only)
     try:
         program = read_program(Path(root), hierarchy, only, files)
-        return analyse_program(dataclasses.replace(program, scheduler_only_paths=tuple(scheduler_only_paths)))
+        program = dataclasses.replace(
+            program, scheduler_only_paths=tuple(scheduler_only_paths), built_containers=built_containers
+        )
+        return analyse_program(program)
     except Exception as error:  # noqa: BLE001 - the per-file rules must still run; the failure is reported
         files.note(f"cross-file analysis incomplete: the sizing analysis failed ({type(error).__name__}: {error})")
         return None

@@ -85,6 +85,9 @@ class Program:
     focus: frozenset[str] | None = None
     # The spec kinds, when known already (the release's, for a plugin's analysis); None: read from the program.
     kinds: tuple | None = None
+    # The spec classes of each container the tree's census says its models build (any setting): the
+    # container kinds compared are those; None (no census): every standard container kind.
+    built_containers: tuple[frozenset[str], ...] | None = None
 
     def function(self, name: str, near: str | None = None) -> tuple[Module, ast.FunctionDef] | None:
         if near is not None and near in self.modules and name in self.modules[near].functions:
