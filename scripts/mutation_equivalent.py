@@ -31,11 +31,11 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "and nothing above it can enclose it",
     ("kvlint/analysis/consumers.py", 80, "if-branch never taken"): "a fast exit: no class indentation is "
     "below 0, so a line at the margin gets no class either way",
-    ("kvlint/analysis/census/compositions.py", 67, "1 -> 2"): "a maxsplit: the first part is the same",
-    ("kvlint/analysis/census/compositions.py", 70, "1 -> 2"): "a maxsplit from the right: the last part is the same",
-    ("kvlint/analysis/census/compositions.py", 58, "False -> True"): "a default compose never uses: every "
+    ("kvlint/analysis/census/compositions.py", 66, "1 -> 2"): "a maxsplit: the first part is the same",
+    ("kvlint/analysis/census/compositions.py", 69, "1 -> 2"): "a maxsplit from the right: the last part is the same",
+    ("kvlint/analysis/census/compositions.py", 57, "False -> True"): "a default compose never uses: every "
     "composition it builds sets `alone` from its checkpoint",
-    ("kvlint/analysis/census/compositions.py", 84, "0 -> 1"): "a composition always has layers: the default of "
+    ("kvlint/analysis/census/compositions.py", 83, "0 -> 1"): "a composition always has layers: the default of "
     "an empty max is never read",
     ("kvlint/analysis/census/reading.py", 81, "16 -> 17"): "the fingerprint's length: a longer prefix of the "
     "same digest tells the same changes apart",

@@ -193,3 +193,38 @@ def test_layers_that_are_one_uniform_type_only_when_one_comes_first_make_a_possi
     (setting,) = _whole_model(("Swa", "SlidingWindowSpec"), ("SwaMla", "SlidingWindowMLASpec"))
     assert setting.startswith(POSSIBLE) and "SlidingWindowSpec layer comes first" in setting
     assert _whole_model(("Attn", "FullAttentionSpec"), ("Swa", "SlidingWindowSpec")) == set()
+
+
+# ---------------------------------------------------------------------------------------- the budget
+
+
+def test_each_module_read_is_charged_to_the_budget_once():
+    from kvlint.analysis.census.budget import Budget
+    from kvlint.analysis.census.instantiation import Program
+
+    texts = {"a.py": b"x" * 100, "b.py": b"y" * 50}
+    budget = Budget(160)
+    program = Program(texts, set(), budget)
+    assert program.tree_charged("a.py") and program.tree_charged("a.py") and program.tree_charged("b.py")
+    assert budget.left == 10  # 100 + 50, a.py once
+    assert not program.tree_charged("c.py") and budget.left == 10
+
+
+def test_a_relative_import_climbs_one_package_per_dot_beyond_the_first():
+    from kvlint.analysis.census.budget import Budget
+    from kvlint.analysis.census.instantiation import Program
+
+    here = "vllm/model_executor/models/m.py"
+    texts = {
+        "vllm/model_executor/models/llama.py": b"",
+        "vllm/model_executor/layers/attention.py": b"",
+        "vllm/model_executor/layers/__init__.py": b"",
+        "vllm/model_executor/models/__init__.py": b"",
+        "vllm/model_executor/__init__.py": b"",
+    }
+    program = Program(texts, set(), Budget())
+    assert program.module_path("llama", here, 1) == "vllm/model_executor/models/llama.py"  # from .llama
+    assert program.module_path("layers.attention", here, 2) == "vllm/model_executor/layers/attention.py"
+    assert program.module_path("", here, 1) == "vllm/model_executor/models/__init__.py"  # from . import x
+    assert program.module_path("", here, 2) == "vllm/model_executor/__init__.py"  # from .. import x
+    assert program.module_path("vllm.model_executor.layers", here) == "vllm/model_executor/layers/__init__.py"

@@ -200,7 +200,7 @@ def _on_path(census, model, kinds, path, hierarchy, bases) -> list[ContainerComp
     setting, guard = reached
     for bucket in _containers(path, kinds, hierarchy, bases, census.merge_ignores_shapes):
         unproven = _unproven_requirement(path, kinds, hierarchy) or _unproven_block_size(path, bucket)
-        unproven = unproven or _unproven_order(path, bucket, hierarchy, bases)
+        unproven = unproven or _unproven_order(bucket, hierarchy, bases)
         if unproven:
             setting = POSSIBLE + unproven
         if model.merged:
@@ -353,10 +353,9 @@ def _containers(path: GroupingPath, kinds, hierarchy: SpecHierarchy, bases: dict
     return [pool] if uniform and len(pool) > 1 else []
 
 
-def _unproven_order(path: GroupingPath, bucket, hierarchy: SpecHierarchy, bases: dict[str, str]) -> str:
-    """A whole-model container whose layers are one uniform type only when some of them come first."""
-    if path.buckets or path.requires or path.only:
-        return ""
+def _unproven_order(bucket, hierarchy: SpecHierarchy, bases: dict[str, str]) -> str:
+    """A whole-model container whose layers are one uniform type only when some of them come first (a
+    bucket of a bucketing path, or the promoted pool of a path requiring classes, is one base: never)."""
     held = {spec for _, _, spec in bucket}
     firsts = first_layers_making_uniform(held, hierarchy, bases)
     if not firsts or len(firsts) == len(held):
