@@ -183,8 +183,13 @@ def test_029_simple_kv_offload_scales_mamba(scan_029, line):
     assert "gives 16" in finding["message"]
     assert "rejects under DCP" not in finding["message"]
     # The witness generates tokens (a pooling model, e.g. ColBERT, is not what a maintainer checks first) and builds
-    # Mamba layers (Cosmos3 Edge hands NemotronHModel attention and MLP layer types only: the maintainer reading).
-    assert "a hybrid model, e.g. FalconH1ForCausalLM (Attention, MambaMixer2)" in finding["message"]
+    # Mamba layers (Cosmos3 Edge hands NemotronHModel attention and MLP layer types only: the maintainer reading);
+    # an MLA + linear-attention hybrid, whose MLA groups are the ones vLLM shards under DCP (read per layer since
+    # issue 26's per-layer branches; FalconH1 was named before).
+    assert (
+        "a hybrid model, e.g. BailingMoeV3ForCausalLM (BailingMoeV3KimiDeltaAttention, MLAAttention)"
+        in finding["message"]
+    )
 
 
 @pytest.mark.parametrize("line", [111, 231])
