@@ -228,3 +228,17 @@ def test_a_relative_import_climbs_one_package_per_dot_beyond_the_first():
     assert program.module_path("", here, 1) == "vllm/model_executor/models/__init__.py"  # from . import x
     assert program.module_path("", here, 2) == "vllm/model_executor/__init__.py"  # from .. import x
     assert program.module_path("vllm.model_executor.layers", here) == "vllm/model_executor/layers/__init__.py"
+
+
+def test_one_buckets_unproven_link_leaves_the_next_buckets_setting_its_own():
+    # A bucketing path: the full-attention bucket's shared block size is unproven (a layer sets its own at run
+    # time), the sliding-window bucket's is not; before, the first bucket's "possible" stuck to the second.
+    from tests.test_intent_compositions import BASES, HIERARCHY, LAYERS, path
+
+    sized = LayerClass("Sized", "l.py:20", frozenset({"FullAttentionSpec"}), (("block_size", "?"),), (), None)
+    swb = LayerClass("Swb", "l.py:21", frozenset({"SlidingWindowSpec"}), (), (), None)
+    names = frozenset({"Attn", "Sized", "Swa", "Swb"})
+    tree = Census((*LAYERS, sized, swb), (Model("M", "m.py", names, (names,)),), frozenset(), "")
+    found = {c.layer_classes: c.setting for c in compose(tree, (path(buckets=True),), HIERARCHY, BASES)}
+    assert found[frozenset({"Attn", "Sized"})].startswith(POSSIBLE)
+    assert found[frozenset({"Swa", "Swb"})] == DEFAULT

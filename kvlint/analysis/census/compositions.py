@@ -201,15 +201,13 @@ def _on_path(census, model, kinds, path, hierarchy, bases) -> list[ContainerComp
     for bucket in _containers(path, kinds, hierarchy, bases, census.merge_ignores_shapes):
         unproven = _unproven_requirement(path, kinds, hierarchy) or _unproven_block_size(path, bucket)
         unproven = unproven or _unproven_order(bucket, hierarchy, bases)
-        if unproven:
-            setting = POSSIBLE + unproven
-        if model.merged:
-            setting = POSSIBLE + MERGED
+        # Each bucket's own: one bucket's unproven link says nothing of the next bucket's.
+        said = POSSIBLE + MERGED if model.merged else POSSIBLE + unproven if unproven else setting
         built.append(
             ContainerComposition(
                 frozenset(layer.name for layer, _, _ in bucket),
                 frozenset(spec for _, _, spec in bucket),
-                setting,
+                said,
                 model.name,
                 path.name,
                 path.line,

@@ -157,19 +157,30 @@ def _after_failure(tree: ast.Module, name: str) -> str:
 
 
 def _condition_of_call(function: Function, name: str) -> str:
-    """The test of the `if` under which `function` calls `name` (its source), or "" when a call is made
-    outside any `if`: then the call's effect is every run's."""
-    tests = []
-    for node in ast.walk(function):
-        if isinstance(node, ast.If) and name in [called for statement in node.body for called in _called(statement)]:
-            tests.append(ast.unparse(node.test))
-    calls_everywhere = _called(function).count(name) > sum(
-        _called(statement).count(name)
-        for node in ast.walk(function)
-        if isinstance(node, ast.If)
-        for statement in [*node.body, *node.orelse]
-    )
-    return "" if calls_everywhere or not tests else tests[0]
+    """The test of the `if` under which `function` calls `name` (its source; `not (…)` in its `else`), or ""
+    when a call is made outside any `if`: then the call's effect is every run's. One pass, each node once
+    (an `elif` chain a pull request writes costs its length, not its square)."""
+    tests: list[tuple[int, str]] = []
+    pending: list[tuple[ast.AST, str]] = [(child, "") for child in ast.iter_child_nodes(function)]
+    while pending:
+        node, test = pending.pop()
+        if isinstance(node, ast.Call) and _callee(node) == name:
+            if not test:
+                return ""
+            tests.append((node.lineno, test))
+        if isinstance(node, ast.If):
+            condition = ast.unparse(node.test)
+            pending.append((node.test, test))
+            pending += [(statement, condition) for statement in node.body]
+            pending += [(statement, f"not ({condition})") for statement in node.orelse]
+        else:
+            pending += [(child, test) for child in ast.iter_child_nodes(node)]
+    return min(tests)[1] if tests else ""
+
+
+def _callee(call: ast.Call) -> str | None:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
 
 
 def _promotions(function: Function, functions: dict[str, Function], spec_classes: frozenset[str]):
