@@ -9,6 +9,7 @@ import sys
 import click
 
 from kvlint import __version__
+from kvlint.collector import tune_collector
 from kvlint.engine.summary import EXIT_CLEAN, EXIT_ERROR
 from kvlint.errors import KvlintError
 
@@ -34,6 +35,7 @@ class KvlintGroup(click.Group):
     --verbose; Ctrl-C exits 130. Loads commands lazily."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        tune_collector()
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         try:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kvlint.collector import freeze_before_fork, tune_collector
 from kvlint.engine.registry import rules_for_codes
 from kvlint.scan.config import Config
 from kvlint.scan.files import is_excluded
@@ -220,6 +221,7 @@ def _pool_round(
 
     # No `with`: its exit joins the pool's manager thread, which on Python 3.10 can wait forever for workers
     # that were terminated mid-file; an interrupted scan must not wait on them.
+    freeze_before_fork()
     pool = ProcessPoolExecutor(
         max_workers=workers, initializer=_start_worker, initargs=(state, started, _worker_memory())
     )
@@ -339,6 +341,7 @@ _started = None  # the shared flags of the pool this worker belongs to (_started
 def _start_worker(state: WorkerState, started, memory: int) -> None:
     global _worker_state, _started
     _worker_state, _started = state, started
+    tune_collector()  # inherited through fork, not through another start method
     from kvlint.engine.lint import load_native_parser  # the allowed lazy boundary: only a worker that lints
 
     load_native_parser()  # before the cap: mapping the parser's shared object needs room
