@@ -109,7 +109,8 @@ def _compositions(grouping: str):
     paths = read_grouping_paths(
         {"vllm/v1/core/kv_cache_utils.py": textwrap.dedent(grouping).encode()}, "UniformTypeKVCacheSpecs", None, SPECS
     )
-    model = Model("M", "m.py", frozenset({"Attention"}), (frozenset({"Attention"}),))
+    # A full + sliding-window model: its attention layers configured apart (a window given per layer).
+    model = Model("M", "m.py", frozenset({"Attention"}), (frozenset({"Attention"}),), varied=frozenset({"Attention"}))
     return paths, compose(Census((ATTENTION,), (model,), frozenset(), ""), paths, HIERARCHY, {})
 
 
@@ -242,3 +243,44 @@ def test_one_buckets_unproven_link_leaves_the_next_buckets_setting_its_own():
     found = {c.layer_classes: c.setting for c in compose(tree, (path(buckets=True),), HIERARCHY, BASES)}
     assert found[frozenset({"Attn", "Sized"})].startswith(POSSIBLE)
     assert found[frozenset({"Swa", "Swb"})] == DEFAULT
+
+
+# ------------------------------------------------------------ when a layer class's instances choose apart
+
+
+def _checkpoints(model: str) -> set[tuple[str, ...]]:
+    from kvlint.analysis.census.compositions import checkpoint_key, checkpoints
+    from tests.test_intent_census import census_of
+
+    census = census_of(model)
+    return {checkpoint_key(kinds) for m in census.models for kinds in checkpoints(census, m)}
+
+
+_BOTH = ("Mamba:MambaSpec", "Sliding:FullAttentionSpec", "Sliding:SlidingWindowSpec")
+
+
+def test_a_layer_class_one_call_builds_with_the_models_config_takes_one_branch_of_its_spec_in_every_layer():
+    # 0.31.0's FalconH1: `Attention(...)` built by one call for every attention layer, its window the model's
+    # (`cache_config.sliding_window`): all full or all sliding, never both in one checkpoint, so no mixed pages.
+    model = """
+    class M:
+        def __init__(self, config, prefix=""):
+            self.attn = [Sliding(window=config.window, prefix=f"{prefix}.{i}") for i in range(config.n)]
+            self.mixer = Mamba()
+    """
+    found = _checkpoints(model)
+    assert ("Mamba:MambaSpec", "Sliding:FullAttentionSpec") in found and _BOTH not in found
+    # Gemma-style: the window given only to some layers, read from the layer's position: both at once.
+    per_layer = model.replace("window=config.window", "window=config.windows[i]")
+    assert _BOTH in _checkpoints(per_layer)
+
+
+def test_a_layer_class_built_at_two_places_of_a_model_can_take_both_branches_of_its_spec():
+    model = """
+    class M:
+        def __init__(self, config, prefix=""):
+            self.local = Sliding(window=config.window)
+            self.glob = Sliding(window=None)
+            self.mixer = Mamba()
+    """
+    assert _BOTH in _checkpoints(model)

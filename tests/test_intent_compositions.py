@@ -366,19 +366,22 @@ def test_default_containers_come_before_possible_ones():
     assert [c.model for c in found] == ["B", "A"]
 
 
-def test_a_layer_building_one_of_several_specs_gives_a_checkpoint_per_choice_and_one_of_all():
-    from kvlint.analysis.census.compositions import checkpoints
+def test_a_layer_building_one_of_several_specs_gives_a_checkpoint_per_choice_and_one_of_all_when_configured_apart():
+    from kvlint.analysis.census.compositions import checkpoint_key, checkpoints
 
     either = [
         LayerClass(f"E{i}", "l.py:1", frozenset({"MLAAttentionSpec", "SlidingWindowSpec"}), (), (), None)
         for i in range(5)
     ]
     few = Census(tuple(either[:2]), (), frozenset(), "")
-    model = Model("M", "m.py", frozenset({"E0", "E1"}), (frozenset({"E0", "E1"}),))
-    assert len(checkpoints(few, model)) == 5  # all four specs at once, and 2 x 2 choices
+    names = frozenset({"E0", "E1"})
+    shared = checkpoints(few, Model("M", "m.py", names, (names,)))
+    assert len(shared) == 4 and all(len(kinds) == 2 for kinds in shared)  # 2 x 2 choices, one spec per class
+    apart = [checkpoint_key(k) for k in checkpoints(few, Model("M", "m.py", names, (names,), varied=names))]
+    assert len(apart) == 9 and apart[0] == tuple(sorted(f"E{i}:{s}" for i in (0, 1) for s in either[0].spec_classes))
     many = Census(tuple(either), (), frozenset(), "")
-    model = Model("M", "m.py", frozenset(f"E{i}" for i in range(5)), (frozenset(f"E{i}" for i in range(5)),))
-    assert len(checkpoints(many, model)) == 1  # 2**5 choices: past the cap, only all at once
+    names = frozenset(f"E{i}" for i in range(5))
+    assert len(checkpoints(many, Model("M", "m.py", names, (names,), varied=names))) == 1  # 3**5: only all at once
 
 
 def test_reading_the_paths_spends_the_budget_on_the_module_and_each_paths_function():
@@ -448,13 +451,15 @@ def test_a_filter_names_the_classes_of_a_tuple_and_nothing_for_a_computed_class(
 def test_past_sixteen_spec_choices_only_the_all_at_once_checkpoint_is_kept():
     from kvlint.analysis.census.compositions import checkpoints
 
-    def count(specs: int) -> int:
+    def count(specs: int, varied: frozenset[str] = frozenset()) -> int:
         layer = LayerClass("E", "l.py:1", frozenset(f"S{i}" for i in range(specs)), (), (), None)
-        model = Model("M", "m.py", frozenset({"E"}), (frozenset({"E"}),))
+        model = Model("M", "m.py", frozenset({"E"}), (frozenset({"E"}),), varied=varied)
         return len(checkpoints(Census((layer,), (), frozenset(), ""), model))
 
-    assert count(16) == 17  # all at once, and each of the 16
+    assert count(16) == 16  # each of the 16
     assert count(17) == 1
+    assert count(15, frozenset({"E"})) == 16  # each of the 15, and all at once
+    assert count(16, frozenset({"E"})) == 1
 
 
 def test_a_whole_model_container_built_by_default_keeps_later_paths_from_running():

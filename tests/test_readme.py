@@ -153,8 +153,9 @@ def test_the_first_screen_is_a_terminals_width_and_shows_whole_findings():
     script = load_script()
     block = script.current(README)["first-screen"].splitlines()
     assert max(map(len, block)) <= script.SCREEN_COLUMNS == 120 and len(block) <= script.SCREEN_ROWS + 2
+    # The arrow is indented to the width of the frame's line numbers.
     assert re.match(r"KV10\d (\[[^\]]+\] )?(error|warning): ", block[3]) and any(
-        line.startswith("    --> vllm/") for line in block
+        re.match(r" +--> vllm/", line) for line in block
     )
     assert any(set(line.partition(" | ")[2].strip()) == {"^"} for line in block)  # carets in the source frame
     assert any(line.startswith("help: ") and "…" not in line for line in block)

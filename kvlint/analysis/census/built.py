@@ -17,24 +17,36 @@ class Built:
     merged: bool = False
     # (layer class, "module:line") of each call or reference that builds a layer class.
     sites: frozenset[tuple[str, str]] = frozenset()
+    # The layer classes some call builds with an argument read from the layer's position (a window given only
+    # to the sliding layers): only these can choose their spec apart within one model.
+    varied: frozenset[str] = frozenset()
 
 
 NOTHING = Built((frozenset(),))
 
 
+def layer_built(name: str, site: str, per_layer_arguments: bool) -> Built:
+    """A layer class built once, at `site`; `per_layer_arguments`: some argument of the call is read from the
+    layer's position."""
+    return Built(
+        (frozenset({name}),), sites=frozenset({(name, site)}), varied=frozenset({name} if per_layer_arguments else ())
+    )
+
+
 def product(left: Built, right: Built) -> Built:
     combined = list(dict.fromkeys(a | b for a in left.alternatives for b in right.alternatives))
     merged = left.merged or right.merged
-    sites = left.sites | right.sites
+    sites, varied = left.sites | right.sites, left.varied | right.varied
     if len(combined) > _MAX_ALTERNATIVES:
-        return Built((frozenset().union(*combined),), True, sites)
-    return Built(tuple(combined), merged, sites)
+        return Built((frozenset().union(*combined),), True, sites, varied)
+    return Built(tuple(combined), merged, sites, varied)
 
 
 def either(choices: list[Built]) -> Built:
     combined = list(dict.fromkeys(a for choice in choices for a in choice.alternatives))
     merged = any(choice.merged for choice in choices)
     sites = frozenset().union(*(choice.sites for choice in choices))
+    varied = frozenset().union(*(choice.varied for choice in choices))
     if len(combined) > _MAX_ALTERNATIVES:
-        return Built((frozenset().union(*combined),), True, sites)
-    return Built(tuple(combined), merged, sites)
+        return Built((frozenset().union(*combined),), True, sites, varied)
+    return Built(tuple(combined), merged, sites, varied)

@@ -96,7 +96,7 @@ def checkpoints(census: Census, model: Model) -> list[tuple[Kind, ...]]:
     found: dict[tuple[str, ...], tuple[Kind, ...]] = {}
     for alternative in model.alternatives or (model.layers,):
         present = [layers[name] for name in sorted(alternative) if name in layers]
-        for kinds in _spec_choices(present):
+        for kinds in _spec_choices(present, configured_apart(model)):
             found.setdefault(checkpoint_key(kinds), tuple(kinds))
     return list(found.values())
 
@@ -141,19 +141,32 @@ def compose(
 _MAX_CHOICES = 16
 
 
-def _spec_choices(model_layers: list[LayerClass]) -> list[list[Kind]]:
+def _spec_choices(model_layers: list[LayerClass], apart: frozenset[str] = frozenset()) -> list[list[Kind]]:
     """The (layer, spec class) kinds one checkpoint can have: a layer class whose `get_kv_cache_spec` builds
     one of several classes by its config (an MLA layer with or without a sliding window) builds one of them
-    in a checkpoint whose layers share that config; and, as well, all of them at once (layers configured
-    apart). Capped: past it, only the all-at-once reading."""
+    in a checkpoint whose layers share that config; and, when the model configures its layers of that class
+    apart (`apart`: kvlint.analysis.census.compositions.configured_apart), all of them at once. Capped: past
+    it, only the all-at-once reading."""
     every = [(layer, spec) for layer in model_layers for spec in sorted(layer.spec_classes)]
     choices: list[list[Kind]] = [[]]
     for layer in model_layers:
-        specs = sorted(layer.spec_classes)
-        choices = [choice + [(layer, spec)] for choice in choices for spec in specs]
+        options = [[(layer, spec)] for spec in sorted(layer.spec_classes)]
+        if len(options) > 1 and layer.name in apart:
+            options.append([(layer, spec) for spec in sorted(layer.spec_classes)])
+        choices = [choice + option for choice in choices for option in options]
         if len(choices) > _MAX_CHOICES:
             return [every]
-    return [every, *(choice for choice in choices if choice != every)]
+    return [every, *(choice for choice in choices if choice != every)] if every in choices else choices
+
+
+def configured_apart(model: Model) -> frozenset[str]:
+    """The layer classes whose instances in one model can have different configs: built with an argument read
+    from the layer's position, or built at more than one place in the model's code. Instances built by one
+    call (in a loop, by `make_layers`) with the model's config all take the same branch of their spec."""
+    places: dict[str, set[str]] = {}
+    for name, where in model.sites:
+        places.setdefault(name, set()).add(where)
+    return model.varied | {name for name, found in places.items() if len(found) > 1}
 
 
 def _evaluate(census, model, kinds, paths, hierarchy, bases) -> list[ContainerComposition]:

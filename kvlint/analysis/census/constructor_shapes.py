@@ -246,3 +246,9 @@ def instance_class(node: ast.expr) -> bool:
         and isinstance(node.args[0], ast.Name)
         and node.args[0].id == "self"
     )
+
+
+def given_per_layer(passed: frozenset[str]) -> bool:
+    """Whether a call gives a constructor an argument read from the layer's position, its `prefix` aside
+    (every module is handed its own dotted name; that alone configures no layer apart from the others)."""
+    return any(name.endswith(PER_LAYER) and name != "prefix" + PER_LAYER for name in passed)

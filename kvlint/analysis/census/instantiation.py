@@ -24,7 +24,7 @@ from posixpath import dirname, join, normpath
 
 from kvlint.analysis.census.budget import Budget, BudgetExceeded
 from kvlint.analysis.census.built import NOTHING as _NOTHING
-from kvlint.analysis.census.built import Built
+from kvlint.analysis.census.built import Built, layer_built
 from kvlint.analysis.census.built import either as _either
 from kvlint.analysis.census.built import product as _product
 from kvlint.analysis.census.constructor_shapes import (
@@ -33,6 +33,7 @@ from kvlint.analysis.census.constructor_shapes import (
     class_binding,
     constructor_bases,
     given_or_default,
+    given_per_layer,
     instance_class,
     method,
     parameter_default,
@@ -172,7 +173,7 @@ class Program:
         "module:line" that names it), and its constructor's."""
         own = _NOTHING
         if cls.name in self.layer_names:
-            own = Built((frozenset({cls.name}),), sites=frozenset({(cls.name, site or f"{relative}:{cls.lineno}")}))
+            own = layer_built(cls.name, site or f"{relative}:{cls.lineno}", given_per_layer(passed))
         self._instances.append((relative, cls))
         try:
             return _product(own, self._constructor(relative, cls, passed))

@@ -117,6 +117,9 @@ class Model:
     # The other architecture names the registry maps to the same class (0.27.1: `DeepseekV32ForCausalLM` →
     # deepseek_v2's `DeepseekV3ForCausalLM`): a witness names the one its layers are named after.
     aliases: tuple[str, ...] = ()
+    # The layer classes the model's code builds with an argument read from the layer's position (kvlint.
+    # analysis.census.built.Built.varied).
+    varied: frozenset[str] = frozenset()
 
 
 def witness_order(model: Model) -> tuple:
@@ -178,7 +181,10 @@ def read_census(
         if alternatives:
             sites = tuple(sorted(built.sites))
             union = frozenset().union(*alternatives)
-            models.append(Model(name, relative, union, alternatives, built.merged, sites, draft, pooling, aliases))
+            model = Model(
+                name, relative, union, alternatives, built.merged, sites, draft, pooling, aliases, built.varied
+            )
+            models.append(model)
     return Census(
         tuple(layers),
         tuple(models),
