@@ -284,3 +284,35 @@ def test_a_layer_class_built_at_two_places_of_a_model_can_take_both_branches_of_
             self.mixer = Mamba()
     """
     assert _BOTH in _checkpoints(model)
+
+
+# ---------------------------------------------------------------------- merges that assert one setting
+
+
+def test_a_merge_asserting_one_setting_is_read_with_how_each_layer_class_writes_it():
+    from tests.test_intent_census import census_of
+
+    interface = """
+    class MLAAttentionSpec(FullAttentionSpec):
+        @classmethod
+        def merge(cls, specs):
+            dtypes = set(spec.cache_dtype_str for spec in specs)
+            assert len(dtypes) == 1, "one quantization method"
+            return specs[0]
+    """
+    written = """
+    class DtypeMla(AttentionLayerBase):
+        def get_kv_cache_spec(self, vllm_config):
+            return MLAAttentionSpec(
+                block_size=16,
+                cache_dtype_str=vllm_config.cache_config.cache_dtype,
+            )
+    """
+    census = census_of(
+        "class M:\n    pass\n", **{"vllm/v1/kv_cache_interface.py": interface, "vllm/layers/dtype_mla.py": written}
+    )
+    assert census.merge_settings == (("MLAAttentionSpec", frozenset({"cache_dtype_str"})),)
+    assert census.merge_ignores_shapes == {"MLAAttentionSpec"}
+    layers = {layer.name: layer.spec_settings for layer in census.layers}
+    assert layers["DtypeMla"] == (("cache_dtype_str", "vllm_config.cache_config.cache_dtype"),)
+    assert layers["Mla"] == ()  # its spec call leaves it unset

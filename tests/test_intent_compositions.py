@@ -189,6 +189,28 @@ def test_a_whole_model_path_builds_one_container_of_layers_of_one_uniform_type_n
     assert containers({"Mla", "Indexer"}, path()) == {(frozenset({"Mla", "Indexer"}), DEFAULT)}
 
 
+def test_layers_writing_a_setting_their_merge_asserts_one_of_apart_are_possibly_not_all_alike():
+    # 0.17.0: MLAAttentionSpec.merge asserts one `cache_dtype_str`; MLA layers set it from the cache config,
+    # DeepSeek-V3.2's indexer leaves it unset: the merge raises, so they are not all alike and `from_specs`
+    # builds the container (the census had called them alike and missed it).
+    from dataclasses import replace
+
+    mla = replace(LAYERS[1], spec_settings=(("cache_dtype_str", "cache_config.cache_dtype"),))
+    settings = (("MLAAttentionSpec", frozenset({"cache_dtype_str"})),)
+
+    def found(*layers):
+        model = Model("M", "m.py", frozenset(c.name for c in layers), (frozenset(c.name for c in layers),))
+        tree = Census(layers, (model,), frozenset(), "", (), (), frozenset({"MLAAttentionSpec"}), settings)
+        return {(c.layer_classes, c.setting) for c in compose(tree, (path(),), HIERARCHY, BASES)}
+
+    ((layers, setting),) = found(mla, LAYERS[2])
+    assert layers == {"Mla", "Indexer"} and setting.startswith(POSSIBLE)
+    assert "`cache_dtype_str`" in setting and "Indexer: unset; Mla: cache_config.cache_dtype" in setting
+    assert found(LAYERS[1], LAYERS[2]) == set()  # both leave it unset: all alike
+    indexer = replace(LAYERS[2], spec_settings=mla.spec_settings)
+    assert found(mla, indexer) == set()  # both write it alike
+
+
 def test_a_path_handed_only_some_classes_builds_one_container_per_bucket_of_them():
     only_mla = path(only={"MLAAttentionSpec"})
     assert containers({"Attn", "Mla", "Indexer"}, only_mla) == {(frozenset({"Mla", "Indexer"}), DEFAULT)}

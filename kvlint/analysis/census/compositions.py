@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from os.path import commonprefix
 
+from kvlint.analysis.census.merges import settings_apart, unproven_unlike
 from kvlint.analysis.census.paths import GroupingPath
 from kvlint.analysis.census.reading import Census, LayerClass, Model
 from kvlint.analysis.census.uniformity import bucket_key, first_layers_making_uniform
@@ -211,9 +212,10 @@ def _on_path(census, model, kinds, path, hierarchy, bases) -> list[ContainerComp
         return []
     built = []
     setting, guard = reached
-    for bucket in _containers(path, kinds, hierarchy, bases, census.merge_ignores_shapes):
+    alike = {spec: dict(census.merge_settings).get(spec, frozenset()) for spec in census.merge_ignores_shapes}
+    for bucket in _containers(path, kinds, hierarchy, bases, alike):
         unproven = _unproven_requirement(path, kinds, hierarchy) or _unproven_block_size(path, bucket)
-        unproven = unproven or _unproven_order(bucket, hierarchy, bases)
+        unproven = unproven or _unproven_order(bucket, hierarchy, bases) or unproven_unlike(bucket, alike)
         # Each bucket's own: one bucket's unproven link says nothing of the next bucket's.
         said = POSSIBLE + MERGED if model.merged else POSSIBLE + unproven if unproven else setting
         built.append(
@@ -332,7 +334,7 @@ def _promoted(path: GroupingPath, spec: str, hierarchy: SpecHierarchy) -> str:
     return spec
 
 
-def _containers(path: GroupingPath, kinds, hierarchy: SpecHierarchy, bases: dict[str, str], alike=frozenset()):
+def _containers(path: GroupingPath, kinds, hierarchy: SpecHierarchy, bases: dict[str, str], alike=None):
     """The containers `path` builds from one checkpoint's (layer, spec class) kinds, each a list of
     (layer, spec class, the class it holds after the path's promotions), evaluated as its code decides: a
     whole-model path puts every layer in one container or builds none; a bucketing path one per uniform-type
@@ -356,9 +358,10 @@ def _containers(path: GroupingPath, kinds, hierarchy: SpecHierarchy, bases: dict
     if path.only:
         return [bucket for bucket in buckets.values() if len(bucket) > 1]
     # The whole model: one uniform type, not all alike, or no container at all. Layers all of one spec class
-    # whose `merge` ignores shapes (`alike`) are all alike, however shaped.
+    # whose `merge` ignores shapes (`alike`: that class → the settings it asserts one value of) are all alike,
+    # however shaped, unless their layer classes write one of those settings apart.
     held = {spec for _, _, spec in pool}
-    if len(held) == 1 and held <= alike:
+    if len(held) == 1 and held <= (alike or {}).keys() and not settings_apart(pool, alike[next(iter(held))]):
         return []
     uniform = len(buckets) == 1 or bool(first_layers_making_uniform(held, hierarchy, bases))
     return [pool] if uniform and len(pool) > 1 else []

@@ -5,7 +5,9 @@ vLLM calls a model's layers "all alike" when the first layer's class merges them
 compares the layers' attention fields (`getattr(spec, f.name) == getattr(merged, f.name)`, `spec == specs[0]`)
 or hands them to another class's `merge` tells layers of different shapes apart; one that only checks that
 a few settings agree (`len({spec.sliding_window …}) == 1`) does not: layers of that class alone, however
-shaped, are one group and get no container.
+shaped, are one group and get no container — unless their layer classes write one of those settings apart
+(0.17.0's MLA layers set `cache_dtype_str` from the cache config, DeepSeek-V3.2's indexer leaves it unset: the
+merge's assert fails and `from_specs` builds the container; possible, since the values are the config's).
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from kvlint.analysis.census.parsing import parsed
 
 def merges_ignoring_shapes(texts: dict[str, bytes], spec_classes: frozenset[str]) -> frozenset[str]:
     """The spec classes whose nearest `merge` (own or inherited) never compares layer shapes."""
-    own: dict[str, bool] = {}  # class → its own merge compares shapes
+    return frozenset(name for name, _ in settings_merges(texts, spec_classes))
+
+
+def settings_merges(texts: dict[str, bytes], spec_classes: frozenset[str]) -> tuple[tuple[str, frozenset[str]], ...]:
+    """(spec class, the fields its merge asserts one value of) for each class whose nearest `merge` never
+    compares layer shapes: `len({spec.cache_dtype_str for spec in specs}) == 1` asserts one `cache_dtype_str`,
+    so layers that set it apart are not all alike (0.17.0's MLA layers and DeepSeek-V3.2's indexer)."""
+    own: dict[str, tuple[bool, frozenset[str]]] = {}  # class → (its own merge compares shapes, fields asserted)
     bases: dict[str, list[str]] = {}
     for relative, data in texts.items():
         if b"def merge(" not in data:
@@ -31,16 +40,30 @@ def merges_ignoring_shapes(texts: dict[str, bytes], spec_classes: frozenset[str]
             bases.setdefault(node.name, [b.id for b in node.bases if isinstance(b, ast.Name)])
             merge = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "merge"), None)
             if merge is not None:
-                own.setdefault(node.name, _compares_shapes(merge))
-    ignoring = set()
-    for name in spec_classes:
+                own.setdefault(node.name, (_compares_shapes(merge), _asserted_fields(merge)))
+    found = []
+    for name in sorted(spec_classes):
         decided = _nearest(name, own, bases, set())
-        if decided is False:
-            ignoring.add(name)
-    return frozenset(ignoring)
+        if decided is not None and not decided[0]:
+            found.append((name, decided[1]))
+    return tuple(found)
 
 
-def _nearest(name: str, own: dict[str, bool], bases: dict[str, list[str]], seen: set[str]) -> bool | None:
+def _asserted_fields(merge: ast.FunctionDef) -> frozenset[str]:
+    """The fields a merge reads of each layer's spec in a comprehension (`spec.F for spec in specs`)."""
+    fields = set()
+    for node in ast.walk(merge):
+        if isinstance(node, (ast.GeneratorExp, ast.SetComp, ast.ListComp)):
+            targets = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            fields.update(
+                a.attr
+                for a in ast.walk(node.elt)
+                if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id in targets
+            )
+    return frozenset(fields)
+
+
+def _nearest(name: str, own: dict, bases: dict[str, list[str]], seen: set[str]):
     if name in own:
         return own[name]
     seen.add(name)
@@ -64,3 +87,30 @@ def _compares_shapes(merge: ast.FunctionDef) -> bool:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "merge":
             return True  # handed to another class's merge (`FullAttentionSpec.merge(specs)`, `super().merge`)
     return False
+
+
+def settings_apart(pool, fields: frozenset[str]) -> list[str]:
+    """The fields of `fields` the pool's layer classes write differently (one leaving it unset among them)."""
+    written = {layer.name: dict(layer.spec_settings) for layer, _, _ in pool}
+    return sorted(f for f in fields if len({values.get(f, "") for values in written.values()}) > 1)
+
+
+def unproven_unlike(bucket, alike) -> str:
+    """A whole-model container of one spec class whose merge compares no shapes: built only when its layer
+    classes' settings differ at run time (they write them apart; whether the values differ is the config's)."""
+    held = {spec for _, _, spec in bucket}
+    if len(held) != 1 or not alike or not held <= alike.keys():
+        return ""
+    spec = next(iter(held))
+    apart = settings_apart(bucket, alike[spec])
+    if not apart:
+        return ""
+    said = "; ".join(
+        f"{layer.name}: {dict(layer.spec_settings).get(field) or 'unset'}"
+        for field in apart[:1]
+        for layer in sorted({layer for layer, _, _ in bucket}, key=lambda layer: layer.name)
+    )
+    return (
+        f"that they hold different `{apart[0]}` values is decided at run time ({said}): {spec}'s `merge` asserts "
+        "one, and calls them all alike otherwise"
+    )

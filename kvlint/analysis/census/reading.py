@@ -24,7 +24,7 @@ from kvlint.analysis.census.budget import Budget
 from kvlint.analysis.census.class_texts import ClassText, attribute_values, classes_of, returned_texts
 from kvlint.analysis.census.instantiation import Program, model_layers
 from kvlint.analysis.census.layouts import block_outermost, layout_setting, mamba_page_padding
-from kvlint.analysis.census.merges import merges_ignoring_shapes
+from kvlint.analysis.census.merges import settings_merges
 from kvlint.analysis.census.parsing import ModuleTrees
 
 # Text that selects a module for the census (the project cache rebuilds the index when such a file changes).
@@ -95,6 +95,9 @@ class LayerClass:
     attributes: tuple[tuple[str, str], ...]
     # The layouts its attention backend declares; None when it declares none (any layout).
     layouts: tuple[str, ...] | None
+    # (field, value as its spec call writes it) for the fields a settings-only `merge` asserts one value of
+    # (kvlint.analysis.census.merges.settings_merges); a field its call leaves unset is absent.
+    spec_settings: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,8 @@ class Census:
     unread: tuple[str, ...] = ()
     # Spec classes whose `merge` never tells layers of different shapes apart (kvlint.analysis.census.merges).
     merge_ignores_shapes: frozenset[str] = frozenset()
+    # Of those, (spec class, the fields its merge asserts one value of): layers setting one apart are not alike.
+    merge_settings: tuple[tuple[str, frozenset[str]], ...] = ()
 
     def layer(self, name: str) -> LayerClass | None:
         return next((layer for layer in self.layers if layer.name == name), None)
@@ -168,7 +173,8 @@ def read_census(
                 classes.setdefault(cls.name, []).append(cls)
     reader = _Reader(classes, spec_classes)
     roots = _spec_roots(texts, by_module)
-    layers = reader.layer_classes(_flags(classes, roots), roots)
+    merges = settings_merges(texts, spec_classes)
+    layers = reader.layer_classes(_flags(classes, roots), roots, frozenset().union(*(f for _, f in merges)))
     program = Program(texts, {layer.name for layer in layers}, budget, trees)
     models = []
     unread = []
@@ -192,7 +198,8 @@ def read_census(
         layout_setting(texts),
         mamba_page_padding(texts),
         tuple(unread),
-        merges_ignoring_shapes(texts, spec_classes),
+        frozenset(name for name, _ in merges),
+        merges,
     )
 
 
@@ -353,7 +360,9 @@ class _Reader:
                     todo.append(child)
         return result
 
-    def layer_classes(self, asked: tuple[str, ...], roots: set[str]) -> list[LayerClass]:
+    def layer_classes(
+        self, asked: tuple[str, ...], roots: set[str], settings: frozenset[str] = frozenset()
+    ) -> list[LayerClass]:
         layers = []
         for name in sorted(self._descendants(roots)):
             built, methods = self._spec_method(name)
@@ -367,7 +376,15 @@ class _Reader:
                         fields.append((keyword, value))
             attributes = tuple((a, v) for a in asked if (v := self._value(name, a)) is not None)
             first = self.classes[name][0]
+            written = tuple((field, value) for field in sorted(settings) if (value := _written(methods, field)))
             layers.append(
-                LayerClass(name, first.where, frozenset(built), tuple(fields), attributes, self._layouts(name))
+                LayerClass(name, first.where, frozenset(built), tuple(fields), attributes, self._layouts(name), written)
             )
         return layers
+
+
+def _written(methods: list[str], field: str) -> str:
+    """How the spec calls of a layer's `get_kv_cache_spec` set `field` (`cache_dtype_str=…`), each value as
+    written, joined by "|"; "" when none sets it."""
+    found = {m.strip() for method in methods for m in re.findall(rf"\b{re.escape(field)}\s*=\s*([^,\n]+)", method)}
+    return "|".join(sorted(v.rstrip(")").strip() for v in found if not v.startswith("=")))
