@@ -462,3 +462,38 @@ def test_the_census_means_what_the_newest_releases_grouping_code_does(runtime, t
     document = json.loads(result.stdout)
     differing = [model["model"] for model in document["models"] if model["agree"] is False]
     assert document["compared"] >= 200 and differing == [] and result.returncode == 0, result.stderr
+
+
+def test_a_setting_a_merge_asserts_written_apart_gets_a_stand_in_per_way_it_is_written():
+    # 0.17.0's DeepSeek-V3.2: MLA layers set `cache_dtype_str` from the cache config, the indexer leaves it unset,
+    # and MLAAttentionSpec.merge asserts one: the oracle's shapes must differ there too, or vLLM's answer would
+    # agree with a census that called them alike.
+    import dataclasses
+    import types
+    from dataclasses import replace
+
+    from kvlint.analysis.census.reading import LayerClass
+    from kvlint.verify.census_cases import _case_layers
+    from kvlint.verify.census_child import wanted_fields
+
+    written = (("cache_dtype_str", "vllm_config.cache_config.cache_dtype"), ("model_version", '"v4"'))
+    mla = LayerClass("Mla", "l.py:1", frozenset({"MLAAttentionSpec"}), (), (), None, written)
+    indexer = LayerClass("Indexer", "l.py:2", frozenset({"MLAAttentionSpec"}), (), (), None)
+    first, second = (
+        dict(layer.params) for layer in _case_layers([(mla, "MLAAttentionSpec"), (indexer, "MLAAttentionSpec")])
+    )
+    assert first["setting:cache_dtype_str"] == 1 and first["model_version"] == "v4"  # a literal as written
+    assert not {"setting:cache_dtype_str", "model_version"} & second.keys() and first["variant"] != second["variant"]
+    alike = _case_layers([(mla, "MLAAttentionSpec"), (replace(indexer, spec_settings=written), "MLAAttentionSpec")])
+    assert not any(key.startswith("setting:") for layer in alike for key, _ in layer.params)
+
+    @dataclasses.dataclass
+    class Spec:
+        block_size: int
+        cache_dtype_str: str | None = None
+        ratio: int = 1
+        flag: bool = False
+
+    params = {"variant": 0, "setting:cache_dtype_str": 2, "setting:ratio": 1, "setting:flag": 1}
+    wanted = wanted_fields(Spec, params, types.SimpleNamespace())
+    assert wanted["cache_dtype_str"] == "kvlint-setting-2" and wanted["ratio"] == 1001 and "flag" not in wanted

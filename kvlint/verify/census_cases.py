@@ -90,16 +90,37 @@ def census_cases(index: TreeIndex) -> list[CensusCase]:
 
 def _case_layers(kinds) -> tuple[CaseLayer, ...]:
     """The checkpoint's layers: layers of one spec class whose census records differ are different layers
-    (a variant each, so the child gives them different shapes); those the census reads alike share one."""
+    (a variant each, so the child gives them different shapes); those the census reads alike share one. A
+    setting a spec's `merge` asserts one value of, which the layer classes write apart (kvlint.analysis.census.
+    merges), gets a different stand-in per way it is written (`setting:<field>`: 1, 2, …; unset: the default)."""
     records: dict[str, list[tuple]] = {}
+    written: dict[str, list[str]] = {}  # field → its ways of being written ("" unset), in the checkpoint's order
+    by_class: dict[str, dict[str, set[str]]] = {}  # spec class → field → its ways among that class's layers
+    fields = {field for layer, _ in kinds for field, _ in layer.spec_settings}
+    for layer, spec in kinds:
+        settings = dict(layer.spec_settings)
+        for field in fields:
+            value = settings.get(field, "")
+            by_class.setdefault(spec, {}).setdefault(field, set()).add(value)
+            if value not in written.setdefault(field, []):
+                written[field].append(value)
+    apart = {(spec, field) for spec, ways in by_class.items() for field, values in ways.items() if len(values) > 1}
     layers = []
     for position, (layer, spec) in enumerate(kinds):
-        record = (layer.spec_fields, layer.layouts)
+        record = (layer.spec_fields, layer.layouts, layer.spec_settings)
         seen = records.setdefault(spec, [])
         if record not in seen:
             seen.append(record)
         params = {field: _literal(value) for field, value in layer.spec_fields if _LITERAL.match(value)}
         params["variant"] = seen.index(record)
+        for field, value in layer.spec_settings:
+            if (spec, field) not in apart or field in params:
+                continue
+            quoted = re.fullmatch(r"([\"'])(\w*)\1", value)
+            if quoted or _LITERAL.match(value):  # written as a literal: that value
+                params[field] = quoted.group(2) if quoted else _literal(value)
+            else:
+                params[f"setting:{field}"] = written[field].index(value) + 1  # 1, 2, …: "" may hold a place
         layers.append(
             CaseLayer(
                 f"model.layers.{position}.{layer.name}.{spec}",

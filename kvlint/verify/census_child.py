@@ -82,8 +82,23 @@ def wanted_fields(cls: type, params: dict[str, Any], interface: Any) -> dict[str
         # (fp8 keys of 128 dims plus 4 bytes of scale per 128: 132), each further variant 4 bytes wider.
         wanted.update(num_kv_heads=1, head_size=128 + 4 * variant, dtype="uint8")
         wanted["shapes"] = ((2, 64 * (variant + 1)), (4, 16, 16))
-    wanted.update({key: value for key, value in params.items() if key != "variant"})
+    wanted.update({key: value for key, value in params.items() if key != "variant" and ":" not in key})
+    for field in dataclasses.fields(cls):
+        number = params.get(f"setting:{field.name}")
+        if number is not None and field.name not in wanted:
+            wanted.update(setting_stand_in(field, int(number)))
     return wanted
+
+
+def setting_stand_in(field: dataclasses.Field, number: int) -> dict[str, Any]:
+    """A value for a setting the layer classes write apart (the census cannot read it: the config's), the
+    `number`th way of writing it: a string or a number by the field's type; nothing for another type."""
+    kind = str(field.type)
+    if "str" in kind:
+        return {field.name: f"kvlint-setting-{number}"}
+    if "int" in kind and "bool" not in kind:
+        return {field.name: 1000 + number}
+    return {}
 
 
 def _required(field: dataclasses.Field) -> bool:

@@ -385,6 +385,13 @@ class _Reader:
 
 def _written(methods: list[str], field: str) -> str:
     """How the spec calls of a layer's `get_kv_cache_spec` set `field` (`cache_dtype_str=…`), each value as
-    written, joined by "|"; "" when none sets it."""
-    found = {m.strip() for method in methods for m in re.findall(rf"\b{re.escape(field)}\s*=\s*([^,\n]+)", method)}
-    return "|".join(sorted(v.rstrip(")").strip() for v in found if not v.startswith("=")))
+    written (comments aside), joined by "|"; "" when none sets it."""
+    keyword = re.compile(rf"\b{re.escape(field)}\s*=\s*([^,\n]+)")
+    found = {
+        value.strip().rstrip(")").strip()
+        for method in methods
+        for line in method.splitlines()
+        for value in keyword.findall(line.split("#", 1)[0])
+        if not value.startswith("=")
+    }
+    return "|".join(sorted(found))
