@@ -16,7 +16,8 @@ factor set on an earlier line or passed per kind by callers in the same module �
 already excluded (`assert isinstance(spec, …)`, an earlier `if …: return`). An error when a kind that
 reaches it and that vLLM accepts under DCP gets another token span (the message names the kind and both
 spans); a warning when it agrees for every kind today (it drifts when the resolver changes), when only
-kinds the tree rejects under DCP differ, or when what decides it is not in the file.
+kinds the tree rejects under DCP differ, or when what decides it is not in the file. Nothing in a tree with
+neither the resolver nor a scheduler path kvlint reads: no rule to compare with, none to call.
 
 ## Example
 ```python
@@ -70,8 +71,7 @@ class HandRolledDcpScaling(Rule):
     NAME = "hand-rolled-dcp-scaling"
     # kvlint.engine.grouping: decides a DCP factor; folds with a whole-function finding on its function.
     ROOT_CAUSE_ROLE = "decision"
-    # Worded per verdict (rules/_scaling_verdict.py): the kind and both spans for an error, "agrees today"
-    # for a hand copy, what is not settled otherwise; always the remedy by a name the tree has.
+    # Worded per verdict (rules/_scaling_verdict.py): the kind and both spans, "agrees today", or what is unsettled.
     MESSAGE = "`{expression}` scales a block size by the DCP size by hand; {why}"
     FIX_TITLE = _FIX_TITLE
     # Every DCP size (or alias of one) is named after dcp / decode_context_parallel somewhere in the file.
@@ -359,8 +359,7 @@ def build(kv_cache_config, parallel_config):
         ),
     ]
 
-    # match_scaling's shape, read before libcst parses the file (Rule.could_report)
-    could_report = classmethod(lambda cls, pre: could_hold_scaling(pre.text, lambda: pre.nodes))
+    could_report = classmethod(lambda cls, pre: could_hold_scaling(pre.text, lambda: pre.nodes))  # before libcst
 
     @cached_property
     def aliases(self) -> frozenset[str]:
@@ -387,6 +386,8 @@ def build(kv_cache_config, parallel_config):
         name = function.name.value if function is not None else None
         if name and ({name} | {f"{c}.{name}" for c in self.flow.enclosing_class_names(node)}) & own:
             return  # the yardstick itself; where it disagrees with the scheduler, KV103 reports it
+        if verdict is None and project.resolver_view.source == "none" and not (table and table.reference):
+            return  # no yardstick (the docstring's last line)
         unavailable = why_no_fix(project, scaling, node)
         spec = one_line(self.code_of(scaling.spec), None) if scaling.spec is not None else None
         dcp, allocator = one_line(self.code_of(scaling.dcp), None), table is not None and table.is_allocator

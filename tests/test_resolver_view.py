@@ -97,3 +97,17 @@ def test_a_vllm_tree_without_the_resolver_says_so_and_never_compares_with_one(tm
     assert_one_view(findings)
     told = [text for finding in findings for text in texts(finding)]
     assert any(says_no_resolver(text) for text in told)
+
+
+def test_a_vllm_tree_with_neither_the_resolver_nor_a_scheduler_path_has_no_yardstick_for_a_hand_scaling(tmp_path):
+    # 0.17.0 / 0.24.0 as kvlint reads them: the KV cache managers' own `block_size *= dcp_world_size`, with
+    # nothing to compare it with and nothing to call, was a warning a maintainer could do nothing about.
+    planning = "def get_kv_cache_groups(vllm_config, kv_cache_spec):\n    return []\n"
+    files = {**MINI_VLLM, "vllm/v1/core/kv_cache_utils.py": planning, "vllm/conn.py": textwrap.dedent(HAND_SCALING)}
+    write_tree(tmp_path, files)
+    completed = run_kvlint("check", "--no-cache", "--format", "json", "--select", "KV102", ".", cwd=tmp_path)
+    assert json.loads(completed.stdout) == [], completed.stdout
+    # The same code beside the scheduler's path is compared with it.
+    files["vllm/v1/core/kv_cache_utils.py"] = textwrap.dedent(SCHEDULER_WITHOUT_RESOLVER)
+    write_tree(tmp_path, files)
+    assert "vllm/conn.py" in {f["path"] for f in root_causes(tmp_path, ".")}
