@@ -286,6 +286,21 @@ def test_a_layer_class_built_at_two_places_of_a_model_can_take_both_branches_of_
     assert _BOTH in _checkpoints(model)
 
 
+def test_a_layer_class_built_in_either_branch_of_a_config_test_takes_one_branch_of_its_spec():
+    # 0.17.0's BaiChuan: `Attention(...)` at two lines, one for ALiBi checkpoints and one for rotary ones: every
+    # layer of one checkpoint is built by the same line, so they never mix full and sliding-window specs.
+    model = """
+    class M:
+        def __init__(self, config, prefix=""):
+            if config.alibi:
+                self.attn = Sliding(window=config.window, alibi=True)
+            else:
+                self.attn = Sliding(window=config.window)
+            self.mixer = Mamba()
+    """
+    assert _BOTH not in _checkpoints(model)
+
+
 # ---------------------------------------------------------------------- merges that assert one setting
 
 

@@ -17,8 +17,10 @@ class Built:
     merged: bool = False
     # (layer class, "module:line") of each call or reference that builds a layer class.
     sites: frozenset[tuple[str, str]] = frozenset()
-    # The layer classes some call builds with an argument read from the layer's position (a window given only
-    # to the sliding layers): only these can choose their spec apart within one model.
+    # The layer classes whose instances in one model can be configured apart, so choose their spec apart: built
+    # with an argument read from the layer's position (a window given only to the sliding layers), or built
+    # twice in one alternative (by two calls that both run, not by the two branches of an `if`; the same call
+    # reached twice, as a class handed on and then called, is one).
     varied: frozenset[str] = frozenset()
 
 
@@ -37,6 +39,10 @@ def product(left: Built, right: Built) -> Built:
     combined = list(dict.fromkeys(a | b for a in left.alternatives for b in right.alternatives))
     merged = left.merged or right.merged
     sites, varied = left.sites | right.sites, left.varied | right.varied
+    if left.sites and right.sites:  # both build a layer: a class both build at different lines is built twice
+        shared = frozenset().union(*(a & b for a in left.alternatives for b in right.alternatives))
+        places = [site for site in left.sites | right.sites if site[0] in shared]
+        varied = varied | {name for name in shared if sum(site[0] == name for site in places) > 1}
     if len(combined) > _MAX_ALTERNATIVES:
         return Built((frozenset().union(*combined),), True, sites, varied)
     return Built(tuple(combined), merged, sites, varied)

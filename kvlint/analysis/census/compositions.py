@@ -161,13 +161,10 @@ def _spec_choices(model_layers: list[LayerClass], apart: frozenset[str] = frozen
 
 
 def configured_apart(model: Model) -> frozenset[str]:
-    """The layer classes whose instances in one model can have different configs: built with an argument read
-    from the layer's position, or built at more than one place in the model's code. Instances built by one
-    call (in a loop, by `make_layers`) with the model's config all take the same branch of their spec."""
-    places: dict[str, set[str]] = {}
-    for name, where in model.sites:
-        places.setdefault(name, set()).add(where)
-    return model.varied | {name for name, found in places.items() if len(found) > 1}
+    """The layer classes whose instances in one model can have different configs (kvlint.analysis.census.built.
+    Built.varied). Instances built by one call (in a loop, by `make_layers`) with the model's config, or by
+    one branch of an `if`, all take the same branch of their spec."""
+    return model.varied
 
 
 def _evaluate(census, model, kinds, paths, hierarchy, bases) -> list[ContainerComposition]:
