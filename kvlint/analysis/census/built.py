@@ -3,7 +3,7 @@ makes two), products of what its statements build, and a merge past too many alt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 _MAX_ALTERNATIVES = 16
 
@@ -22,6 +22,9 @@ class Built:
     # twice in one alternative (by two calls that both run, not by the two branches of an `if`; the same call
     # reached twice, as a class handed on and then called, is one).
     varied: frozenset[str] = frozenset()
+    # The (layer class, "module:line") of the calls among `sites`: a class object only read (`attn_cls is
+    # MLAAttention`, `return MLAAttention`) is built where it is called, once, however often it is named.
+    called: frozenset[tuple[str, str]] = frozenset()
 
 
 NOTHING = Built((frozenset(),))
@@ -31,21 +34,29 @@ def layer_built(name: str, site: str, per_layer_arguments: bool) -> Built:
     """A layer class built once, at `site`; `per_layer_arguments`: some argument of the call is read from the
     layer's position."""
     return Built(
-        (frozenset({name}),), sites=frozenset({(name, site)}), varied=frozenset({name} if per_layer_arguments else ())
+        (frozenset({name}),),
+        sites=frozenset({(name, site)}),
+        varied=frozenset({name} if per_layer_arguments else ()),
+        called=frozenset({(name, site)}),
     )
+
+
+def referenced(built: Built) -> Built:
+    """What naming a class object builds: as calling it would, but no call of it here (see Built.called)."""
+    return replace(built, called=frozenset())
 
 
 def product(left: Built, right: Built) -> Built:
     combined = list(dict.fromkeys(a | b for a in left.alternatives for b in right.alternatives))
     merged = left.merged or right.merged
-    sites, varied = left.sites | right.sites, left.varied | right.varied
-    if left.sites and right.sites:  # both build a layer: a class both build at different lines is built twice
+    sites, varied, called = left.sites | right.sites, left.varied | right.varied, left.called | right.called
+    if left.called and right.called:  # both call a layer class: one both call at different lines is built twice
         shared = frozenset().union(*(a & b for a in left.alternatives for b in right.alternatives))
-        places = [site for site in left.sites | right.sites if site[0] in shared]
+        places = [site for site in called if site[0] in shared]
         varied = varied | {name for name in shared if sum(site[0] == name for site in places) > 1}
     if len(combined) > _MAX_ALTERNATIVES:
-        return Built((frozenset().union(*combined),), True, sites, varied)
-    return Built(tuple(combined), merged, sites, varied)
+        return Built((frozenset().union(*combined),), True, sites, varied, called)
+    return Built(tuple(combined), merged, sites, varied, called)
 
 
 def either(choices: list[Built]) -> Built:
@@ -53,6 +64,7 @@ def either(choices: list[Built]) -> Built:
     merged = any(choice.merged for choice in choices)
     sites = frozenset().union(*(choice.sites for choice in choices))
     varied = frozenset().union(*(choice.varied for choice in choices))
+    called = frozenset().union(*(choice.called for choice in choices))
     if len(combined) > _MAX_ALTERNATIVES:
-        return Built((frozenset().union(*combined),), True, sites, varied)
-    return Built(tuple(combined), merged, sites, varied)
+        return Built((frozenset().union(*combined),), True, sites, varied, called)
+    return Built(tuple(combined), merged, sites, varied, called)

@@ -24,7 +24,7 @@ from posixpath import dirname, join, normpath
 
 from kvlint.analysis.census.budget import Budget, BudgetExceeded
 from kvlint.analysis.census.built import NOTHING as _NOTHING
-from kvlint.analysis.census.built import Built, layer_built
+from kvlint.analysis.census.built import Built, layer_built, referenced
 from kvlint.analysis.census.built import either as _either
 from kvlint.analysis.census.built import product as _product
 from kvlint.analysis.census.constructor_shapes import (
@@ -342,7 +342,7 @@ class Program:
             return _NOTHING
         module, kind, target = found
         if kind == "class":
-            return self.of_class(module, target, site(relative, node))  # type: ignore[arg-type]
+            return referenced(self.of_class(module, target, site(relative, node)))  # type: ignore[arg-type]
         if kind == "value" and isinstance(target, (ast.Dict, ast.Tuple, ast.List, ast.Set)):
             key = (module, getattr(node, "id", getattr(node, "attr", "")), "value")
             if key in self._built or key in self._busy:

@@ -13,13 +13,11 @@ merge's assert fails and `from_specs` builds the container; possible, since the 
 from __future__ import annotations
 
 import ast
+import re
 
 from kvlint.analysis.census.parsing import parsed
 
-
-def merges_ignoring_shapes(texts: dict[str, bytes], spec_classes: frozenset[str]) -> frozenset[str]:
-    """The spec classes whose nearest `merge` (own or inherited) never compares layer shapes."""
-    return frozenset(name for name, _ in settings_merges(texts, spec_classes))
+_CLASS = re.compile(rb"^class[ \t]+(\w+)", re.MULTILINE)
 
 
 def settings_merges(texts: dict[str, bytes], spec_classes: frozenset[str]) -> tuple[tuple[str, frozenset[str]], ...]:
@@ -29,7 +27,8 @@ def settings_merges(texts: dict[str, bytes], spec_classes: frozenset[str]) -> tu
     own: dict[str, tuple[bool, frozenset[str]]] = {}  # class → (its own merge compares shapes, fields asserted)
     bases: dict[str, list[str]] = {}
     for relative, data in texts.items():
-        if b"def merge(" not in data:
+        # A module defining no merge may still define a spec class that inherits one (its base is read).
+        if b"def merge(" not in data and not spec_classes.intersection(map(bytes.decode, _CLASS.findall(data))):
             continue
         module = parsed(data, relative)
         if module is None:
