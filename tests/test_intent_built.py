@@ -66,3 +66,6 @@ def test_a_class_object_named_twice_is_no_second_construction():
     assert product(*named).varied == frozenset()
     assert product(named[0], layer_built("Mla", "base.py:668", False)).varied == frozenset()
     assert product(layer_built("Mla", "a.py:1", False), layer_built("Mla", "a.py:2", False)).varied == {"Mla"}
+    # Either of two calls, then the class named: one construction per checkpoint still.
+    calls = either([layer_built("Mla", "a.py:1", False), layer_built("Mla", "a.py:2", False)])
+    assert product(calls, named[0]).varied == frozenset() and product(named[0], calls).varied == frozenset()

@@ -104,12 +104,12 @@ def unproven_unlike(bucket, alike) -> str:
     apart = settings_apart(bucket, alike[spec])
     if not apart:
         return ""
+    field = apart[0]  # one is enough to say why
     said = "; ".join(
         f"{layer.name}: {dict(layer.spec_settings).get(field) or 'unset'}"
-        for field in apart[:1]
         for layer in sorted({layer for layer, _, _ in bucket}, key=lambda layer: layer.name)
     )
     return (
-        f"that they hold different `{apart[0]}` values is decided at run time ({said}): {spec}'s `merge` asserts "
+        f"that they hold different `{field}` values is decided at run time ({said}): {spec}'s `merge` asserts "
         "one, and calls them all alike otherwise"
     )
