@@ -145,3 +145,30 @@ def test_a_literal_flag_decides_the_platform_s_witness(tmp_path):
     assert "DsaForCausalLM" not in refused["message"] and "DsaHybridForCausalLM possibly" in refused["message"]
     accepted = _kv101(_sparse_tree(tmp_path / "off", "use_sparse=False"), CPU_RUNNER)[16]
     assert accepted["severity"] == "error" and "DsaForCausalLM with default settings" in accepted["message"]
+
+
+def test_a_model_read_through_another_platforms_implementation_is_no_witness_on_this_one():
+    # 0.33.0's Dots3Note: its package's `__init__` imports `nvidia/` (the census follows the default platform's
+    # `current_platform` tests), so the layers read are CUDA's; CPU-only code never meets them (the reader's
+    # WRONG cpu_model_runner witness).
+    from kvlint.analysis.census.compositions import ContainerComposition
+    from kvlint.analysis.platform_reach import built_elsewhere
+
+    def composition(*places: str) -> ContainerComposition:
+        return ContainerComposition(
+            frozenset({"Mla"}),
+            frozenset({"MLAAttentionSpec"}),
+            "default",
+            "M",
+            "p:f",
+            1,
+            "",
+            (("Mla", ", ".join(places)),),
+        )
+
+    nvidia = composition("vllm/model_executor/layers/mla.py:122", "vllm/models/dots3_note/nvidia/model.py:467")
+    assert built_elsewhere(nvidia, ("cpu",)) and built_elsewhere(composition("vllm/models/m/amd/model.py:3"), ("cpu",))
+    assert not built_elsewhere(nvidia, ("cuda",)) and not built_elsewhere(nvidia, ())  # runs there / everywhere
+    assert not built_elsewhere(composition("vllm/models/m/cpu/model.py:3"), ("zen_cpu",))
+    assert not built_elsewhere(composition("vllm/model_executor/layers/mla.py:122"), ("cpu",))
+    assert not built_elsewhere(composition("vllm/models/nvidia.py:3"), ("cpu",))  # a module's name, not a folder

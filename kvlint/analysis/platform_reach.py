@@ -59,14 +59,47 @@ class PlatformReach:
         layer is built with a refused flag decided at run time only possible, the unproven link said."""
         flags = dict(self.refused_flags).get(module_path, frozenset())
         refused = self.refused_layers(module_path)
-        kept = tuple(c for c in compositions if not c.layer_classes & refused)
+        names = dict(self.platforms).get(module_path, ())
+        kept = tuple(c for c in compositions if not c.layer_classes & refused and not built_elsewhere(c, names))
         if not flags:
             return kept
-        names = dict(self.platforms).get(module_path, ())
         return judged(kept, flags, names, self.passed, self.sites)
 
     def platforms_of(self, module_path: str) -> tuple[str, ...]:
         return dict(self.platforms).get(module_path, ())
+
+
+# A model package's implementation for one platform (0.34.0's `models/deepseek_v4/{nvidia,amd,xpu,cpu}/`, which
+# its `__init__` picks by `current_platform` at import): the folder's name → the platform module's.
+_VENDOR_FOLDERS = {
+    "nvidia": "cuda",
+    "cuda": "cuda",
+    "amd": "rocm",
+    "rocm": "rocm",
+    "xpu": "xpu",
+    "cpu": "cpu",
+    "tpu": "tpu",
+}
+
+
+def built_elsewhere(composition: ContainerComposition, platforms: tuple[str, ...]) -> bool:
+    """Whether the census read the composition's model through another platform's implementation than those of
+    `platforms` (the platforms a module runs on; none: every platform): a layer of it is built in another
+    platform's folder, so the model class read is that platform's (the default platform's, as the census
+    follows its `current_platform` tests), and on these platforms another class, or none, stands for it."""
+    if not platforms:
+        return False
+    for _, places in composition.built_at:
+        for place in places.split(", "):
+            vendor = _vendor(place) if place else None
+            if vendor is not None and not any(vendor in name for name in platforms):
+                return True
+    return False
+
+
+def _vendor(place: str) -> str | None:
+    folders = place.rsplit(":", 1)[0].split("/")[:-1]
+    return next((_VENDOR_FOLDERS[f] for f in folders if f in _VENDOR_FOLDERS), None)
 
 
 def read_platform_reach(
@@ -98,8 +131,7 @@ def read_platform_reach(
             refused.append((module, layers))
         if flags:
             refused_flags.append((module, flags))
-        if layers or flags:
-            platforms.append((module, tuple(names)))
+        platforms.append((module, tuple(names)))
     passed = passed_flags(census, trees)
     built = site_flags(census, trees) if passed else ()
     return PlatformReach(tuple(refused), tuple(platforms), tuple(refused_flags), passed, built)
