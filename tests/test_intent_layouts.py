@@ -83,7 +83,7 @@ def test_the_setting_is_the_layout_variable_a_module_using_the_enum_reads():
 PLATFORM = """
 def check_and_update_config(cache_config):
     if cache_config.mamba_page_size_padded is None:
-        pass
+        cache_config.block_size = 16
     cache_config.mamba_page_size_padded = 4096
 """
 
