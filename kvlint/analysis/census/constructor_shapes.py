@@ -5,6 +5,7 @@ assignments, `super().__init__`."""
 from __future__ import annotations
 
 import ast
+import weakref
 
 # `current_platform.is_X()` on the default platform (CUDA): what vLLM's own CI and most users run.
 _DEFAULT_PLATFORM = {"is_cuda": True, "is_cuda_alike": True}
@@ -96,10 +97,37 @@ def position_names(
     arguments = function.args
     given = {name.removesuffix(PER_LAYER) for name in passed if name.endswith(PER_LAYER)}
     derived = {a.arg for a in [*arguments.args, *arguments.kwonlyargs] if a.arg == "prefix" or a.arg in given}
+    loop_names, assigned = _position_reads(function)
+    derived |= loop_names
+    if not derived:
+        return frozenset()
+    changed = True
+    while changed:  # each pass adds names or ends: at most one pass per assignment
+        changed = False
+        for targets, reads in assigned:
+            if reads & derived and not targets <= derived:
+                derived |= targets
+                changed = True
+    return frozenset(derived)
+
+
+# Per function: what position_names reads of its body, the same whatever its callers pass (the census asks
+# once per constructor and set of passed parameters; weak keys: the trees go with their scan).
+_READS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _position_reads(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> tuple[set[str], list[tuple[set[str], set[str]]]]:
+    """(the function's loop variables, (the names each assignment binds, the names its value reads))."""
+    found = _READS.get(function)
+    if found is not None:
+        return found
+    loop_names: set[str] = set()
     assigned: list[tuple[set[str], set[str]]] = []
     for node in ast.walk(function):
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            derived.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+            loop_names.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names = {n.id for t in targets for n in _bound(t)} | {a for t in targets if (a := _self_attribute(t))}
@@ -112,16 +140,8 @@ def position_names(
                 if isinstance(n, ast.Name)
             }
             assigned.append((names, {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)} - inner))
-    if not derived:
-        return frozenset()
-    changed = True
-    while changed:  # each pass adds names or ends: at most one pass per assignment
-        changed = False
-        for targets, reads in assigned:
-            if reads & derived and not targets <= derived:
-                derived |= targets
-                changed = True
-    return frozenset(derived)
+    _READS[function] = loop_names, assigned
+    return loop_names, assigned
 
 
 def _bound(target: ast.expr) -> list[ast.Name]:
