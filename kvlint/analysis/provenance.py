@@ -326,7 +326,7 @@ class SpecFlow:
         if self._holders is None:
             self._holders = set()
             for node in self._nodes if self._nodes is not None else preorder(self.module):
-                if isinstance(node, cst.NamedExpr):
+                if type(node) is cst.NamedExpr:  # libcst's own class, never subclassed: isinstance of an ABC is slow
                     # Up to the first node already marked: its ancestors were marked with it.
                     current: cst.CSTNode | None = node
                     while current is not None and current not in self._holders:
