@@ -68,11 +68,21 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     # _fields_of, inline: this runs once for every node of every linted file
     found: list[cst.CSTNode] = []
     for value in getter(node):
-        if type(value) in _SEQUENCES:
+        kind = type(value)
+        if kind in _SEQUENCES:
             found.extend(value)
-        elif isinstance(value, cst.CSTNode):
-            found.append(value)
+        else:
+            is_node = _IS_NODE.get(kind)
+            if is_node is None:
+                is_node = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+            if is_node:
+                found.append(value)
     return found
+
+
+# Per type of a field's value: whether it is a node. libcst's classes are ABCs, whose isinstance check runs
+# Python code on every call; a type's answer never changes.
+_IS_NODE: dict[type, bool] = {}
 
 
 # Common constructs, walked once per process both ways before the fields read from libcst's source are
@@ -166,7 +176,8 @@ class ModuleShape:
 
     def __init__(self, module: cst.Module):
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
-        self.children: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+        # Keyed by id(node): a node's own __hash__ is a Python call, paid on every lookup of the rules' walk.
+        self.children: dict[int, list[cst.CSTNode]] = {}
         self.preorder: list[cst.CSTNode] = []
         pending: list[cst.CSTNode] = [module]
         while pending:
@@ -174,7 +185,7 @@ class ModuleShape:
             self.preorder.append(current)
             found = children(current)
             if found:
-                self.children[current] = found
+                self.children[id(current)] = found
                 for child in found:
                     self.parents[child] = current
                 pending.extend(reversed(found))
@@ -231,7 +242,7 @@ def _walk_shape(node: cst.CSTNode, methods: dict, by_type: dict, kids: dict) -> 
         hooks = by_type[type(node)] = (methods.get(f"visit_{name}", ()), methods.get(f"leave_{name}", ()))
     for visit in hooks[0]:
         visit(node)
-    for child in kids.get(node, ()):
+    for child in kids.get(id(node), ()):
         _walk_shape(child, methods, by_type, kids)
     for leave in hooks[1]:
         leave(node)

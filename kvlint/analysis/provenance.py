@@ -83,6 +83,8 @@ class SpecFlow:
         self._functions: dict[str, list[cst.FunctionDef]] | None = None
         self._unwrappers: dict[str, bool] = {}
         self._parameters: dict[tuple[int, int, int], Provenance] = {}
+        self._holders: set[cst.CSTNode] | None = None
+        self._assignments: dict[cst.CSTNode, list[cst.Assign]] = {}
 
     # -- structure -------------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -309,8 +311,28 @@ class SpecFlow:
                 for name, found in self._function_bindings(function).items()
                 if any(b.param is not None for b in found)
             }
-            reaching = self._reaching[function] = ReachingDefinitions(function, parameters)
+            reaching = self._reaching[function] = ReachingDefinitions(function, parameters, self._walrus_holders())
         return reaching.state_at(node, self.parent)
+
+    def assignments(self, scope: cst.CSTNode) -> list[cst.Assign]:
+        """Every `=` statement under `scope` (nested scopes included), in source order; memoised per scope."""
+        found = self._assignments.get(scope)
+        if found is None:
+            found = self._assignments[scope] = [n for n in preorder(scope) if isinstance(n, cst.Assign)]
+        return found
+
+    def _walrus_holders(self) -> set[cst.CSTNode]:
+        """The module's nodes with a `:=` at or under them, from one pass over its nodes."""
+        if self._holders is None:
+            self._holders = set()
+            for node in self._nodes if self._nodes is not None else preorder(self.module):
+                if type(node) is cst.NamedExpr:  # libcst's own class, never subclassed: isinstance of an ABC is slow
+                    # Up to the first node already marked: its ancestors were marked with it.
+                    current: cst.CSTNode | None = node
+                    while current is not None and current not in self._holders:
+                        self._holders.add(current)
+                        current = self.parent(current)
+        return self._holders
 
     def _narrowed(self, node: cst.Attribute) -> bool:
         """Whether an isinstance test on an earlier line showed this attribute chain is not a container."""

@@ -19,7 +19,7 @@ every binding of the name in the function.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 
 import libcst as cst
 
@@ -60,8 +60,16 @@ def container_facts(test: cst.BaseExpression) -> tuple[set[str], set[str]]:
 class ReachingDefinitions:
     """The bindings live before each statement of one function (see the module docstring)."""
 
-    def __init__(self, function: cst.FunctionDef, parameters: dict[str, list[Binding]]):
+    def __init__(
+        self,
+        function: cst.FunctionDef,
+        parameters: dict[str, list[Binding]],
+        walrus_holders: Container[cst.CSTNode] | None = None,
+    ):
         self.function = function
+        # The nodes with a `:=` at or under them (None: unknown, every expression is searched): the walk
+        # searches each expression it passes for one, every pass of every loop around it.
+        self._walrus_holders = walrus_holders
         self.points: dict[cst.CSTNode, State | None] = {}
         self._bindings: dict[tuple[int, str], Binding] = {}
         # Per enclosing loop: (states at its breaks, states at its continues).
@@ -268,6 +276,8 @@ class ReachingDefinitions:
         return final if normal is not None else None
 
     def _walrus(self, expression: cst.CSTNode, state: State) -> State:
+        if self._walrus_holders is not None and expression not in self._walrus_holders:
+            return state
         finder = _WalrusFinder()
         walk(expression, finder)
         for named in finder.found:
@@ -283,12 +293,25 @@ def merge(*states: State | None) -> State | None:
     if len(live) == 1:
         return live[0]
     merged: State = {}
+    # Per key: the identities of its merged bindings, built only once a second, different tuple arrives
+    # (most keys carry the same tuple object down every path: nothing to add).
+    seen: dict[str, set[int]] = {}
     for state in live:
         for key, bindings in state.items():
-            if "." in key:
+            known = merged.get(key)
+            if known is None:
+                if "." not in key:
+                    merged[key] = bindings
                 continue
-            known = merged.get(key, ())
-            merged[key] = known + tuple(b for b in bindings if all(b is not k for k in known))
+            if bindings is known:
+                continue
+            ids = seen.get(key)
+            if ids is None:
+                ids = seen[key] = {id(b) for b in known}
+            added = tuple(b for b in bindings if id(b) not in ids)
+            if added:
+                ids.update(id(b) for b in added)
+                merged[key] = known + added
     for key, bindings in live[0].items():
         if "." in key and all(key in s for s in live[1:]):
             merged[key] = bindings

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from kvlint.analysis.cst_walk import walk
 from kvlint.analysis.provenance import Kind, SpecFlow, call_name, dotted
 from kvlint.analysis.vocabulary import is_dcp_name
 
@@ -72,20 +71,10 @@ def _block_size_assignments(node: cst.CSTNode, flow: SpecFlow) -> list[cst.BaseE
         return []
     function = flow.enclosing_function(node)
     scope = function if function is not None else flow.module
-    finder = _AssignmentFinder(dotted(node))
-    walk(scope, finder)
-    specs = [spec_of_block_size(v, flow) for v in finder.values]
+    target = dotted(node)
+    values = [a.value for a in flow.assignments(scope) if any(dotted(t.target) == target for t in a.targets)]
+    specs = [spec_of_block_size(v, flow) for v in values]
     return [s for s in specs if s is not None] if specs and None not in specs else []
-
-
-class _AssignmentFinder(cst.CSTVisitor):
-    def __init__(self, target: str):
-        self.target = target
-        self.values: list[cst.BaseExpression] = []
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if any(dotted(t.target) == self.target for t in node.targets):
-            self.values.append(node.value)
 
 
 def dcp_factor_of(node: cst.CSTNode, flow: SpecFlow, aliases: frozenset[str], depth: int = 0):
