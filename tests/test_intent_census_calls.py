@@ -331,3 +331,38 @@ def test_a_merge_asserting_one_setting_is_read_with_how_each_layer_class_writes_
     layers = {layer.name: layer.spec_settings for layer in census.layers}
     assert layers["DtypeMla"] == (("cache_dtype_str", "vllm_config.cache_config.cache_dtype"),)
     assert layers["Mla"] == ()  # its spec call leaves it unset
+
+
+def test_a_class_held_in_a_local_and_called_with_a_per_layer_window_is_configured_apart():
+    # 0.34.0's Gemma3: `attn_cls = EncoderOnly if … else Attention`, then `attn_cls(…, window=…)` with the window
+    # read from `self.is_sliding`, itself set from the layer's index (a self attribute read counts).
+    model = """
+    class M:
+        def __init__(self, config, prefix=""):
+            layer_idx = int(prefix.split(".")[-1])
+            self.is_sliding = config.layer_types[layer_idx] == "sliding"
+            window = config.window if self.is_sliding else None
+            cls = Mla if config.mla else Sliding
+            self.attn = cls(window=window, prefix=prefix)
+            self.mixer = Mamba()
+    """
+    assert _BOTH in _checkpoints(model)
+    assert _BOTH not in _checkpoints(model.replace("window=window", "window=config.window"))
+
+
+def test_a_method_reads_the_position_its_instances_constructor_set():
+    # 0.34.0's GPT-OSS: `self.layer_idx = extract_layer_index(prefix)` in `__init__`, the window decided from it in
+    # `_build_attention`, which the constructor calls.
+    model = """
+    class M:
+        def __init__(self, config, prefix=""):
+            self.layer_idx = int(prefix.split(".")[-1])
+            self.attn = self._build(config)
+            self.mixer = Mamba()
+
+        def _build(self, config):
+            window = config.window if self.layer_idx % 2 == 0 else None
+            return Sliding(window=window)
+    """
+    assert _BOTH in _checkpoints(model)
+    assert _BOTH not in _checkpoints(model.replace("self.layer_idx % 2 == 0", "config.alternate"))

@@ -41,6 +41,12 @@ def layer_built(name: str, site: str, per_layer_arguments: bool) -> Built:
     )
 
 
+def varied_by_call(named: frozenset[str]) -> Built:
+    """A call with per-layer arguments of a class held in a variable: each layer class the variable's value
+    names configured apart (the classes those build are given nothing of the call's arguments)."""
+    return Built((frozenset(),), varied=named)
+
+
 def referenced(built: Built) -> Built:
     """What naming a class object builds: as calling it would, but no call of it here (see Built.called)."""
     return replace(built, called=frozenset())

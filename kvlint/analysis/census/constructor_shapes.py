@@ -87,7 +87,7 @@ def _self_attribute(node: ast.AST) -> str | None:
 
 
 def position_names(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, passed: frozenset[str] = frozenset()
+    function: ast.FunctionDef | ast.AsyncFunctionDef, passed: frozenset[str] = frozenset(), seeds=frozenset()
 ) -> frozenset[str]:
     """The names of a function that hold the position of the layer being built — its `prefix` parameter
     (vLLM hands every module its dotted name, which ends in its layer index: `make_layers` builds each layer
@@ -97,6 +97,7 @@ def position_names(
     arguments = function.args
     given = {name.removesuffix(PER_LAYER) for name in passed if name.endswith(PER_LAYER)}
     derived = {a.arg for a in [*arguments.args, *arguments.kwonlyargs] if a.arg == "prefix" or a.arg in given}
+    derived |= seeds  # names the function's caller knows hold the position (`self.x` its constructor set)
     loop_names, assigned = _position_reads(function)
     derived |= loop_names
     if not derived:
@@ -140,7 +141,9 @@ def _position_reads(
                 for n in _subtree(c.target)
                 if isinstance(n, ast.Name)
             }
-            assigned.append((names, {n.id for n in value if isinstance(n, ast.Name)} - inner))
+            # What it reads: names, and `self.x` attributes (one the constructor set from the position is one too).
+            reads = {n.id for n in value if isinstance(n, ast.Name)} | {a for n in value if (a := _self_attribute(n))}
+            assigned.append((names, reads - inner))
     _READS[function] = loop_names, assigned
     return loop_names, assigned
 
@@ -290,3 +293,18 @@ def given_per_layer(passed: frozenset[str]) -> bool:
     """Whether a call gives a constructor an argument read from the layer's position, its `prefix` aside
     (every module is handed its own dotted name; that alone configures no layer apart from the others)."""
     return any(name.endswith(PER_LAYER) and name != "prefix" + PER_LAYER for name in passed)
+
+
+def local_value(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.expr | None:
+    """The value a plain assignment in `function` binds to the local `name` (`attn_cls = A if … else B`; the
+    first one), or None."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return node.value
+    return None
+
+
+def per_layer_call(call: ast.Call, positions: frozenset[str]) -> bool:
+    """Whether a call passes an argument read from the layer's position, its `prefix` aside."""
+    given = [*call.args, *(k.value for k in call.keywords if k.arg != "prefix")]
+    return bool(positions) and any(per_layer_test(value, positions) for value in given)

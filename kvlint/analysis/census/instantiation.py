@@ -1,20 +1,16 @@
 """Which layer classes a model's constructor builds, read with `ast` and followed through the tree's own code.
 
-From the model class the registry names: its `__init__` (and its bases' through `super().__init__`), the
-methods it calls on `self`, the classes it constructs (their own constructors in turn: a wrapper such as
-`MultiHeadLatentAttentionWrapper` builds its `MLAAttention`), the tree's functions it calls (factories,
-`make_layers`' layer function), lambdas and nested functions, and module-level values it reads (a dict of
-layer types a hybrid picks from). An import adds nothing: only what the constructor reaches counts.
+From the registry's model class: its `__init__` (its bases' through `super().__init__`), the methods it calls
+on `self`, the classes it constructs (their constructors in turn: `MultiHeadLatentAttentionWrapper` builds its
+`MLAAttention`), the tree's functions it calls (factories, `make_layers`' layer function), lambdas, nested
+functions and the module-level values it reads (a hybrid's dict of layer types). An import adds nothing.
 
 Branches make *alternatives*, not a union: `if c: A() else: B()` builds {A} or {B}. A platform check is
-decided for the default platform (`current_platform.is_rocm()` is False, `is_cuda()` True; `TYPE_CHECKING`
-is False): the other platform's classes are not built by default. Too many alternatives (a constructor with
-many independent branches) collapse into their union, marked `merged`: the compositions made of it are
-only possible, never default (kvlint.analysis.census.compositions).
-
-A class picked through `self` (`self.model_cls(...)`, `model_cls = DeepseekV2Model` a class attribute a
-subclass may rebind) is the instance class's binding, through its bases; an instance attribute wins.
-A branch on the layer's position (constructor_shapes.position_names) goes both ways within one model.
+decided for the default platform (`is_rocm()` False, `is_cuda()` True, `TYPE_CHECKING` False). Too many
+alternatives collapse into their union, marked `merged`: their compositions are only possible.
+A class picked through `self` (`self.model_cls(...)`, a class attribute a subclass may rebind) is the instance
+class's binding, through its bases; an instance attribute wins. A branch on the layer's position
+(constructor_shapes.position_names) goes both ways within one model.
 """
 
 from __future__ import annotations
@@ -24,7 +20,7 @@ from posixpath import dirname, join, normpath
 
 from kvlint.analysis.census.budget import Budget, BudgetExceeded
 from kvlint.analysis.census.built import NOTHING as _NOTHING
-from kvlint.analysis.census.built import Built, layer_built, referenced
+from kvlint.analysis.census.built import Built, layer_built, referenced, varied_by_call
 from kvlint.analysis.census.built import either as _either
 from kvlint.analysis.census.built import product as _product
 from kvlint.analysis.census.constructor_shapes import (
@@ -35,9 +31,11 @@ from kvlint.analysis.census.constructor_shapes import (
     given_or_default,
     given_per_layer,
     instance_class,
+    local_value,
     method,
     parameter_default,
     passed_parameters,
+    per_layer_call,
     per_layer_test,
     platform_test,
     position_names,
@@ -66,16 +64,12 @@ class Program:
         self._bindings: dict[str, dict[str, tuple[str, ast.AST]]] = {}
         self._built: dict[tuple[str, ...], Built] = {}
         self._busy: set[tuple[str, ...]] = set()
-        # The class of the instance whose constructor is being followed (module, class): `self.<attribute>`
-        # is looked up there, through its bases, as Python would.
+        # The instance whose constructor is followed (module, class): `self.<attribute>` is looked up there.
         self._instances: list[tuple[str, ast.ClassDef]] = []
-        # The functions being followed, innermost last: a branch on the layer's position reads their locals.
-        self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []  # followed, innermost last
         self._position_names: dict[tuple[int, frozenset[str]], tuple[ast.AST, frozenset[str]]] = {}
         # The parameters each constructor being followed was given a value (innermost last).
         self._passed: list[frozenset[str]] = []
-
-    # ------------------------------------------------------------------------------------------- modules
 
     def tree_charged(self, relative: str) -> bool:
         """Whether the module is among the selected ones; its bytes counted against the budget once."""
@@ -166,8 +160,6 @@ class Program:
                 return self.resolve(owner[0], node.attr)
         return None
 
-    # ------------------------------------------------------------------------------------- instantiation
-
     def of_class(self, relative: str, cls: ast.ClassDef, site: str = "", passed: frozenset[str] = frozenset()) -> Built:
         """The layer classes an instance of `cls` builds: itself when it is a layer (built at `site`, the
         "module:line" that names it), and its constructor's."""
@@ -255,13 +247,15 @@ class Program:
             self._functions.pop()
 
     def _positions(self, function) -> frozenset[str]:
-        """The function's names that hold the layer's position, read once per function (the node kept: its
-        id stays its own)."""
-        # A constructor's own parameters are per layer when its caller gave them a position-read value.
+        """The function's names holding the layer's position, read once per function and what it is given: a
+        constructor's parameters given a position-read value; a method's `self.x` its instance's constructor set
+        from the position (GPT-OSS's `_build_attention`). The node is kept: its id stays its own."""
         passed = self._passed[-1] if self._passed and function.name == "__init__" else frozenset()
-        key = (id(function), passed)
+        init = method(self._instances[-1][1], "__init__") if self._instances and function.name != "__init__" else None
+        seeds = frozenset(n for n in self._positions(init) if n.startswith("self.")) if init else frozenset()
+        key = (id(function), passed, seeds)
         if key not in self._position_names:
-            self._position_names[key] = (function, position_names(function, passed))
+            self._position_names[key] = (function, position_names(function, passed, seeds))
         return self._position_names[key][1]
 
     def _branches(self, test: ast.expr, body: Built, orelse: Built) -> Built:
@@ -378,8 +372,15 @@ class Program:
             # A class handed in as a parameter: its default (callers that hand it on pass it down unchanged).
             default = parameter_default(self._functions[-1], func.id)
             found = self.resolve_expr(relative, default) if isinstance(default, (ast.Name, ast.Attribute)) else None
+        if found is None and isinstance(func, ast.Name) and self._functions:
+            # A class held in a local (`attn_cls = A if … else B`), called with per-layer arguments (Gemma3's window).
+            value, positions = local_value(self._functions[-1], func.id), self._positions(self._functions[-1])
+            if value is None or not per_layer_call(call, positions):
+                return built
+            named = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} & self.layer_names
+            return _product(built, varied_by_call(frozenset(named)))
         if found is None:
-            return _product(built, self._expr(relative, func, cls)) if not isinstance(func, ast.Name) else built
+            return _product(built, self._expr(relative, func, cls))
         module, kind, target = found
         if kind == "class":
             positions = self._positions(self._functions[-1]) if self._functions else frozenset()
