@@ -18,9 +18,9 @@ class Built:
     # (layer class, "module:line") of each call or reference that builds a layer class.
     sites: frozenset[tuple[str, str]] = frozenset()
     # The layer classes whose instances in one model can be configured apart, so choose their spec apart: built
-    # with an argument read from the layer's position (a window given only to the sliding layers), or built
-    # twice in one alternative (by two calls that both run, not by the two branches of an `if`; the same call
-    # reached twice, as a class handed on and then called, is one).
+    # with an argument read from the layer's position (a window given only to the sliding layers; also through
+    # a class held in a local, varied_by_call), or built twice in one alternative (by two calls that both run,
+    # not by the two branches of an `if`; a class object only named is no call, see `called`).
     varied: frozenset[str] = frozenset()
     # The (layer class, "module:line") of the calls among `sites`: a class object only read (`attn_cls is
     # MLAAttention`, `return MLAAttention`) is built where it is called, once, however often it is named.

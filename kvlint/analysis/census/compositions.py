@@ -97,7 +97,7 @@ def checkpoints(census: Census, model: Model) -> list[tuple[Kind, ...]]:
     found: dict[tuple[str, ...], tuple[Kind, ...]] = {}
     for alternative in model.alternatives or (model.layers,):
         present = [layers[name] for name in sorted(alternative) if name in layers]
-        for kinds in _spec_choices(present, configured_apart(model)):
+        for kinds in _spec_choices(present, model.varied):
             found.setdefault(checkpoint_key(kinds), tuple(kinds))
     return list(found.values())
 
@@ -146,7 +146,7 @@ def _spec_choices(model_layers: list[LayerClass], apart: frozenset[str] = frozen
     """The (layer, spec class) kinds one checkpoint can have: a layer class whose `get_kv_cache_spec` builds
     one of several classes by its config (an MLA layer with or without a sliding window) builds one of them
     in a checkpoint whose layers share that config; and, when the model configures its layers of that class
-    apart (`apart`: kvlint.analysis.census.compositions.configured_apart), all of them at once. Capped: past
+    apart (`apart`: Model.varied, read by kvlint.analysis.census.built), all of them at once. Capped: past
     it, only the all-at-once reading."""
     every = [(layer, spec) for layer in model_layers for spec in sorted(layer.spec_classes)]
     choices: list[list[Kind]] = [[]]
@@ -158,13 +158,6 @@ def _spec_choices(model_layers: list[LayerClass], apart: frozenset[str] = frozen
         if len(choices) > _MAX_CHOICES:
             return [every]
     return [every, *(choice for choice in choices if choice != every)] if every in choices else choices
-
-
-def configured_apart(model: Model) -> frozenset[str]:
-    """The layer classes whose instances in one model can have different configs (kvlint.analysis.census.built.
-    Built.varied). Instances built by one call (in a loop, by `make_layers`) with the model's config, or by
-    one branch of an `if`, all take the same branch of their spec."""
-    return model.varied
 
 
 def _evaluate(census, model, kinds, paths, hierarchy, bases) -> list[ContainerComposition]:
