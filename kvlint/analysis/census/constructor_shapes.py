@@ -295,13 +295,23 @@ def given_per_layer(passed: frozenset[str]) -> bool:
     return any(name.endswith(PER_LAYER) and name != "prefix" + PER_LAYER for name in passed)
 
 
+# Per function: its locals' first plain assignments, read in one walk (a function of many calls asks often).
+_LOCALS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def local_value(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.expr | None:
     """The value a plain assignment in `function` binds to the local `name` (`attn_cls = A if … else B`; the
     first one), or None."""
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            return node.value
-    return None
+    found = _LOCALS.get(function)
+    if found is None:
+        found = {}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        found.setdefault(target.id, node.value)
+        _LOCALS[function] = found
+    return found.get(name)
 
 
 def per_layer_call(call: ast.Call, positions: frozenset[str]) -> bool:

@@ -374,11 +374,10 @@ class Program:
             found = self.resolve_expr(relative, default) if isinstance(default, (ast.Name, ast.Attribute)) else None
         if found is None and isinstance(func, ast.Name) and self._functions:
             # A class held in a local (`attn_cls = A if … else B`), called with per-layer arguments (Gemma3's window).
-            value, positions = local_value(self._functions[-1], func.id), self._positions(self._functions[-1])
-            if value is None or not per_layer_call(call, positions):
-                return built
-            named = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} & self.layer_names
-            return _product(built, varied_by_call(frozenset(named)))
+            positions = self._positions(self._functions[-1])  # the call first: `len(…)` needs no local's value
+            value = local_value(self._functions[-1], func.id) if per_layer_call(call, positions) else None
+            named = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} & self.layer_names if value else set()
+            return _product(built, varied_by_call(frozenset(named))) if named else built
         if found is None:
             return _product(built, self._expr(relative, func, cls))
         module, kind, target = found
