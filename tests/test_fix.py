@@ -34,8 +34,6 @@ FIXED_IN_0_29_0 = sorted(
     [
         OFFLOADING_CONFIG,
         SIMPLE_OFFLOAD_MANAGER,
-        # Its Mamba checks: a possible container (BailingMoeV3's, since issue 26 dropped FalconH1's mixed pages).
-        "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py",
         "vllm/v1/worker/cpu_model_runner.py",
         "vllm/v1/worker/gpu_model_runner.py",
     ]

@@ -9,7 +9,8 @@ import textwrap
 
 from kvlint.analysis.census import read_census
 from kvlint.analysis.census.budget import Budget
-from kvlint.analysis.census.instantiation import Program, model_layers, platform_test
+from kvlint.analysis.census.instantiation import Program, platform_test
+from kvlint.analysis.census.reading import model_layers
 
 SPECS = frozenset({"FullAttentionSpec", "SlidingWindowSpec", "MLAAttentionSpec", "MambaSpec"})
 MODELS = "vllm/model_executor/models"

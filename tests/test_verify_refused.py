@@ -108,7 +108,7 @@ def test_fix_with_unsafe_fixes_then_verify_exits_0_on_0_29_0(vllm_runtime_env, v
         [*command, "fix", "--unsafe-fixes", "--no-cache", "vllm"], cwd=tree, capture_output=True, text=True, timeout=900
     )
     assert fixed.returncode in (0, 1), fixed.stderr
-    assert "fixed 5 file(s)" in fixed.stderr
+    assert "fixed 4 file(s)" in fixed.stderr
     verify = [*command, "verify", "--python", str(vllm_runtime_env.python), "--vllm", str(tree)]
     text = subprocess.run(verify, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert text.returncode == 0, text.stdout + text.stderr

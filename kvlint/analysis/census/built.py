@@ -25,19 +25,24 @@ class Built:
     # The (layer class, "module:line") of the calls among `sites`: a class object only read (`attn_cls is
     # MLAAttention`, `return MLAAttention`) is built where it is called, once, however often it is named.
     called: frozenset[tuple[str, str]] = frozenset()
+    # (layer class, spec class) its calls can build, "*" for any of the class's (a call whose arguments are
+    # unknown or decide nothing): a call leaving the attribute that chooses the spec to its None default builds
+    # only what the class builds then (kvlint.analysis.census.spec_parameters).
+    specs: frozenset[tuple[str, str]] = frozenset()
 
 
 NOTHING = Built((frozenset(),))
 
 
-def layer_built(name: str, site: str, per_layer_arguments: bool) -> Built:
-    """A layer class built once, at `site`; `per_layer_arguments`: some argument of the call is read from the
-    layer's position."""
+def layer_built(name: str, site: str, apart: bool, specs: frozenset[str] = frozenset({"*"})) -> Built:
+    """A layer class built once, at `site`; `apart`: the call gives what chooses its spec a value read from the
+    layer's position; `specs`: the spec classes the call can build ("*": any)."""
     return Built(
         (frozenset({name}),),
         sites=frozenset({(name, site)}),
-        varied=frozenset({name} if per_layer_arguments else ()),
+        varied=frozenset({name} if apart else ()),
         called=frozenset({(name, site)}),
+        specs=frozenset((name, spec) for spec in specs),
     )
 
 
@@ -56,13 +61,14 @@ def product(left: Built, right: Built) -> Built:
     combined = list(dict.fromkeys(a | b for a in left.alternatives for b in right.alternatives))
     merged = left.merged or right.merged
     sites, varied, called = left.sites | right.sites, left.varied | right.varied, left.called | right.called
+    specs = left.specs | right.specs
     if left.called and right.called:  # both call a layer class: one both call at different lines is built twice
         shared = frozenset().union(*(a & b for a in left.alternatives for b in right.alternatives))
         places = [site for site in called if site[0] in shared]
         varied = varied | {name for name in shared if sum(site[0] == name for site in places) > 1}
     if len(combined) > _MAX_ALTERNATIVES:
-        return Built((frozenset().union(*combined),), True, sites, varied, called)
-    return Built(tuple(combined), merged, sites, varied, called)
+        return Built((frozenset().union(*combined),), True, sites, varied, called, specs)
+    return Built(tuple(combined), merged, sites, varied, called, specs)
 
 
 def either(choices: list[Built]) -> Built:
@@ -71,6 +77,7 @@ def either(choices: list[Built]) -> Built:
     sites = frozenset().union(*(choice.sites for choice in choices))
     varied = frozenset().union(*(choice.varied for choice in choices))
     called = frozenset().union(*(choice.called for choice in choices))
+    specs = frozenset().union(*(choice.specs for choice in choices))
     if len(combined) > _MAX_ALTERNATIVES:
-        return Built((frozenset().union(*combined),), True, sites, varied, called)
-    return Built(tuple(combined), merged, sites, varied, called)
+        return Built((frozenset().union(*combined),), True, sites, varied, called, specs)
+    return Built(tuple(combined), merged, sites, varied, called, specs)

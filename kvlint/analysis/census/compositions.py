@@ -96,10 +96,18 @@ def checkpoints(census: Census, model: Model) -> list[tuple[Kind, ...]]:
     layers = {layer.name: layer for layer in census.layers}
     found: dict[tuple[str, ...], tuple[Kind, ...]] = {}
     for alternative in model.alternatives or (model.layers,):
-        present = [layers[name] for name in sorted(alternative) if name in layers]
+        present = [_as_called(layers[name], model) for name in sorted(alternative) if name in layers]
         for kinds in _spec_choices(present, model.varied):
             found.setdefault(checkpoint_key(kinds), tuple(kinds))
     return list(found.values())
+
+
+def _as_called(layer: LayerClass, model: Model) -> LayerClass:
+    """The layer class with the spec classes the model's calls of it can build (Model.specs)."""
+    built = {spec for name, spec in model.specs if name == layer.name}
+    if not built or "*" in built or not built & layer.spec_classes:
+        return layer
+    return replace(layer, spec_classes=layer.spec_classes & frozenset(built))
 
 
 def checkpoint_key(kinds) -> tuple[str, ...]:

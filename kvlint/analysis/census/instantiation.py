@@ -29,7 +29,6 @@ from kvlint.analysis.census.constructor_shapes import (
     class_binding,
     constructor_bases,
     given_or_default,
-    given_per_layer,
     instance_class,
     local_value,
     method,
@@ -43,6 +42,8 @@ from kvlint.analysis.census.constructor_shapes import (
     super_init_call,
 )
 from kvlint.analysis.census.parsing import Deferred, ModuleTrees
+from kvlint.analysis.census.spec_branches import SpecBranching
+from kvlint.analysis.census.spec_parameters import SpecCalls
 
 # Constructors and functions followed inside one another: vLLM's deepest is about ten (model, decoder layer,
 # attention, wrapper, layer); a crafted chain past this is "incomplete", never a crash of the recursion.
@@ -53,11 +54,11 @@ _NOT_BUILT = ("isinstance", "issubclass", "type", "cast", "super", "getattr", "h
 class Program:
     """The tree's selected modules, parsed on demand, with their module-level bindings."""
 
-    def __init__(
-        self, texts: dict[str, bytes], layer_names: set[str], budget: Budget, trees: ModuleTrees | None = None
-    ):
+    def __init__(self, texts: dict[str, bytes], layers: dict, budget: Budget, trees: ModuleTrees | None = None):
+        """`layers`: each layer class's name → how its spec is chosen (spec_branches.SpecBranching, or None)."""
         self.texts = texts
-        self.layer_names = layer_names
+        self.layers: dict[str, SpecBranching | None] = layers if isinstance(layers, dict) else dict.fromkeys(layers)
+        self._spec_calls = SpecCalls(self.resolve_expr, self.layers)
         self.budget = budget
         self._trees = trees if trees is not None else ModuleTrees(texts)
         self._charged: set[str] = set()  # the modules whose bytes the budget counted
@@ -160,15 +161,17 @@ class Program:
                 return self.resolve(owner[0], node.attr)
         return None
 
-    def of_class(self, relative: str, cls: ast.ClassDef, site: str = "", passed: frozenset[str] = frozenset()) -> Built:
+    def of_class(self, relative: str, cls: ast.ClassDef, site: str = "", passed: frozenset[str] | None = None) -> Built:
         """The layer classes an instance of `cls` builds: itself when it is a layer (built at `site`, the
-        "module:line" that names it), and its constructor's."""
+        "module:line" that names it; `passed`: what its call gives, None for a class only named), and its
+        constructor's."""
         own = _NOTHING
-        if cls.name in self.layer_names:
-            own = layer_built(cls.name, site or f"{relative}:{cls.lineno}", given_per_layer(passed))
+        if cls.name in self.layers:
+            apart, specs = self._spec_calls.choice(relative, cls, passed)
+            own = layer_built(cls.name, site or f"{relative}:{cls.lineno}", apart, specs)
         self._instances.append((relative, cls))
         try:
-            return _product(own, self._constructor(relative, cls, passed))
+            return _product(own, self._constructor(relative, cls, passed or frozenset()))
         finally:
             self._instances.pop()
 
@@ -376,7 +379,7 @@ class Program:
             # A class held in a local (`attn_cls = A if … else B`), called with per-layer arguments (Gemma3's window).
             positions = self._positions(self._functions[-1])  # the call first: `len(…)` needs no local's value
             value = local_value(self._functions[-1], func.id) if per_layer_call(call, positions) else None
-            named = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} & self.layer_names if value else set()
+            named = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} & self.layers.keys() if value else set()
             return _product(built, varied_by_call(frozenset(named))) if named else built
         if found is None:
             return _product(built, self._expr(relative, func, cls))
@@ -388,12 +391,3 @@ class Program:
         if kind == "function":
             return _product(built, self._function(module, target))  # type: ignore[arg-type]
         return _product(built, self._reference(relative, func))
-
-
-def model_layers(program: Program, relative: str, class_name: str) -> Built | None:
-    """What the registry's model class builds; None when the class cannot be found in the tree."""
-    found = program.resolve(relative, class_name)
-    if found is None or found[1] != "class":
-        return None
-    module, _, cls = found
-    return program.of_class(module, cls)  # type: ignore[arg-type]

@@ -113,3 +113,17 @@ def unproven_unlike(bucket, alike) -> str:
         f"that they hold different `{field}` values is decided at run time ({said}): {spec}'s `merge` asserts "
         "one, and calls them all alike otherwise"
     )
+
+
+def written_setting(methods: list[str], field: str) -> str:
+    """How the spec calls of a layer's `get_kv_cache_spec` set `field` (`cache_dtype_str=…`), each value as
+    written (comments aside), joined by "|"; "" when none sets it."""
+    keyword = re.compile(rf"\b{re.escape(field)}\s*=\s*([^,\n]+)")
+    found = {
+        value.strip().rstrip(")").strip()
+        for method in methods
+        for line in method.splitlines()
+        for value in keyword.findall(line.split("#", 1)[0])
+        if not value.startswith("=")
+    }
+    return "|".join(sorted(found))

@@ -17,15 +17,17 @@ from __future__ import annotations
 import hashlib
 import re
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from posixpath import dirname, join
 
 from kvlint.analysis.census.budget import Budget
+from kvlint.analysis.census.built import Built
 from kvlint.analysis.census.class_texts import ClassText, attribute_values, classes_of, returned_texts
-from kvlint.analysis.census.instantiation import Program, model_layers
+from kvlint.analysis.census.instantiation import Program
 from kvlint.analysis.census.layouts import block_outermost, layout_setting, mamba_page_padding
-from kvlint.analysis.census.merges import settings_merges
+from kvlint.analysis.census.merges import settings_merges, written_setting
 from kvlint.analysis.census.parsing import ModuleTrees
+from kvlint.analysis.census.spec_branches import SpecBranching, spec_branching
 
 # Text that selects a module for the census (the project cache rebuilds the index when such a file changes).
 _WORDS = (
@@ -123,6 +125,9 @@ class Model:
     # The layer classes the model's code builds with an argument read from the layer's position (kvlint.
     # analysis.census.built.Built.varied).
     varied: frozenset[str] = frozenset()
+    # (layer class, spec class) the model's calls of it can build, "*" for any of the class's (kvlint.analysis.
+    # census.built.Built.specs): MLA layers built with no window never build the sliding-window MLA spec.
+    specs: tuple[tuple[str, str], ...] = ()
 
 
 def witness_order(model: Model) -> tuple:
@@ -175,7 +180,7 @@ def read_census(
     roots = _spec_roots(texts, by_module)
     merges = settings_merges(texts, spec_classes)
     layers = reader.layer_classes(_flags(classes, roots), roots, frozenset().union(*(f for _, f in merges)))
-    program = Program(texts, {layer.name for layer in layers}, budget, trees)
+    program = Program(texts, {layer.name: reader.branching(layer) for layer in layers}, budget, trees)
     models = []
     unread = []
     for name, relative, class_name, draft, pooling, aliases in registry:
@@ -187,10 +192,8 @@ def read_census(
         if alternatives:
             sites = tuple(sorted(built.sites))
             union = frozenset().union(*alternatives)
-            model = Model(
-                name, relative, union, alternatives, built.merged, sites, draft, pooling, aliases, built.varied
-            )
-            models.append(model)
+            model = Model(name, relative, union, alternatives, built.merged, sites, draft, pooling, aliases)
+            models.append(replace(model, varied=built.varied, specs=tuple(sorted(built.specs))))
     return Census(
         tuple(layers),
         tuple(models),
@@ -314,6 +317,11 @@ class _Reader:
                 break
         return built, texts
 
+    def branching(self, layer: LayerClass) -> SpecBranching | None:
+        """How the layer chooses among its spec classes; None when it builds one."""
+        methods = self._spec_method(layer.name)[1]
+        return spec_branching(methods, self.spec_classes) if len(layer.spec_classes) > 1 else None
+
     def _value(self, name: str, attribute: str) -> str | None:
         if (name, attribute) not in self._values:
             self._values[name, attribute] = self._value_uncached(name, attribute)
@@ -376,22 +384,17 @@ class _Reader:
                         fields.append((keyword, value))
             attributes = tuple((a, v) for a in asked if (v := self._value(name, a)) is not None)
             first = self.classes[name][0]
-            written = tuple((field, value) for field in sorted(settings) if (value := _written(methods, field)))
+            written = tuple((field, value) for field in sorted(settings) if (value := written_setting(methods, field)))
             layers.append(
                 LayerClass(name, first.where, frozenset(built), tuple(fields), attributes, self._layouts(name), written)
             )
         return layers
 
 
-def _written(methods: list[str], field: str) -> str:
-    """How the spec calls of a layer's `get_kv_cache_spec` set `field` (`cache_dtype_str=…`), each value as
-    written (comments aside), joined by "|"; "" when none sets it."""
-    keyword = re.compile(rf"\b{re.escape(field)}\s*=\s*([^,\n]+)")
-    found = {
-        value.strip().rstrip(")").strip()
-        for method in methods
-        for line in method.splitlines()
-        for value in keyword.findall(line.split("#", 1)[0])
-        if not value.startswith("=")
-    }
-    return "|".join(sorted(found))
+def model_layers(program: Program, relative: str, class_name: str) -> Built | None:
+    """What the registry's model class builds; None when the class cannot be found in the tree."""
+    found = program.resolve(relative, class_name)
+    if found is None or found[1] != "class":
+        return None
+    module, _, cls = found
+    return program.of_class(module, cls)  # type: ignore[arg-type]

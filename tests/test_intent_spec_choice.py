@@ -1,0 +1,102 @@
+"""What chooses a layer's spec class, and which calls choose it (kvlint.analysis.census.spec_branches and
+.spec_parameters): a per-layer argument configures a model's layers of one class apart only when it reaches the
+attribute their `get_kv_cache_spec` tests, and a call leaving that attribute to its None default never builds
+the other branch's spec. Each test is a miniature tree, named after the behaviour it proves."""
+
+from __future__ import annotations
+
+import textwrap
+
+from kvlint.analysis.census.compositions import checkpoint_key, checkpoints
+from kvlint.analysis.census.spec_branches import spec_branching
+from tests.test_intent_census import census_of
+
+# 0.29.0's MLAAttention in miniature: the window chooses the spec; `sparse` and the dtype tests (one deciding a
+# spec's argument, one in its arguments) choose nothing.
+LAYER = """
+from vllm.model_executor.layers.attention import Attention, Mamba
+
+
+class Windowed(AttentionLayerBase):
+    def __init__(self, config, sparse=False, sliding_window=None, prefix=""):
+        self.sparse = sparse
+        self.sliding_window = sliding_window
+        self.dtype = config.dtype
+
+    def get_kv_cache_spec(self, vllm_config):
+        scale = None
+        if self.dtype == "fp8":
+            scale = 2.0
+        if self.sliding_window is not None:
+            return SlidingWindowSpec(block_size=16, scale=scale)
+        return FullAttentionSpec(block_size=16, extra=656 if self.dtype == "fp8" else None)
+
+
+class Sub(Windowed):
+    def __init__(self, config, window, **kwargs):
+        local = window
+        super().__init__(config, sliding_window=local, **kwargs)
+
+
+class Passes(Windowed):
+    def __init__(self, config, **kwargs):
+        super().__init__(config, **kwargs)
+"""
+FULL, SLIDING = "Windowed:FullAttentionSpec", "Windowed:SlidingWindowSpec"
+MIXED = ("Mamba:MambaSpec", FULL, SLIDING)
+
+
+def _checkpoints(model: str) -> set[tuple[str, ...]]:
+    census = census_of(LAYER + textwrap.dedent(model))
+    return {checkpoint_key(kinds) for m in census.models for kinds in checkpoints(census, m)}
+
+
+def _model(call: str) -> str:
+    return f"""
+    class M:
+        def __init__(self, config, prefix=""):
+            self.attn = [{call} for i in range(config.n)]
+            self.mixer = Mamba()
+    """
+
+
+def test_a_per_layer_argument_the_spec_choice_never_reads_configures_no_layer_apart():
+    # 0.29.0's LongcatFlash: `use_sparse` given per layer to MLAAttention, whose spec reads only its window.
+    found = _checkpoints(_model("Windowed(config, sparse=config.sparse[i], sliding_window=config.window)"))
+    assert ("Mamba:MambaSpec", SLIDING) in found and MIXED not in found
+    # The window itself given per layer (Gemma-style): both specs in one checkpoint.
+    assert MIXED in _checkpoints(_model("Windowed(config, sliding_window=config.windows[i])"))
+
+
+def test_a_call_leaving_the_window_to_its_none_default_never_builds_the_sliding_spec():
+    found = _checkpoints(_model("Windowed(config, sparse=config.sparse[i])"))
+    assert found == {("Mamba:MambaSpec", FULL)}
+    # An explicit None is no value either; a config's window may be set.
+    assert _checkpoints(_model("Windowed(config, sliding_window=None)")) == {("Mamba:MambaSpec", FULL)}
+    assert ("Mamba:MambaSpec", SLIDING) in _checkpoints(_model("Windowed(config, sliding_window=config.window)"))
+
+
+def test_the_window_is_traced_through_a_subclass_constructor_and_its_locals():
+    sub = {frozenset(k) for k in _checkpoints(_model("Sub(config, window=config.windows[i])"))}
+    assert frozenset({"Mamba:MambaSpec", "Sub:FullAttentionSpec", "Sub:SlidingWindowSpec"}) in sub
+    # Handed on through `**kwargs` under its own name.
+    passes = {frozenset(k) for k in _checkpoints(_model("Passes(config, sliding_window=config.windows[i])"))}
+    assert frozenset({"Mamba:MambaSpec", "Passes:FullAttentionSpec", "Passes:SlidingWindowSpec"}) in passes
+    apart_by_sparse = _checkpoints(_model("Sub(config, window=config.window, sparse=config.sparse[i])"))
+    assert not any("Sub:FullAttentionSpec" in k and "Sub:SlidingWindowSpec" in k for k in apart_by_sparse)
+
+
+def test_a_test_in_a_specs_arguments_chooses_nothing_and_a_call_of_the_layers_own_is_untraced():
+    method = textwrap.dedent(LAYER).split("    def get_kv_cache_spec", 1)[1].split("\n\n\nclass Sub")[0]
+    text = "    def get_kv_cache_spec" + method
+    specs = frozenset({"FullAttentionSpec", "SlidingWindowSpec"})
+    branching = spec_branching([text], specs)
+    assert branching.attributes == {"sliding_window"}
+    assert dict(branching.when_none) == {"sliding_window": {"FullAttentionSpec"}}
+    untraced = spec_branching([text.replace("self.sliding_window is not None", "self.windowed()")], specs)
+    assert untraced.attributes is None
+    # A test leaving the method (`return None`: no KV cache) chooses too.
+    leaves = text.replace(
+        "if self.sliding_window", "if self.encoder:\n            return None\n        if self.sliding_window"
+    )
+    assert spec_branching([leaves], specs).attributes == {"sliding_window", "encoder"}
