@@ -212,8 +212,7 @@ def test_each_module_read_is_charged_to_the_budget_once():
 
 
 def test_a_relative_import_climbs_one_package_per_dot_beyond_the_first():
-    from kvlint.analysis.census.budget import Budget
-    from kvlint.analysis.census.instantiation import Program
+    from kvlint.analysis.census.module_bindings import module_path
 
     here = "vllm/model_executor/models/m.py"
     texts = {
@@ -223,12 +222,11 @@ def test_a_relative_import_climbs_one_package_per_dot_beyond_the_first():
         "vllm/model_executor/models/__init__.py": b"",
         "vllm/model_executor/__init__.py": b"",
     }
-    program = Program(texts, set(), Budget())
-    assert program.module_path("llama", here, 1) == "vllm/model_executor/models/llama.py"  # from .llama
-    assert program.module_path("layers.attention", here, 2) == "vllm/model_executor/layers/attention.py"
-    assert program.module_path("", here, 1) == "vllm/model_executor/models/__init__.py"  # from . import x
-    assert program.module_path("", here, 2) == "vllm/model_executor/__init__.py"  # from .. import x
-    assert program.module_path("vllm.model_executor.layers", here) == "vllm/model_executor/layers/__init__.py"
+    assert module_path(texts, "llama", here, 1) == "vllm/model_executor/models/llama.py"  # from .llama
+    assert module_path(texts, "layers.attention", here, 2) == "vllm/model_executor/layers/attention.py"
+    assert module_path(texts, "", here, 1) == "vllm/model_executor/models/__init__.py"  # from . import x
+    assert module_path(texts, "", here, 2) == "vllm/model_executor/__init__.py"  # from .. import x
+    assert module_path(texts, "vllm.model_executor.layers", here) == "vllm/model_executor/layers/__init__.py"
 
 
 def test_one_buckets_unproven_link_leaves_the_next_buckets_setting_its_own():

@@ -100,3 +100,67 @@ def test_a_test_in_a_specs_arguments_chooses_nothing_and_a_call_of_the_layers_ow
         "if self.sliding_window", "if self.encoder:\n            return None\n        if self.sliding_window"
     )
     assert spec_branching([leaves], specs).attributes == {"sliding_window", "encoder"}
+
+
+def test_a_window_assigned_under_a_per_layer_test_is_per_layer():
+    # 0.29.0's Cohere2-MoE: `self.sliding_window = None`, then set only when the layer's type (read from its
+    # position) is sliding: control dependence makes the attribute per layer.
+    model = """
+    class M:
+        def __init__(self, config, prefix=""):
+            self.idx = int(prefix.split(".")[-1])
+            self.window = None
+            if config.layer_types[self.idx] == "sliding":
+                self.window = config.window
+            self.attn = Windowed(config, sliding_window=self.window)
+            self.mixer = Mamba()
+    """
+    assert MIXED in _checkpoints(model)
+    assert MIXED not in _checkpoints(model.replace('config.layer_types[self.idx] == "sliding"', "config.sliding"))
+
+
+def test_a_per_layer_method_test_choosing_two_calls_with_apart_windows_configures_them_apart():
+    # 0.29.0's MiMo-V2: `if self.is_compressed_softmax_layer():` (a method reading `self.layer_id`, set from the
+    # position) chooses between two calls that give the window apart values.
+    model = """
+    class Inner:
+        def __init__(self, config, window_size=-1, prefix=""):
+            window = window_size if window_size > -1 else None
+            self.attn = Windowed(config, sliding_window=window)
+
+    class M:
+        def __init__(self, config, prefix=""):
+            self.layer_id = int(prefix.split(".")[-1])
+            if self.is_compressed():
+                self.inner = Inner(config, window_size=config.window, prefix=prefix)
+            else:
+                self.inner = Inner(config, window_size=-1, prefix=prefix)
+            self.mixer = Mamba()
+
+        def is_compressed(self):
+            return self.config.pattern[self.layer_id] == 1
+    """
+    assert MIXED in _checkpoints(model)
+    # The same test on the model's config: one way in every layer.
+    assert MIXED not in _checkpoints(model.replace("self.config.pattern[self.layer_id] == 1", "self.config.c"))
+    # Both ways giving the same window: nothing apart.
+    same = model.replace("window_size=-1, prefix=prefix)", "window_size=config.window, prefix=prefix)")
+    assert MIXED not in _checkpoints(same)
+
+
+def test_a_local_assigned_once_under_a_per_layer_test_is_the_same_in_every_layer_that_has_it():
+    # 0.34.0's Kimi-Linear: under `if config.is_kda_layer(layer_idx):`, `kda_config = config.linear_attn_config`,
+    # then `if kda_config.get("use_full_rank_gate")` picks one of two KDA classes for the whole model.
+    model = """
+    class M:
+        def __init__(self, config, prefix=""):
+            layer_idx = int(prefix.split(".")[-1])
+            if config.is_kda_layer(layer_idx):
+                kda = config.linear
+                if kda.get("full_rank"):
+                    self.attn = Windowed(config, sliding_window=config.window)
+                else:
+                    self.attn = Mamba()
+    """
+    found = {frozenset(k) for k in _checkpoints(model)}
+    assert not any("Mamba:MambaSpec" in k and any(n.startswith("Windowed") for n in k) for k in found)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import weakref
+from collections import Counter
 
 # `current_platform.is_X()` on the default platform (CUDA): what vLLM's own CI and most users run.
 _DEFAULT_PLATFORM = {"is_cuda": True, "is_cuda_alike": True}
@@ -126,6 +127,7 @@ def _position_reads(
         return found
     loop_names: set[str] = set()
     assigned: list[tuple[set[str], set[str]]] = []
+    branches: list[ast.If] = []
     for node in _subtree(function):
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
             loop_names.update(n.id for n in _subtree(node.target) if isinstance(n, ast.Name))
@@ -144,6 +146,20 @@ def _position_reads(
             # What it reads: names, and `self.x` attributes (one the constructor set from the position is one too).
             reads = {n.id for n in value if isinstance(n, ast.Name)} | {a for n in value if (a := _self_attribute(n))}
             assigned.append((names, reads - inner))
+        elif isinstance(node, ast.If):
+            branches.append(node)
+    # A name assigned more than once, once under an `if`, holds what the test chose (Cohere2-MoE: `self.
+    # sliding_window = None`, then set only when the layer's type, read from its position, is sliding); one
+    # assigned once under it (a local the branch needs) holds the same in every layer that has it.
+    again = Counter(name for names, _ in assigned for name in names)
+    for branch in branches:
+        test = {n.id for n in _subtree(branch.test) if isinstance(n, ast.Name)}
+        test |= {a for n in _subtree(branch.test) if (a := _self_attribute(n))}
+        for inner in _subtree(ast.Module(body=branch.body + branch.orelse, type_ignores=[])):
+            if isinstance(inner, (ast.Assign, ast.AnnAssign)) and inner.value is not None:
+                targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+                bound = {n.id for t in targets for n in _bound(t)} | {a for t in targets if (a := _self_attribute(t))}
+                assigned.append(({name for name in bound if again[name] > 1}, test))
     _READS[function] = loop_names, assigned
     return loop_names, assigned
 
@@ -318,3 +334,35 @@ def per_layer_call(call: ast.Call, positions: frozenset[str]) -> bool:
     """Whether a call passes an argument read from the layer's position, its `prefix` aside."""
     given = [*call.args, *(k.value for k in call.keywords if k.arg != "prefix")]
     return bool(positions) and any(per_layer_test(value, positions) for value in given)
+
+
+def differing_keywords(body: list[ast.stmt], orelse: list[ast.stmt]) -> frozenset[tuple[str, str]]:
+    """(callee, keyword) for each keyword that the calls of one callee in the two ways of an `if` give apart
+    values (MiMo-V2: `MiMoV2Attention(sliding_window_size=config.sliding_window_size)` on its compressed-softmax
+    layers, `=-1` on the others): the branch chooses that value, so it is per layer when the branch is."""
+    left, right = _keyword_values(body), _keyword_values(orelse)
+    differ: set[tuple[str, str]] = set()
+    for callee in left.keys() & right.keys():
+        for one in left[callee]:
+            for other in right[callee]:
+                differ |= {(callee, k) for k in one.keys() | other.keys() if one.get(k) != other.get(k)}
+    return frozenset(differ)
+
+
+def _keyword_values(statements: list[ast.stmt]) -> dict[str, list[dict[str, str]]]:
+    found: dict[str, list[dict[str, str]]] = {}
+    for statement in statements:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call):
+                values = {k.arg: ast.dump(k.value) for k in node.keywords if k.arg}
+                found.setdefault(ast.dump(node.func), []).append(values)
+    return found
+
+
+def self_methods_called(test: ast.expr) -> list[str]:
+    """The names of the instance's methods a test calls (`self.is_compressed_softmax_layer()`)."""
+    return [n.func.attr for n in ast.walk(test) if isinstance(n, ast.Call) and _self_attribute(n.func)]
+
+
+def returned_values(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
+    return [n.value for n in ast.walk(function) if isinstance(n, ast.Return) and n.value is not None]

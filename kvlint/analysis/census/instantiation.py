@@ -16,7 +16,6 @@ class's binding, through its bases; an instance attribute wins. A branch on the 
 from __future__ import annotations
 
 import ast
-from posixpath import dirname, join, normpath
 
 from kvlint.analysis.census.budget import Budget, BudgetExceeded
 from kvlint.analysis.census.built import NOTHING as _NOTHING
@@ -24,10 +23,12 @@ from kvlint.analysis.census.built import Built, layer_built, referenced, varied_
 from kvlint.analysis.census.built import either as _either
 from kvlint.analysis.census.built import product as _product
 from kvlint.analysis.census.constructor_shapes import (
+    PER_LAYER,
     assigns_self_attribute,
     bases_nearest_first,
     class_binding,
     constructor_bases,
+    differing_keywords,
     given_or_default,
     instance_class,
     local_value,
@@ -38,9 +39,12 @@ from kvlint.analysis.census.constructor_shapes import (
     per_layer_test,
     platform_test,
     position_names,
+    returned_values,
+    self_methods_called,
     site,
     super_init_call,
 )
+from kvlint.analysis.census.module_bindings import bind, module_path
 from kvlint.analysis.census.parsing import Deferred, ModuleTrees
 from kvlint.analysis.census.spec_branches import SpecBranching
 from kvlint.analysis.census.spec_parameters import SpecCalls
@@ -71,6 +75,7 @@ class Program:
         self._position_names: dict[tuple[int, frozenset[str]], tuple[ast.AST, frozenset[str]]] = {}
         # The parameters each constructor being followed was given a value (innermost last).
         self._passed: list[frozenset[str]] = []
+        self._apart: list[frozenset[tuple[str, str]]] = []  # per enclosing `if`: constructor_shapes.differing_keywords
 
     def tree_charged(self, relative: str) -> bool:
         """Whether the module is among the selected ones; its bytes counted against the budget once."""
@@ -82,18 +87,6 @@ class Program:
             self.budget.spend(len(data), relative)
         return True
 
-    def module_path(self, dotted: str, relative: str, level: int = 0) -> str | None:
-        if level:
-            package = dirname(relative)
-            base = normpath(join(package, *([".."] * (level - 1)), *dotted.split("."))) if dotted else package
-            base = normpath(join(package, *([".."] * (level - 1)))) if not dotted else base
-        else:
-            base = dotted.replace(".", "/")
-        for candidate in (f"{base}.py", f"{base}/__init__.py"):
-            if candidate in self.texts:
-                return candidate
-        return None
-
     def bindings(self, relative: str) -> dict[str, tuple[str, ast.AST]]:
         """Name → (kind, node): "class"/"function" definitions, "value" assignments, "import" (an ImportFrom
         alias, the module path joined by a tab), "module"; module-level `if`s decided for the default
@@ -103,32 +96,8 @@ class Program:
         found: dict[str, tuple[str, ast.AST]] = {}
         self._bindings[relative] = found
         if self.tree_charged(relative):
-            self._bind(relative, self._trees.statements(relative), found)
+            bind(self._trees.statements(relative), found)
         return found
-
-    def _bind(self, relative: str, statements: list, found: dict) -> None:
-        for statement in statements:
-            if isinstance(statement, Deferred):  # parsed when first resolved
-                found.setdefault(statement.name, (statement.kind, statement))
-            elif isinstance(statement, ast.ClassDef):
-                found.setdefault(statement.name, ("class", statement))
-            elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found.setdefault(statement.name, ("function", statement))
-            elif isinstance(statement, ast.Assign):
-                for target in statement.targets:
-                    if isinstance(target, ast.Name):
-                        found.setdefault(target.id, ("value", statement.value))
-            elif isinstance(statement, ast.ImportFrom):
-                for alias in statement.names:
-                    found.setdefault(alias.asname or alias.name, ("import", statement))
-            elif isinstance(statement, ast.If):
-                decided = platform_test(statement.test)
-                if decided is not False:
-                    self._bind(relative, statement.body, found)
-                if decided is not True:
-                    self._bind(relative, statement.orelse, found)
-            elif isinstance(statement, ast.Try):
-                self._bind(relative, statement.body, found)
 
     def resolve(self, relative: str, name: str, depth: int = 0) -> tuple[str, str, ast.AST] | None:
         """(module, kind, node) that `name` is bound to in `relative`, imports followed."""
@@ -146,9 +115,9 @@ class Program:
             return relative, kind, node
         assert isinstance(node, ast.ImportFrom)
         original = next(a.name for a in node.names if (a.asname or a.name) == name)
-        source = self.module_path(node.module or "", relative, node.level)
+        source = module_path(self.texts, node.module or "", relative, node.level)
         if source is None:
-            submodule = self.module_path(f"{node.module or ''}.{original}".strip("."), relative, node.level)
+            submodule = module_path(self.texts, f"{node.module or ''}.{original}".strip("."), relative, node.level)
             return (submodule, "module", ast.Module(body=[], type_ignores=[])) if submodule else None
         return self.resolve(source, original, depth + 1)
 
@@ -261,12 +230,22 @@ class Program:
             self._position_names[key] = (function, position_names(function, passed, seeds))
         return self._position_names[key][1]
 
-    def _branches(self, test: ast.expr, body: Built, orelse: Built) -> Built:
-        """A branch the config decides is two alternatives; one on the layer's position (kvlint.analysis.
-        census.constructor_shapes.per_layer_test) is taken both ways within one model: either, or both."""
-        if self._functions and per_layer_test(test, self._positions(self._functions[-1])):
-            return _either([body, orelse, _product(body, orelse)])
-        return _either([body, orelse])
+    def _per_layer(self, test: ast.expr) -> bool:
+        """Whether a test reads the layer's position (constructor_shapes.per_layer_test), itself or through a
+        method of the instance it calls (MiMo-V2's `self.is_compressed_softmax_layer()` reads `self.layer_id`)."""
+        if not self._functions:
+            return False
+        if per_layer_test(test, self._positions(self._functions[-1])):
+            return True
+        methods = (
+            [method(self._instances[-1][1], name) for name in self_methods_called(test)] if self._instances else []
+        )
+        return any(per_layer_test(v, self._positions(f)) for f in methods if f for v in returned_values(f))
+
+    def _branches(self, per_layer: bool, body: Built, orelse: Built) -> Built:
+        """A branch the config decides is two alternatives; one on the layer's position is taken both ways
+        within one model: either, or both."""
+        return _either([body, orelse, _product(body, orelse)] if per_layer else [body, orelse])
 
     def _body(self, relative: str, statements: list[ast.stmt], cls: ast.ClassDef | None) -> Built:
         built = _NOTHING
@@ -282,8 +261,14 @@ class Program:
                 return _product(test, self._body(relative, statement.body, cls))
             if decided is False:
                 return _product(test, self._body(relative, statement.orelse, cls))
-            body, orelse = self._body(relative, statement.body, cls), self._body(relative, statement.orelse, cls)
-            return _product(test, self._branches(statement.test, body, orelse))
+            per_layer = self._per_layer(statement.test)
+            # Keywords the two ways give apart values are per layer when the branch is (constructor_shapes).
+            self._apart.append(differing_keywords(statement.body, statement.orelse) if per_layer else frozenset())
+            try:
+                body, orelse = self._body(relative, statement.body, cls), self._body(relative, statement.orelse, cls)
+            finally:
+                self._apart.pop()
+            return _product(test, self._branches(per_layer, body, orelse))
         if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
             head = self._expr(relative, statement.iter if not isinstance(statement, ast.While) else statement.test, cls)
             return _product(head, self._body(relative, statement.body + statement.orelse, cls))
@@ -314,7 +299,7 @@ class Program:
             if decided is not None:
                 return self._expr(relative, node.body if decided else node.orelse, cls)
             return self._branches(
-                node.test, self._expr(relative, node.body, cls), self._expr(relative, node.orelse, cls)
+                self._per_layer(node.test), self._expr(relative, node.body, cls), self._expr(relative, node.orelse, cls)
             )
         if isinstance(node, ast.Call):
             return self._call(relative, node, cls)
@@ -387,6 +372,9 @@ class Program:
         if kind == "class":
             positions = self._positions(self._functions[-1]) if self._functions else frozenset()
             passed = passed_parameters(call, method(target, "__init__"), positions)  # type: ignore[arg-type]
+            if any(self._apart):
+                callee = ast.dump(func)
+                passed |= {k + PER_LAYER for apart in self._apart for c, k in apart if c == callee}
             return _product(built, self.of_class(module, target, site(relative, call), passed))  # type: ignore[arg-type]
         if kind == "function":
             return _product(built, self._function(module, target))  # type: ignore[arg-type]
