@@ -165,8 +165,8 @@ class FooConnector:
     def pulls(self):
         return self._pulls
 
-    def computed(self):
-        return self._a + self._b
+    def constant(self):
+        return 3
 
     def branching(self):
         if x:
@@ -205,9 +205,13 @@ def test_a_member_of_the_same_name_delegating_is_the_same_consumer():
     assert consumed(delegate) == frozenset({"pulls"})
 
 
-def test_only_a_method_returning_one_self_attribute_in_a_connector_module_is_an_accessor():
+def test_a_method_with_one_return_reading_the_instance_in_a_connector_module_is_an_accessor():
+    # 0.33.0's moriio: `return self.mode == MoRIIOMode.READ and self._transfers_mamba_state`, read only by the
+    # scheduler (through multi_connector's delegating member of the same name).
     texts = {CONNECTOR: ACCESSORS.encode()}
     assert scheduler_consumed_members(texts, ()) == frozenset({"pulls"})
+    computed = {CONNECTOR: ACCESSORS.replace("return 3", "return self.mode == 1 and self._b").encode()}
+    assert scheduler_consumed_members(computed, ()) == frozenset({"pulls", "constant"})
     elsewhere = {"vllm/v1/worker/foo.py": ACCESSORS.encode()}
     assert scheduler_consumed_members(elsewhere, ()) == frozenset()
 

@@ -29,19 +29,23 @@ from kvlint.analysis.vocabulary import sees_only_scheduler_config
 
 _ACCESSOR = re.compile(r"^\s*(?:async\s+)?def\s+\w+\(self\)")
 _RETURNS = re.compile(r"^\s*return\s+(.+?)\s*$", re.MULTILINE)
+_READS_SELF = re.compile(r"\bself\.\w+")
 _CLASS_LINE = re.compile(rb"^([ \t]*)class[ \t]+(\w+)", re.MULTILINE)
 _DEF_LINE = re.compile(rb"^[ \t]*def[ \t]+(\w+)", re.MULTILINE)
 
 
 def scheduler_consumed_members(texts: dict[str, bytes], patterns: tuple[str, ...]) -> frozenset[str]:
-    """Accessors of connector modules (`def m(self): return self._x`) that only scheduler-side code reads."""
+    """Accessors of connector modules (`def m(self): return <an expression of self.…>`) that only scheduler-side
+    code reads."""
     accessors: set[str] = set()
     for relative, data in texts.items():
         if "/kv_connector/" in relative:
             for cls in classes_of(relative, data):
                 for name, method in cls.methods.items():
                     returns = _RETURNS.findall(method)
-                    if _ACCESSOR.match(method) and len(returns) == 1 and re.fullmatch(r"self\.\w+", returns[0]):
+                    # One `return` reading the instance (`return self._x`, or moriio's `return self.mode == …
+                    # and self._transfers_mamba_state`): who reads the accessor consumes what it reads.
+                    if _ACCESSOR.match(method) and len(returns) == 1 and _READS_SELF.search(returns[0]):
                         accessors.add(name)
     if not accessors:
         return frozenset()
