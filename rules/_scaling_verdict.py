@@ -46,10 +46,10 @@ def remedy(view: ResolverView, reference: str, spec: str | None, dcp: str, alloc
     if view.source == "builtin":
         return f"call vLLM's `{RESOLVER_NAME}({spec or 'spec'}, {dcp})` (from `{view.module}`) instead"
     if reference and allocator:
-        return f"this tree has no shared resolver: size it as the KV cache managers allocate (`{reference}`)"
+        return f"this tree has no shared resolver (`{RESOLVER_NAME}`): size it as the KV cache managers allocate (`{reference}`)"
     if reference:
-        return f"this tree has no shared resolver: size it as the scheduler's `{reference}` does"
-    return "this tree has no shared resolver to compare with or call"
+        return f"this tree has no shared resolver (`{RESOLVER_NAME}`): size it as the scheduler's `{reference}` does"
+    return f"this tree has no shared resolver (`{RESOLVER_NAME}`) to compare with or call"
 
 
 def describe(
