@@ -164,3 +164,56 @@ def test_a_local_assigned_once_under_a_per_layer_test_is_the_same_in_every_layer
     """
     found = {frozenset(k) for k in _checkpoints(model)}
     assert not any("Mamba:MambaSpec" in k and any(n.startswith("Windowed") for n in k) for k in found)
+
+
+# ------------------------------------------------------------------ branches a caller's constant decides
+
+ATTENTION_TYPED = """
+class Typed:
+    def __init__(self, config, attn_type=AttentionType.DECODER, prefix=""):
+        self.attn_type = attn_type
+        if self.attn_type == AttentionType.ENCODER_DECODER:
+            self.attn = Mamba()
+        elif attn_type in (AttentionType.ENCODER, AttentionType.ENCODER_ONLY):
+            self.attn = None
+        else:
+            self.attn = Windowed(config)
+"""
+
+
+def _layers(model: str) -> set[frozenset[str]]:
+    census = census_of(LAYER + ATTENTION_TYPED + textwrap.dedent(model))
+    return {frozenset(alternative) for m in census.models for alternative in m.alternatives}
+
+
+def test_a_branch_on_a_parameter_its_caller_gives_a_constant_is_decided():
+    # 0.30.0's Ultravox: its Whisper encoder builds `WhisperAttention(attn_type=AttentionType.ENCODER)`, never the
+    # cross-attention branch; Whisper's decoder builds both kinds, each with its own constant.
+    encoder = "class M:\n    def __init__(self, config, prefix=''):\n        self.a = Typed(config, attn_type=AttentionType.ENCODER)\n"
+    assert _layers(encoder) == set()
+    cross = encoder.replace("AttentionType.ENCODER)", "AttentionType.ENCODER_DECODER)")
+    assert _layers(cross) == {frozenset({"Mamba"})}
+    # Not passed: its default (DECODER); given from the config: undecided, every way.
+    assert _layers(encoder.replace(", attn_type=AttentionType.ENCODER", "")) == {frozenset({"Windowed"})}
+    from_config = encoder.replace("AttentionType.ENCODER)", "config.kind)")
+    assert _layers(from_config) == {frozenset({"Mamba"}), frozenset({"Windowed"})}
+    # Handed on through `**kwargs`: what it holds is not known here, so not its default either.
+    kwargs = "class M:\n    def __init__(self, config, prefix='', **kw):\n        self.a = Typed(config, **kw)\n"
+    assert _layers(kwargs) == {frozenset({"Mamba"}), frozenset({"Windowed"})}
+
+
+def test_a_branch_comparing_a_parameter_with_a_literal_its_caller_gives_another_literal_is_decided():
+    model = """
+    class Kinded:
+        def __init__(self, config, kind="self"):
+            if kind == "cross":
+                self.attn = Mamba()
+            else:
+                self.attn = Windowed(config)
+
+    class M:
+        def __init__(self, config, prefix=""):
+            self.a = Kinded(config, kind="self")
+    """
+    assert _layers(model) == {frozenset({"Windowed"})}
+    assert _layers(model.replace('kind="self")\n', 'kind="cross")\n')) == {frozenset({"Mamba"})}

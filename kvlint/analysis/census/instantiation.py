@@ -22,6 +22,7 @@ from kvlint.analysis.census.built import NOTHING as _NOTHING
 from kvlint.analysis.census.built import Built, layer_built, referenced, varied_by_call
 from kvlint.analysis.census.built import either as _either
 from kvlint.analysis.census.built import product as _product
+from kvlint.analysis.census.constant_arguments import constant_arguments, decide
 from kvlint.analysis.census.constructor_shapes import (
     PER_LAYER,
     assigns_self_attribute,
@@ -170,7 +171,9 @@ class Program:
                 found = self.resolve_expr(where, base)
                 if found is not None and found[1] == "class":
                     # What the base's constructor is given: the same call's arguments, or its `super().__init__`'s.
-                    given = passed if upward is None else passed_parameters(upward, method(found[2], "__init__"))  # type: ignore[arg-type]
+                    base_init = method(found[2], "__init__")  # type: ignore[arg-type]
+                    given = passed if upward is None else passed_parameters(upward, base_init)
+                    given = given if upward is None else given | constant_arguments(upward, base_init)
                     built = _product(built, self._constructor(found[0], found[2], given))  # type: ignore[arg-type]
         self._busy.discard(key)
         self._built[key] = built
@@ -230,6 +233,13 @@ class Program:
             self._position_names[key] = (function, position_names(function, passed, seeds))
         return self._position_names[key][1]
 
+    def _decided(self, test: ast.expr) -> bool | None:
+        """A test's value on the default platform, or in a constructor by its caller's constant arguments."""
+        decided = platform_test(test)
+        if decided is None and self._passed and self._functions and self._functions[-1].name == "__init__":
+            return decide(test, self._passed[-1], self._functions[-1])
+        return decided
+
     def _per_layer(self, test: ast.expr) -> bool:
         """Whether a test reads the layer's position (constructor_shapes.per_layer_test), itself or through a
         method of the instance it calls (MiMo-V2's `self.is_compressed_softmax_layer()` reads `self.layer_id`)."""
@@ -255,7 +265,7 @@ class Program:
 
     def _statement(self, relative: str, statement: ast.stmt, cls: ast.ClassDef | None) -> Built:
         if isinstance(statement, ast.If):
-            decided = platform_test(statement.test)
+            decided = self._decided(statement.test)
             test = self._expr(relative, statement.test, cls)
             if decided is True:
                 return _product(test, self._body(relative, statement.body, cls))
@@ -295,7 +305,7 @@ class Program:
         if given is not None:
             return self._expr(relative, given, cls)
         if isinstance(node, ast.IfExp):
-            decided = platform_test(node.test)
+            decided = self._decided(node.test)
             if decided is not None:
                 return self._expr(relative, node.body if decided else node.orelse, cls)
             return self._branches(
@@ -371,7 +381,8 @@ class Program:
         module, kind, target = found
         if kind == "class":
             positions = self._positions(self._functions[-1]) if self._functions else frozenset()
-            passed = passed_parameters(call, method(target, "__init__"), positions)  # type: ignore[arg-type]
+            init = method(target, "__init__")  # type: ignore[arg-type]
+            passed = passed_parameters(call, init, positions) | constant_arguments(call, init)
             if any(self._apart):
                 callee = ast.dump(func)
                 passed |= {k + PER_LAYER for apart in self._apart for c, k in apart if c == callee}

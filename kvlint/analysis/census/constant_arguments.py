@@ -1,0 +1,129 @@
+"""Branches a constructor's caller decides by a constant argument.
+
+Whisper's attention builds a `CrossAttention` only when its `attn_type` is `AttentionType.ENCODER_DECODER`;
+Ultravox's audio tower builds it with `attn_type=AttentionType.ENCODER`, so its layers never take that branch.
+A call's constant arguments (an enum member, a literal) are kept beside the names it passes
+(constructor_shapes.passed_parameters) as `name=<the constant as written>`, and a test in the constructor that
+compares such a parameter (or the `self.<name>` the constructor copies it to) with another constant is decided.
+Two different dotted constants of one class (`AttentionType.ENCODER` vs `.ENCODER_DECODER`) are different
+members; anything else stays undecided.
+"""
+
+from __future__ import annotations
+
+import ast
+
+GIVEN = "="
+_UNKNOWN = "*"
+
+
+def constant_arguments(call: ast.Call, init: ast.FunctionDef | ast.AsyncFunctionDef | None) -> frozenset[str]:
+    """`name=<constant>` for each parameter the call gives a constant."""
+    given = [(k.arg, k.value) for k in call.keywords if k.arg]
+    if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+        given.append((_UNKNOWN, ast.Constant(True)))  # what `*args`/`**kwargs` hand on is not known here
+    if init is not None:
+        names = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]
+        for index, argument in enumerate(call.args):
+            if isinstance(argument, ast.Starred) or index >= len(names):
+                break
+            given.append((names[index], argument))
+    return frozenset(f"{name}{GIVEN}{text}" for name, value in given if (text := _constant(value)) is not None)
+
+
+def decide(test: ast.expr, passed: frozenset[str], init: ast.FunctionDef | ast.AsyncFunctionDef) -> bool | None:
+    """The value of `test` in a constructor given `passed`; None when the constants do not settle it."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = decide(test.operand, passed, init)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        values = [decide(value, passed, init) for value in test.values]
+        if isinstance(test.op, ast.And):
+            return False if False in values else True if all(v is True for v in values) else None
+        return True if True in values else False if all(v is False for v in values) else None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    name = _parameter(test.left, init)
+    given = {p.partition(GIVEN)[0]: p.partition(GIVEN)[2] for p in passed if GIVEN in p}
+    if name is not None and name not in given and name not in passed and _UNKNOWN not in given:
+        default = _default(init, name)  # not passed: its default, when the call hands on nothing unknown
+        given[name] = _constant(default) if default is not None else None  # type: ignore[assignment]
+    if name is None or given.get(name) is None:
+        return None
+    value, right, op = given[name], test.comparators[0], test.ops[0]
+    options = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else [right]
+    answers = [_same(value, _constant(option)) for option in options]
+    if None in answers:
+        return None
+    if isinstance(op, (ast.Eq, ast.Is)) and len(options) == 1:
+        return answers[0]
+    if isinstance(op, (ast.NotEq, ast.IsNot)) and len(options) == 1:
+        return not answers[0]
+    if isinstance(op, ast.In):
+        return any(answers)
+    if isinstance(op, ast.NotIn):
+        return not any(answers)
+    return None
+
+
+def _default(init: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.expr | None:
+    arguments = init.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = list(zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults))
+    pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
+    return next((default for argument, default in pairs if argument.arg == name), None)
+
+
+def _parameter(node: ast.expr, init: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The parameter a test reads: itself, or `self.<x>` that the constructor sets only from it."""
+    parameters = {a.arg for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]}
+    if isinstance(node, ast.Name):
+        return node.id if node.id in parameters else None
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"):
+        return None
+    values = [
+        statement.value
+        for statement in ast.walk(init)
+        if isinstance(statement, ast.Assign)
+        and any(
+            isinstance(t, ast.Attribute)
+            and isinstance(t.value, ast.Name)
+            and t.value.id == "self"
+            and t.attr == node.attr
+            for t in statement.targets
+        )
+    ]
+    if len(values) == 1 and isinstance(values[0], ast.Name) and values[0].id in parameters:
+        return values[0].id
+    return None
+
+
+def _constant(node: ast.expr) -> str | None:
+    """A literal (its repr) or a dotted name of at least two parts (`AttentionType.ENCODER`); None otherwise."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, bool)) and node.value is not None:
+        return repr(node.value)
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and parts:
+        return ".".join([node.id, *reversed(parts)])
+    return None
+
+
+def _same(given: str, other: str | None) -> bool | None:
+    """Whether two constants are equal: literals by value, dotted members of one class by name; None when
+    they cannot be compared (a member of another class, an import alias)."""
+    if other is None:
+        return None
+    if given == other:
+        return True
+    if given[:1] in "'\"0123456789-" or given in ("True", "False"):
+        return False if other[:1] in "'\"0123456789-" or other in ("True", "False") else None
+    if (
+        "." in given
+        and "." in other
+        and given.rsplit(".", 1)[0].rsplit(".", 1)[-1] == other.rsplit(".", 1)[0].rsplit(".", 1)[-1]
+    ):
+        return False
+    return None
