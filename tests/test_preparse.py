@@ -163,3 +163,28 @@ def test_every_block_size_and_factor_a_scaling_accepts_needs_libcst(body):
     kv102 = rule_class("KV102")
     assert kv102.could_report(PreParse(text, PATH, _request().project, {}))
     assert [f.code for f in lint_text(_request((kv102,)), text).findings] == ["KV102"]
+
+
+SCHEDULER_SIDE = """
+class {name}:
+    def pick(self, kv_cache_config):
+        return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, MLAAttentionSpec)]
+"""
+
+
+def test_checks_that_see_only_the_schedulers_config_are_left_unparsed(no_libcst_parse):
+    # KV101 returns for both: a scheduler-only module, a class of a connector's scheduler half.
+    text = textwrap.dedent(SCHEDULER_SIDE.format(name="Picker"))
+    kv101 = rule_class("KV101")
+    pre = PreParse(text, "vllm/v1/core/sched/scheduler.py", _request().project, {})
+    assert not kv101.could_report(pre)
+    scheduler_half = textwrap.dedent(SCHEDULER_SIDE.format(name="FooConnectorScheduler"))
+    assert not kv101.could_report(PreParse(scheduler_half, PATH, _request().project, {}))
+    # configured paths replace the defaults
+    settings = {"scheduler-only-paths": ("plugin/*",)}
+    assert kv101.could_report(PreParse(text, "vllm/v1/core/sched/scheduler.py", _request().project, settings))
+
+
+def test_a_check_outside_the_scheduler_half_is_parsed_and_reported():
+    text = textwrap.dedent(SCHEDULER_SIDE.format(name="FooConnectorScheduler") + SCHEDULER_SIDE.format(name="Worker"))
+    assert [f.line for f in lint_text(_request((rule_class("KV101"),)), text).findings] == [8]

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 
 from kvlint.analysis.ast_group_flow import GroupFlow
-from kvlint.analysis.vocabulary import dcp_aliases, is_dcp_name
+from kvlint.analysis.vocabulary import dcp_aliases, is_dcp_name, sees_only_scheduler_config
 
 # `type(x) <op> C`: the operators KV101 reads as a type test.
 _TYPE_TEST_OPERATORS = (ast.Is, ast.Eq, ast.In, ast.IsNot, ast.NotEq, ast.NotIn)
@@ -179,18 +179,38 @@ def may_hold_scaling(text: str, aliases: frozenset[str]) -> bool:
     )
 
 
-def tests_a_layer_class(nodes: NodesByType, layer_classes: frozenset[str], containers) -> bool:
-    """KV101's first questions of each type test: does it test a layer class, can a container the tree
-    builds (`containers`: a ContainerReachability; None: not read, any can) hold one, and can its subject
-    be a KV cache group's spec (`kvlint.analysis.ast_group_flow`)?"""
-    flow = None
+def tests_a_layer_class(
+    nodes: NodesByType | None,
+    module_path: str,
+    scheduler_paths: tuple[str, ...],
+    layer_classes: frozenset[str],
+    containers,
+) -> bool:
+    """KV101's first questions of each type test: is it outside code that sees only the scheduler's config (a
+    module `scheduler_paths` names, a class named `…Scheduler`), does it test a layer class, can a container
+    the tree builds (`containers`: a ContainerReachability; None: not read, any can) hold one, and can its
+    subject be a KV cache group's spec (`kvlint.analysis.ast_group_flow`)? `nodes` None: no tree, so yes."""
+    if sees_only_scheduler_config(module_path, [], scheduler_paths):
+        return False
+    if nodes is None:
+        return True
+    flow, skipped = None, None
     for node, arguments in type_tests(nodes):
         checked = _names_under(node) & layer_classes
         if checked and (containers is None or any(map(containers.may_hold_instance_of, checked))):
+            skipped = _in_scheduler_classes(nodes) if skipped is None else skipped
+            if id(node) in skipped:
+                continue
             flow = GroupFlow(nodes) if flow is None else flow
             if any(map(flow.may_hold_group, arguments)):
                 return True
     return False
+
+
+def _in_scheduler_classes(nodes: NodesByType) -> set[int]:
+    """The ids of the nodes inside a class `sees_only_scheduler_config` gives the scheduler's config."""
+    classes = (node for node in nodes.get(ast.ClassDef, ()) if sees_only_scheduler_config("", [node.name], ()))
+    return {id(inner) for node in classes for inner in ast.walk(node)}
 
 
 def could_hold_scaling(text: str, nodes: Callable[[], NodesByType | None]) -> bool:
