@@ -293,7 +293,7 @@ class ContainerIsinstance(DominatedChecks, Rule):
     @classmethod
     def could_report(cls, pre) -> bool:
         paths, classes = scheduler_only_paths(pre.settings), _layer_classes(pre.project.hierarchy)
-        return tests_a_layer_class(pre.nodes, pre.module_path, paths, classes, pre.project.containers)
+        return tests_a_layer_class(pre.tree, pre.nodes, pre.module_path, paths, classes, pre.project.containers)
 
     def __init__(self, context):
         super().__init__(context)

@@ -188,3 +188,18 @@ def test_checks_that_see_only_the_schedulers_config_are_left_unparsed(no_libcst_
 def test_a_check_outside_the_scheduler_half_is_parsed_and_reported():
     text = textwrap.dedent(SCHEDULER_SIDE.format(name="FooConnectorScheduler") + SCHEDULER_SIDE.format(name="Worker"))
     assert [f.line for f in lint_text(_request((rule_class("KV101"),)), text).findings] == [8]
+
+
+def test_a_name_holds_a_group_only_in_the_scopes_that_bind_it_so(no_libcst_parse):
+    # `spec` is a group's spec in `first_spec` only: `layer_kind`'s own `spec` is a layer's
+    text = """
+def first_spec(kv_cache_config):
+    spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec
+    return spec
+
+def layer_kind(layer):
+    spec = layer.get_kv_cache_spec()
+    return isinstance(spec, MLAAttentionSpec)
+"""
+    result = lint_text(_request(), textwrap.dedent(text))
+    assert result.skipped_by_prefilter and not result.findings

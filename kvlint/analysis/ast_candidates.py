@@ -180,6 +180,7 @@ def may_hold_scaling(text: str, aliases: frozenset[str]) -> bool:
 
 
 def tests_a_layer_class(
+    tree: ast.Module | None,
     nodes: NodesByType | None,
     module_path: str,
     scheduler_paths: tuple[str, ...],
@@ -189,10 +190,10 @@ def tests_a_layer_class(
     """KV101's first questions of each type test: is it outside code that sees only the scheduler's config (a
     module `scheduler_paths` names, a class named `…Scheduler`), does it test a layer class, can a container
     the tree builds (`containers`: a ContainerReachability; None: not read, any can) hold one, and can its
-    subject be a KV cache group's spec (`kvlint.analysis.ast_group_flow`)? `nodes` None: no tree, so yes."""
+    subject be a KV cache group's spec (`kvlint.analysis.ast_group_flow`)? No tree (`nodes` of `tree`): yes."""
     if sees_only_scheduler_config(module_path, [], scheduler_paths):
         return False
-    if nodes is None:
+    if tree is None or nodes is None:
         return True
     flow, skipped = None, None
     for node, arguments in type_tests(nodes):
@@ -201,8 +202,8 @@ def tests_a_layer_class(
             skipped = _in_scheduler_classes(nodes) if skipped is None else skipped
             if id(node) in skipped:
                 continue
-            flow = GroupFlow(nodes) if flow is None else flow
-            if any(map(flow.may_hold_group, arguments)):
+            flow = GroupFlow(tree) if flow is None else flow
+            if any(flow.may_hold_group(argument, flow.chains[id(node)]) for argument in arguments):
                 return True
     return False
 
