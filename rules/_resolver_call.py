@@ -11,7 +11,7 @@ from kvlint.analysis.agreement import Verdict, judge
 from kvlint.analysis.cst_bindings import argument_for, is_static, positional_index
 from kvlint.analysis.provenance import dotted
 from kvlint.analysis.scaling import Scaling
-from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS, RESOLVER_NAME, dcp_aliases
+from kvlint.analysis.vocabulary import RESOLVER_NAME, dcp_aliases, scheduler_only_paths
 
 FIX_TITLE = f"Replace with `{RESOLVER_NAME}(spec, dcp)`"
 NO_RESOLVER = f"no fix: this tree defines no shared `{RESOLVER_NAME}` (added in vLLM 0.29.0), so nothing can call it"
@@ -46,7 +46,7 @@ def verdict_for(rule: Rule, scaling: Scaling) -> Verdict | None:
     cache = rule.__dict__.setdefault("_verdicts", {})
     if id(scaling.node) not in cache:
         context = rule.context
-        patterns = tuple(context.settings.get("scheduler-only-paths", DEFAULT_SCHEDULER_ONLY_PATHS))
+        patterns = scheduler_only_paths(context.settings)
         cache[id(scaling.node)] = judge(
             scaling, rule.flow, context.project, context.module_path, patterns, dcp_aliases(context.source)
         )

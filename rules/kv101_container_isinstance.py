@@ -78,7 +78,7 @@ from kvlint.analysis.own_specs import judged_as, judged_note
 from kvlint.analysis.plugin_roles import OutsideRoles
 from kvlint.analysis.provenance import Kind, dotted
 from kvlint.analysis.scaling import class_names
-from kvlint.analysis.vocabulary import CONTAINER_CLASS, DEFAULT_SCHEDULER_ONLY_PATHS, sees_only_scheduler_config
+from kvlint.analysis.vocabulary import CONTAINER_CLASS, scheduler_only_paths, sees_only_scheduler_config
 from kvlint.rules._container_remedy import (
     DominatedChecks,
     built_by,
@@ -292,8 +292,8 @@ class ContainerIsinstance(DominatedChecks, Rule):
 
     @classmethod
     def could_report(cls, pre) -> bool:
-        nodes, project = pre.nodes, pre.project
-        return nodes is None or tests_a_layer_class(nodes, _layer_classes(project.hierarchy), project.containers)
+        paths, classes = scheduler_only_paths(pre.settings), _layer_classes(pre.project.hierarchy)
+        return tests_a_layer_class(pre.tree, pre.nodes, pre.module_path, paths, classes, pre.project.containers)
 
     def __init__(self, context):
         super().__init__(context)
@@ -301,7 +301,7 @@ class ContainerIsinstance(DominatedChecks, Rule):
         self.layer_classes = _layer_classes(self.hierarchy)
         # None (no tree read): any class may be a container's member, and none is proven built.
         self.containers = context.project.containers
-        self.patterns = tuple(context.settings.get("scheduler-only-paths", DEFAULT_SCHEDULER_ONLY_PATHS))
+        self.patterns = scheduler_only_paths(context.settings)
         self.roles = OutsideRoles(context)
         # (function, spec, counterexample) already reported: one finding per cause, not one per check.
         self.reported: set[tuple[int, str, str]] = set()

@@ -121,6 +121,29 @@ def test_walk_batched_calls_the_hooks_as_libcst_does():
     assert walked == expected and expected
 
 
+class _Visits(cst.BatchableCSTVisitor):
+    """Visits only, as the per-file rules have: walked in a ModuleShape's order, without recursion."""
+
+    def __init__(self, log: list) -> None:
+        super().__init__()
+        self.log = log
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.log.append(("name", node.value))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.log.append(("call", len(node.args)))
+
+
+def test_walk_batched_with_a_shape_calls_visits_as_libcst_does():
+    expected: list = []
+    walked: list = []
+    MetadataWrapper(cst.parse_module(SOURCE), unsafe_skip_copy=True).visit_batched([_Visits(expected), _Batched([])])
+    wrapper = MetadataWrapper(cst.parse_module(SOURCE), unsafe_skip_copy=True)
+    walk_batched(wrapper, [_Visits(walked)], cst_walk.ModuleShape(wrapper.module))
+    assert walked == expected and ("call", 4) in expected
+
+
 def test_code_positions_are_libcsts():
     wrapper = MetadataWrapper(cst.parse_module(SOURCE), unsafe_skip_copy=True)
     assert dict(code_positions(wrapper)) == dict(wrapper.resolve(PositionProvider))

@@ -89,3 +89,117 @@ def test_every_spelling_of_a_scaling_needs_libcst(product):
     kv102 = rule_class("KV102")
     assert kv102.could_report(PreParse(text, PATH, _request().project, {}))
     assert [f.code for f in lint_text(_request((kv102,)), text).findings] == ["KV102"]
+
+
+# Each way provenance lets a group's spec reach a type test (a loop, `=`, `:=`, `next`, `enumerate`, a
+# comprehension, a caller's argument, an annotation): Python's parse must send the file to libcst.
+GROUP_ROUTES = {
+    "attribute": "for g in kv_cache_config.kv_cache_groups:\n        ok = isinstance(g.kv_cache_spec, MLAAttentionSpec)",
+    "assignment": "groups = kv_cache_config.kv_cache_groups\n    spec = groups[0].kv_cache_spec\n"
+    "    ok = isinstance(spec, MLAAttentionSpec)",
+    "walrus": "if (spec := kv_cache_config.kv_cache_groups[0].kv_cache_spec) is not None:\n"
+    "        ok = isinstance(spec, MLAAttentionSpec)",
+    "next": "group = next(iter(kv_cache_config.kv_cache_groups))\n    ok = isinstance(group.kv_cache_spec, MLAAttentionSpec)",
+    "enumerate": "for i, g in enumerate(kv_cache_config.kv_cache_groups):\n"
+    "        ok = type(g.kv_cache_spec) is MLAAttentionSpec",
+    "comprehension": "groups = kv_cache_config.kv_cache_groups\n"
+    "    ok = [isinstance(s, MLAAttentionSpec) for s in [g.kv_cache_spec for g in groups]]",
+    "caller": "ok = [certifiable(spec=g.kv_cache_spec) for g in kv_cache_config.kv_cache_groups]\n"
+    "def certifiable(spec):\n    return isinstance(spec, MLAAttentionSpec)",
+    "annotation": "ok = None\ndef annotated(group: 'KVCacheGroupSpec'):\n"
+    "    return isinstance(group.kv_cache_spec, MLAAttentionSpec)",
+}
+
+
+@pytest.mark.parametrize("route", list(GROUP_ROUTES))
+def test_every_route_of_a_group_spec_to_a_type_test_needs_libcst(route):
+    text = f"def check(kv_cache_config):\n    {GROUP_ROUTES[route]}\n    return ok\n"
+    kv101 = rule_class("KV101")
+    assert kv101.could_report(PreParse(text, PATH, _request().project, {}))
+    assert [f.code for f in lint_text(_request((kv101,)), text).findings] == ["KV101"]
+
+
+def test_a_type_test_no_group_reaches_is_left_unparsed(no_libcst_parse):
+    # A layer's spec, a parameter nothing in the module passes a group to, a name bound from elsewhere.
+    text = """
+def layer_kind(layer, kv_cache_config):
+    spec = layer.get_kv_cache_spec()
+    groups = kv_cache_config.kv_cache_groups
+    return isinstance(spec, MLAAttentionSpec), type(layer.spec) is FullAttentionSpec, len(groups)
+
+def certifiable(spec):
+    return isinstance(spec, MLAAttentionSpec)
+
+certifiable(make_spec())
+"""
+    result = lint_text(_request(), textwrap.dedent(text))
+    assert result.skipped_by_prefilter and not result.findings
+
+
+def test_a_product_of_no_block_size_is_left_unparsed(no_libcst_parse):
+    # `heads * dcp_world_size` scales a head count; a block size appears elsewhere, unscaled
+    text = """
+def shard(spec, num_heads, dcp_world_size):
+    heads = num_heads * dcp_world_size
+    rows = spec.block_size + 1
+    return heads, rows
+"""
+    result = lint_text(_request(), textwrap.dedent(text))
+    assert result.skipped_by_prefilter and not result.findings
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "bs = spec.block_size\n    return bs * dcp_world_size",
+        "cp_scale = pcp * dcp_world_size\n    return spec.block_size * cp_scale",
+        "cp_scale = (1 if pcp > 1 else pcp * dcp_world_size)\n    return spec.block_size * cp_scale",
+        "return spec.block_size * (1 if flag else dcp_world_size)",
+        "self.kv_block_size = spec.block_size\n    self.kv_block_size *= dcp_world_size",
+    ],
+)
+def test_every_block_size_and_factor_a_scaling_accepts_needs_libcst(body):
+    text = f"def span(self, spec, pcp, flag, dcp_world_size):\n    {body}\n"
+    kv102 = rule_class("KV102")
+    assert kv102.could_report(PreParse(text, PATH, _request().project, {}))
+    assert [f.code for f in lint_text(_request((kv102,)), text).findings] == ["KV102"]
+
+
+SCHEDULER_SIDE = """
+class {name}:
+    def pick(self, kv_cache_config):
+        return [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, MLAAttentionSpec)]
+"""
+
+
+def test_checks_that_see_only_the_schedulers_config_are_left_unparsed(no_libcst_parse):
+    # KV101 returns for both: a scheduler-only module, a class of a connector's scheduler half.
+    text = textwrap.dedent(SCHEDULER_SIDE.format(name="Picker"))
+    kv101 = rule_class("KV101")
+    pre = PreParse(text, "vllm/v1/core/sched/scheduler.py", _request().project, {})
+    assert not kv101.could_report(pre)
+    scheduler_half = textwrap.dedent(SCHEDULER_SIDE.format(name="FooConnectorScheduler"))
+    assert not kv101.could_report(PreParse(scheduler_half, PATH, _request().project, {}))
+    # configured paths replace the defaults
+    settings = {"scheduler-only-paths": ("plugin/*",)}
+    assert kv101.could_report(PreParse(text, "vllm/v1/core/sched/scheduler.py", _request().project, settings))
+
+
+def test_a_check_outside_the_scheduler_half_is_parsed_and_reported():
+    text = textwrap.dedent(SCHEDULER_SIDE.format(name="FooConnectorScheduler") + SCHEDULER_SIDE.format(name="Worker"))
+    assert [f.line for f in lint_text(_request((rule_class("KV101"),)), text).findings] == [8]
+
+
+def test_a_name_holds_a_group_only_in_the_scopes_that_bind_it_so(no_libcst_parse):
+    # `spec` is a group's spec in `first_spec` only: `layer_kind`'s own `spec` is a layer's
+    text = """
+def first_spec(kv_cache_config):
+    spec = kv_cache_config.kv_cache_groups[0].kv_cache_spec
+    return spec
+
+def layer_kind(layer):
+    spec = layer.get_kv_cache_spec()
+    return isinstance(spec, MLAAttentionSpec)
+"""
+    result = lint_text(_request(), textwrap.dedent(text))
+    assert result.skipped_by_prefilter and not result.findings

@@ -4,8 +4,9 @@ libcst's parse costs about ten times Python's (`ast`), and most files a rule's t
 hold nothing it reports. These tests are what the rules' libcst visitors ask first of a node, asked of the
 `ast` tree instead: a file where none holds is left unparsed by libcst. Each test may answer yes where the
 rule then finds nothing, never no where it would report (tests/test_preparse.py holds them to that): the
-shapes are the libcst ones (`kvlint.analysis.scaling.match_scaling`, KV101's `isinstance` and `type(x) is`
-tests), every name compared as libcst spells it — the caller hands a tree only when the file's code
+shapes are the libcst ones (`kvlint.analysis.scaling.match_scaling`'s block size and DCP factor, KV101's
+`isinstance` and `type(x) is` tests of a subject a group's spec may reach, `kvlint.analysis.ast_group_flow`),
+every name compared as libcst spells it — the caller hands a tree only when the file's code
 (strings and comments aside) is ASCII, where Python's normalised identifiers are the written ones.
 """
 
@@ -15,7 +16,8 @@ import ast
 import re
 from collections.abc import Callable, Iterator, Mapping
 
-from kvlint.analysis.vocabulary import dcp_aliases, is_dcp_name
+from kvlint.analysis.ast_group_flow import GroupFlow
+from kvlint.analysis.vocabulary import dcp_aliases, is_dcp_name, sees_only_scheduler_config
 
 # `type(x) <op> C`: the operators KV101 reads as a type test.
 _TYPE_TEST_OPERATORS = (ast.Is, ast.Eq, ast.In, ast.IsNot, ast.NotEq, ast.NotIn)
@@ -63,13 +65,13 @@ def _names_under(node: ast.AST) -> frozenset[str]:
     return frozenset(name for child in ast.walk(node) if (name := identifier(child)) is not None)
 
 
-def type_test_names(nodes: NodesByType) -> Iterator[frozenset[str]]:
-    """For every `isinstance(…)` call of two arguments and every one-comparison `type(x) <op> …`, the names
-    under it: a superset of the classes it tests (its subject's names come along)."""
+def type_tests(nodes: NodesByType) -> Iterator[tuple[ast.AST, list[ast.AST]]]:
+    """Every `isinstance(…)` call of two arguments and every one-comparison `type(x) <op> …`, with the
+    arguments of its call: its subject among them (libcst's first argument, positional, keyword or starred)."""
     for node in nodes.get(ast.Call, ()):
         # libcst counts positional, keyword and starred arguments alike
         if _called(node, "isinstance") and len(node.args) + len(node.keywords) == 2:
-            yield _names_under(node)
+            yield node, _arguments(node)
     for node in nodes.get(ast.Compare, ()):
         left = node.left
         if (
@@ -79,7 +81,11 @@ def type_test_names(nodes: NodesByType) -> Iterator[frozenset[str]]:
             and len(node.ops) == 1
             and isinstance(node.ops[0], _TYPE_TEST_OPERATORS)
         ):
-            yield _names_under(node)
+            yield node, _arguments(left)
+
+
+def _arguments(call: ast.Call) -> list[ast.AST]:
+    return [*call.args, *(keyword.value for keyword in call.keywords)]
 
 
 def _called(call: ast.Call, name: str) -> bool:
@@ -87,22 +93,79 @@ def _called(call: ast.Call, name: str) -> bool:
 
 
 def has_scaling_candidate(nodes: NodesByType, aliases: frozenset[str]) -> bool:
-    """Whether some product or `*=` has the shape `match_scaling` accepts before it asks the module where
-    a name comes from: a block size (a name or attribute naming `block_size`) times a DCP size, gated
-    (`dcp if … else 1`) or not."""
+    """Whether some product or `*=` has a shape `match_scaling` accepts: a block size times a DCP factor. A
+    block size is a spec's `.block_size`, or a name or attribute some `=` of the module assigns one (`bs =
+    spec.block_size`: `match_scaling` asks that every assignment of it in its function is one); a factor is
+    what `kvlint.analysis.scaling.dcp_factor_of` accepts, with any binding of a name standing for all."""
+    holders = _block_size_holders(nodes)
+    factors = _Factors(nodes, aliases)
     for node in nodes.get(ast.BinOp, ()):
         if isinstance(node.op, ast.Mult):
             for size, factor in ((node.left, node.right), (node.right, node.left)):
-                if _names_block_size(size) and _dcp_factor(factor, aliases):
-                    return True
-                # What plugins write: `bs * dcp` (a name holding a block size), `pcp * dcp` (an alias's value)
-                if isinstance(size, ast.Name) and is_dcp_name(identifier(factor), aliases):
+                if _holds_block_size(size, holders) and factors.may_scale(factor):
                     return True
     for node in nodes.get(ast.AugAssign, ()):
-        if isinstance(node.op, ast.Mult) and _dcp_factor(node.value, aliases):
-            if isinstance(node.target, ast.Name) or _names_block_size(node.target):
-                return True
+        if isinstance(node.op, ast.Mult) and _holds_block_size(node.target, holders) and factors.may_scale(node.value):
+            return True
     return False
+
+
+def _block_size_holders(nodes: NodesByType) -> frozenset[str]:
+    """The last names of the targets of every `<target> = <something>.block_size` (`cst.Assign` only, as
+    `kvlint.analysis.scaling` reads them)."""
+    return frozenset(
+        name
+        for node in nodes.get(ast.Assign, ())
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "block_size"
+        for target in node.targets
+        if (name := identifier(target)) is not None
+    )
+
+
+def _holds_block_size(node: ast.AST, holders: frozenset[str]) -> bool:
+    """`kvlint.analysis.scaling._block_size_from_spec`'s necessary half: `S.block_size` itself, or a name (an
+    attribute naming `block_size`) that an assignment gives one."""
+    name = identifier(node)
+    if isinstance(node, ast.Attribute):
+        return name == "block_size" or ("block_size" in name and name in holders)
+    return name is not None and name in holders
+
+
+class _Factors:
+    """`kvlint.analysis.scaling.dcp_factor_of` (and its gate) for `ast`, answering yes where it could: a
+    name's bindings are every plain `=`, annotated `=` and `:=` of that name in the module."""
+
+    def __init__(self, nodes: NodesByType, aliases: frozenset[str]):
+        self.aliases = aliases
+        self.values: dict[str, list[ast.AST]] = {}
+        for node in nodes.get(ast.Assign, ()):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.values.setdefault(target.id, []).append(node.value)
+        for kind in (ast.AnnAssign, ast.NamedExpr):
+            for node in nodes.get(kind, ()):
+                if isinstance(node.target, ast.Name) and node.value is not None:
+                    self.values.setdefault(node.target.id, []).append(node.value)
+
+    def may_scale(self, node: ast.AST, depth: int = 0) -> bool:
+        if depth > 3:  # dcp_factor_of's own bound
+            return False
+        if is_dcp_name(identifier(node), self.aliases):
+            return True
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):  # `dcp * pcp`
+            return self.may_scale(node.left, depth) or self.may_scale(node.right, depth)
+        if isinstance(node, ast.IfExp):
+            # `dcp if <gate> else 1`, `1 if <gate> else <factor>`; a constant equal to 1 stands for libcst's "1"
+            if _is_one(node.orelse) and is_dcp_name(identifier(node.body), self.aliases):
+                return True
+            return _is_one(node.body) and self.may_scale(node.orelse, depth + 1)
+        if isinstance(node, ast.Name):
+            return any(self.may_scale(value, depth + 1) for value in self.values.get(node.id, ()))
+        return False
+
+
+def _is_one(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value == 1
 
 
 def may_hold_scaling(text: str, aliases: frozenset[str]) -> bool:
@@ -116,33 +179,39 @@ def may_hold_scaling(text: str, aliases: frozenset[str]) -> bool:
     )
 
 
-def _names_block_size(node: ast.AST) -> bool:
-    name = identifier(node)
-    return name is not None and "block_size" in name
-
-
-def _dcp_factor(node: ast.AST, aliases: frozenset[str]) -> bool:
-    if is_dcp_name(identifier(node), aliases):
-        return True
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):  # `dcp * pcp`
-        return _dcp_factor(node.left, aliases) or _dcp_factor(node.right, aliases)
-    # `dcp if <gate> else 1`, `1 if <gate> else dcp`; any constant equal to 1 stands for libcst's Integer "1"
-    if not isinstance(node, ast.IfExp):
+def tests_a_layer_class(
+    tree: ast.Module | None,
+    nodes: NodesByType | None,
+    module_path: str,
+    scheduler_paths: tuple[str, ...],
+    layer_classes: frozenset[str],
+    containers,
+) -> bool:
+    """KV101's first questions of each type test: is it outside code that sees only the scheduler's config (a
+    module `scheduler_paths` names, a class named `…Scheduler`), does it test a layer class, can a container
+    the tree builds (`containers`: a ContainerReachability; None: not read, any can) hold one, and can its
+    subject be a KV cache group's spec (`kvlint.analysis.ast_group_flow`)? No tree (`nodes` of `tree`): yes."""
+    if sees_only_scheduler_config(module_path, [], scheduler_paths):
         return False
-    for size, other in ((node.body, node.orelse), (node.orelse, node.body)):
-        if is_dcp_name(identifier(size), aliases) and isinstance(other, ast.Constant) and other.value == 1:
-            return True
-    return False
-
-
-def tests_a_layer_class(nodes: NodesByType, layer_classes: frozenset[str], containers) -> bool:
-    """KV101's first two questions of each type test: does it test a layer class, and can a container the
-    tree builds (`containers`: a ContainerReachability; None: not read, any can) hold one?"""
-    for names in type_test_names(nodes):
-        checked = names & layer_classes
+    if tree is None or nodes is None:
+        return True
+    flow, skipped = None, None
+    for node, arguments in type_tests(nodes):
+        checked = _names_under(node) & layer_classes
         if checked and (containers is None or any(map(containers.may_hold_instance_of, checked))):
-            return True
+            skipped = _in_scheduler_classes(nodes) if skipped is None else skipped
+            if id(node) in skipped:
+                continue
+            flow = GroupFlow(tree) if flow is None else flow
+            if any(flow.may_hold_group(argument, flow.chains[id(node)]) for argument in arguments):
+                return True
     return False
+
+
+def _in_scheduler_classes(nodes: NodesByType) -> set[int]:
+    """The ids of the nodes inside a class `sees_only_scheduler_config` gives the scheduler's config."""
+    classes = (node for node in nodes.get(ast.ClassDef, ()) if sees_only_scheduler_config("", [node.name], ()))
+    return {id(inner) for node in classes for inner in ast.walk(node)}
 
 
 def could_hold_scaling(text: str, nodes: Callable[[], NodesByType | None]) -> bool:

@@ -207,7 +207,9 @@ def walk_batched(
     with ExitStack() as stack:
         for visitor in visitors:
             stack.enter_context(visitor.resolve(wrapper))
-        if shape is not None:
+        if shape is not None and not any(name.startswith("leave_") for name in methods):
+            _visit_in_order(shape.preorder, methods)  # visits alone need no recursion: the order is the walk's
+        elif shape is not None:
             _walk_shape(wrapper.module, methods, {}, shape.children)
         else:
             _walk_dispatching(wrapper.module, methods, {})
@@ -232,6 +234,17 @@ def _walk_dispatching(node: cst.CSTNode, methods: dict, by_type: dict) -> None:
         _walk_dispatching(child, methods, by_type)
     for leave in hooks[1]:
         leave(node)
+
+
+def _visit_in_order(nodes: list[cst.CSTNode], methods: dict) -> None:
+    """Each node's `visit_<Node>` hooks, in the order of `nodes` (a ModuleShape's preorder)."""
+    by_type: dict[type, tuple] = {}
+    for node in nodes:
+        visits = by_type.get(type(node))
+        if visits is None:
+            visits = by_type[type(node)] = tuple(methods.get(f"visit_{type(node).__name__}", ()))
+        for visit in visits:
+            visit(node)
 
 
 def _walk_shape(node: cst.CSTNode, methods: dict, by_type: dict, kids: dict) -> None:

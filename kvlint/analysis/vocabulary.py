@@ -107,6 +107,11 @@ DEFAULT_SCHEDULER_ONLY_PATHS: tuple[str, ...] = (
 )
 
 
+def scheduler_only_paths(settings: dict) -> tuple[str, ...]:
+    """The configured `scheduler-only-paths` (`[tool.kvlint]`), or the defaults."""
+    return tuple(settings.get("scheduler-only-paths", DEFAULT_SCHEDULER_ONLY_PATHS))
+
+
 def sees_only_scheduler_config(module_path: str, class_names: list[str], patterns: tuple[str, ...]) -> bool:
     if any(fnmatchcase(module_path, pattern) for pattern in patterns):
         return True
