@@ -40,9 +40,11 @@ def call_choice(
     it can build — ANY for all) from what it passes (constructor_shapes.passed_parameters; None: a class object
     only named, its arguments read where it is called). Apart: a parameter that sets what chooses the spec is
     given a value read from the layer's position; when that is untraced, any per-layer argument but `prefix`."""
+    if branching is None:  # one spec class: nothing to choose, nothing to record (Built.specs stays small)
+        return passed is not None and given_per_layer(passed), frozenset()
     if passed is None:
         return False, ANY
-    if branching is None or branching.attributes is None or sources is None:
+    if branching.attributes is None or sources is None:
         return given_per_layer(passed), ANY
     deciding = frozenset().union(*(parameters for parameters, _ in sources.values()))
     apart = any(name + PER_LAYER in passed for name in deciding)
