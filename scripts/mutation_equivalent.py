@@ -108,6 +108,9 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "`if … isinstance(` fits in it",
     ("kvlint/analysis/census/paths.py", 169, "and -> or"): "a balanced argument that starts with `(` without ending "
     "with `)` (or the reverse) keeps a bracket after either cut, so no name list is read either way",
+    ("kvlint/analysis/census/spec_parameters.py", 134, "False -> True"): "the `**` entry of a constructor's "
+    'parameters is only ever tested for membership (`"**" in parameters`); no name a value reads is `**`, so its '
+    "None-by-default flag is never read",
     ("kvlint/analysis/provenance.py", 191, "if-branch never taken"): "a fast exit: with no binding no result "
     "is collected, and the end answers UNKNOWN too",
     ("kvlint/analysis/provenance.py", 199, "if-branch never taken"): "a binding without a value is UNKNOWN on "
