@@ -369,7 +369,7 @@ def test_a_name_assigned_again_under_a_per_layer_test_is_per_layer_one_assigned_
 
 def test_a_call_is_per_layer_when_an_argument_but_prefix_reads_the_position():
     positions = frozenset({"i"})
-    assert shapes.per_layer_call(_call("A(config.w[i])"), positions)
+    assert shapes.per_layer_call(_call("A(config, config.w[i])"), positions)  # any argument
     assert shapes.per_layer_call(_call("A(window=config.w[i])"), positions)
     assert not shapes.per_layer_call(_call("A(config, prefix=f'{p}.{i}')"), positions)
     assert not shapes.per_layer_call(_call("A(config.w[i])"), frozenset())
@@ -378,6 +378,7 @@ def test_a_call_is_per_layer_when_an_argument_but_prefix_reads_the_position():
 def test_a_per_layer_argument_but_prefix_configures_apart():
     assert shapes.given_per_layer(frozenset({"window@layer"}))
     assert not shapes.given_per_layer(frozenset({"prefix@layer", "window"}))
+    assert shapes.given_per_layer(frozenset({"prefix@layer", "window@layer"}))
 
 
 # ------------------------------------------------------------------------------ what a call passes
@@ -489,5 +490,9 @@ def test_the_bases_whose_constructor_super_init_runs():
     # A class not among the bases: its own bases only; an unknown one or a function: the class's own.
     assert bases("super(A, self).__init__()") == ["B", "C", "helper", "Missing"]
     assert bases("super(C, self).__init__()") == ["helper", "Missing", "A"]
+    # Those after B in the module of the class, B's own in the module B's name resolves to.
+    upward = _call("super(B, self).__init__()")
+    modules = [(module, ast.unparse(base)) for module, base in shapes.constructor_bases(resolve, "m.py", d, upward)]
+    assert modules == [("m.py", "C"), ("m.py", "helper"), ("m.py", "Missing"), ("base.py", "A")]
     assert bases("super(Missing, self).__init__()") == ["B", "C", "helper", "Missing"]
     assert bases("super(helper, self).__init__()") == ["B", "C", "helper", "Missing"]
