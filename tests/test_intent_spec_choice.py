@@ -217,3 +217,15 @@ def test_a_branch_comparing_a_parameter_with_a_literal_its_caller_gives_another_
     """
     assert _layers(model) == {frozenset({"Windowed"})}
     assert _layers(model.replace('kind="self")\n', 'kind="cross")\n')) == {frozenset({"Mamba"})}
+
+
+def test_a_class_only_named_is_followed_with_its_arguments_unknown_not_with_its_defaults():
+    # Called elsewhere through a local (`cls = Typed; cls(…, attn_type=…ENCODER_DECODER)`): its default (DECODER)
+    # must not decide its branches.
+    model = """
+    class M:
+        def __init__(self, config, prefix=""):
+            cls = Typed
+            self.a = cls(config, attn_type=AttentionType.ENCODER_DECODER)
+    """
+    assert frozenset({"Mamba"}) in _layers(model)

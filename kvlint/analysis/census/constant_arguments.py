@@ -15,6 +15,9 @@ import ast
 
 GIVEN = "="
 _UNKNOWN = "*"
+# What a constructor is given where its class object is only named (called elsewhere, through a local): not known,
+# so not its defaults either.
+UNKNOWN_ARGUMENTS = frozenset({f"{_UNKNOWN}{GIVEN}True"})
 
 
 def constant_arguments(call: ast.Call, init: ast.FunctionDef | ast.AsyncFunctionDef | None) -> frozenset[str]:

@@ -22,7 +22,7 @@ from kvlint.analysis.census.built import NOTHING as _NOTHING
 from kvlint.analysis.census.built import Built, layer_built, referenced, varied_by_call
 from kvlint.analysis.census.built import either as _either
 from kvlint.analysis.census.built import product as _product
-from kvlint.analysis.census.constant_arguments import constant_arguments, decide
+from kvlint.analysis.census.constant_arguments import UNKNOWN_ARGUMENTS, constant_arguments, decide
 from kvlint.analysis.census.constructor_shapes import (
     PER_LAYER,
     assigns_self_attribute,
@@ -141,7 +141,7 @@ class Program:
             own = layer_built(cls.name, site or f"{relative}:{cls.lineno}", apart, specs)
         self._instances.append((relative, cls))
         try:
-            return _product(own, self._constructor(relative, cls, passed or frozenset()))
+            return _product(own, self._constructor(relative, cls, UNKNOWN_ARGUMENTS if passed is None else passed))
         finally:
             self._instances.pop()
 

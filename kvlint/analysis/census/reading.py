@@ -397,4 +397,4 @@ def model_layers(program: Program, relative: str, class_name: str) -> Built | No
     if found is None or found[1] != "class":
         return None
     module, _, cls = found
-    return program.of_class(module, cls)  # type: ignore[arg-type]
+    return program.of_class(module, cls, passed=frozenset())  # type: ignore[arg-type]  # vLLM passes no more than its config
