@@ -12,6 +12,7 @@ members; anything else stays undecided.
 from __future__ import annotations
 
 import ast
+import weakref
 
 GIVEN = "="
 _UNKNOWN = "*"
@@ -84,21 +85,32 @@ def _parameter(node: ast.expr, init: ast.FunctionDef | ast.AsyncFunctionDef) -> 
         return node.id if node.id in parameters else None
     if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"):
         return None
-    values = [
-        statement.value
-        for statement in ast.walk(init)
-        if isinstance(statement, ast.Assign)
-        and any(
-            isinstance(t, ast.Attribute)
-            and isinstance(t.value, ast.Name)
-            and t.value.id == "self"
-            and t.attr == node.attr
-            for t in statement.targets
-        )
-    ]
+    values = _self_assignments(init).get(node.attr, [])
     if len(values) == 1 and isinstance(values[0], ast.Name) and values[0].id in parameters:
         return values[0].id
     return None
+
+
+# Per constructor: `self.<x>` → the values it is assigned, read in one walk (a constructor a pull request writes
+# may test many attributes: one walk per test would be quadratic in its size).
+_ASSIGNED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _self_assignments(init: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast.expr]]:
+    found = _ASSIGNED.get(init)
+    if found is None:
+        found = {}
+        for statement in ast.walk(init):
+            if isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"
+                    ):
+                        found.setdefault(target.attr, []).append(statement.value)
+        _ASSIGNED[init] = found
+    return found
 
 
 def _constant(node: ast.expr) -> str | None:
