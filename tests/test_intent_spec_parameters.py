@@ -476,17 +476,19 @@ def test_the_specs_of_several_none_attributes_are_those_all_of_them_allow():
 def test_spec_calls_reads_a_classs_sources_once_and_only_for_a_traced_choice():
     resolve, defined = _resolver({"layers.py": SUBCLASSES, "base.py": BASES})
     traced = SpecBranching(frozenset({"sliding_window"}), (("sliding_window", frozenset({FULL})),))
-    calls = SpecCalls(resolve, {"Sub": traced, "Passes": UNKNOWN, "Positional": None})
+    calls = SpecCalls({"Sub": traced, "Passes": UNKNOWN, "Positional": None})
     sub = defined["layers.py"]["Sub"]
     # `sparse` sets nothing the spec reads; a call not passing the window is still free (Sub's is required).
-    assert calls.choice("layers.py", sub, frozenset({"sparse@layer"})) == (False, ANY)
-    assert calls.choice("layers.py", sub, frozenset({"window@layer"})) == (True, ANY)
+    assert calls.choice(resolve, "layers.py", sub, frozenset({"sparse@layer"})) == (False, ANY)
+    assert calls.choice(resolve, "layers.py", sub, frozenset({"window@layer"})) == (True, ANY)
     assert calls._sources == {("layers.py", "Sub"): {"sliding_window": ({"window"}, False)}}
     # Untraced or unknown layers: any per-layer argument, and no sources read.
     for name in ("Passes", "Positional", "Defaulted"):
         recorded = ANY if name == "Passes" else frozenset()  # Positional, Defaulted: one spec class (no branching)
-        assert calls.choice("layers.py", defined["layers.py"][name], frozenset({"sparse@layer"})) == (True, recorded)
+        assert calls.choice(resolve, "layers.py", defined["layers.py"][name], frozenset({"sparse@layer"})) == (
+            True,
+            recorded,
+        )
     assert list(calls._sources) == [("layers.py", "Sub")]
     # Read once: a second call of the class reuses them even when the tree changes under it.
-    calls.resolve_expr = lambda module, expr: None
-    assert calls.choice("layers.py", sub, frozenset({"sparse@layer"})) == (False, ANY)
+    assert calls.choice(lambda module, expr: None, "layers.py", sub, frozenset({"sparse@layer"})) == (False, ANY)

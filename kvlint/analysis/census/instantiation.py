@@ -63,7 +63,7 @@ class Program:
         """`layers`: each layer class's name → how its spec is chosen (spec_branches.SpecBranching, or None)."""
         self.texts = texts
         self.layers: dict[str, SpecBranching | None] = layers if isinstance(layers, dict) else dict.fromkeys(layers)
-        self._spec_calls = SpecCalls(self.resolve_expr, self.layers)
+        self._spec_calls = SpecCalls(self.layers)
         self.budget = budget
         self._trees = trees if trees is not None else ModuleTrees(texts)
         self._charged: set[str] = set()  # the modules whose bytes the budget counted
@@ -137,7 +137,7 @@ class Program:
         constructor's."""
         own = _NOTHING
         if cls.name in self.layers:
-            apart, specs = self._spec_calls.choice(relative, cls, passed)
+            apart, specs = self._spec_calls.choice(self.resolve_expr, relative, cls, passed)
             own = layer_built(cls.name, site or f"{relative}:{cls.lineno}", apart, specs)
         self._instances.append((relative, cls))
         try:

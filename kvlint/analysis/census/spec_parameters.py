@@ -57,18 +57,22 @@ def call_choice(
 
 
 class SpecCalls:
-    """call_choice for each call of a layer class, its sources read once per class."""
+    """call_choice for each call of a layer class, its sources read once per class. It is handed the tree's
+    `resolve_expr` per call, not holding it: the census's Program holds this, and a bound method of the Program
+    here would make a reference cycle that keeps every syntax tree the census parsed alive past the index build
+    (frozen into each worker of a scan)."""
 
-    def __init__(self, resolve_expr, layers: dict[str, SpecBranching | None]):
-        self.resolve_expr = resolve_expr
+    def __init__(self, layers: dict[str, SpecBranching | None]):
         self.layers = layers
         self._sources: dict[tuple[str, str], dict[str, Source] | None] = {}
 
-    def choice(self, module: str, cls: ast.ClassDef, passed: frozenset[str] | None) -> tuple[bool, frozenset[str]]:
+    def choice(
+        self, resolve_expr, module: str, cls: ast.ClassDef, passed: frozenset[str] | None
+    ) -> tuple[bool, frozenset[str]]:
         branching = self.layers.get(cls.name)
         key = (module, cls.name)
         if branching is not None and branching.attributes is not None and key not in self._sources:
-            self._sources[key] = spec_parameters(self.resolve_expr, module, cls, branching.attributes)
+            self._sources[key] = spec_parameters(resolve_expr, module, cls, branching.attributes)
         return call_choice(branching, self._sources.get(key), passed)
 
 
