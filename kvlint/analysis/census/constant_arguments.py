@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import weakref
 
+from kvlint.analysis.census.constructor_shapes import parameter_default
+
 GIVEN = "="
 _UNKNOWN = "*"
 # What a constructor is given where its class object is only named (called elsewhere, through a local): not known,
@@ -50,7 +52,7 @@ def decide(test: ast.expr, passed: frozenset[str], init: ast.FunctionDef | ast.A
     name = _parameter(test.left, init)
     given = {p.partition(GIVEN)[0]: p.partition(GIVEN)[2] for p in passed if GIVEN in p}
     if name is not None and name not in given and name not in passed and _UNKNOWN not in given:
-        default = _default(init, name)  # not passed: its default, when the call hands on nothing unknown
+        default = parameter_default(init, name)  # not passed: its default, when the call hands on nothing unknown
         given[name] = _constant(default) if default is not None else None  # type: ignore[assignment]
     if name is None or given.get(name) is None:
         return None
@@ -68,14 +70,6 @@ def decide(test: ast.expr, passed: frozenset[str], init: ast.FunctionDef | ast.A
     if isinstance(op, ast.NotIn):
         return not any(answers)
     return None
-
-
-def _default(init: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.expr | None:
-    arguments = init.args
-    positional = [*arguments.posonlyargs, *arguments.args]
-    pairs = list(zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults))
-    pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
-    return next((default for argument, default in pairs if argument.arg == name), None)
 
 
 def _parameter(node: ast.expr, init: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
