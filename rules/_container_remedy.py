@@ -12,7 +12,9 @@ from kvlint import Message, Severity
 from kvlint.analysis.branch_taken import raised_when_false
 from kvlint.analysis.deliberate import benchmark_only, comments_at, fail_closed
 from kvlint.analysis.dominance import dominated, related_to
-from kvlint.analysis.scaling import match_scaling
+from kvlint.analysis.layer_selection import accepted_under_dcp, reaching
+from kvlint.analysis.provenance import dotted
+from kvlint.analysis.scaling import is_dcp_size, match_scaling
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, dcp_aliases
 from kvlint.rules._scaling_verdict import one_line
 
@@ -99,6 +101,40 @@ def built_by(composition) -> dict[str, str]:
         # The path's guard that lets this model's layers through (kvlint.analysis.census.compositions).
         "guard": f", whose guard lets them through: {composition.guard}" if composition.guard else "",
     }
+
+
+def counterexamples(rule, node: cst.CSTNode, built, subject: str, function):
+    """Of the containers whose layers answer the check True, those that reach it and get another answer than
+    their layers (kvlint.analysis.layer_selection.reaching); for the gate of a DCP scaling, which matters only
+    under DCP, only those of a checkpoint vLLM accepts under DCP."""
+    built = reaching(built, rule.context.project.census, rule.hierarchy, node, subject, function, rule.flow.parent)
+    table = rule.context.project.kind_table()
+    if table is None or not decides_dcp_factor(rule, node):
+        return built
+    return accepted_under_dcp(
+        built, frozenset(r.label for r in table.rows if r.rejected_under_dcp and not r.is_container)
+    )
+
+
+def decides_dcp_factor(rule, node: cst.CSTNode) -> bool:
+    """Whether the check only decides a DCP factor, so that at DCP = 1 both ways give the same: the gate of a
+    hand-written scaling (`s.block_size * (dcp if check else 1)`), or the choice between a size and that size
+    times the DCP size (`s.block_size * dcp if check else s.block_size`)."""
+    if gated_scaling(rule, node) is not None:
+        return True
+    test, choice = node, rule.flow.parent(node)
+    while isinstance(choice, cst.UnaryOperation) and isinstance(choice.operator, cst.Not):
+        test, choice = choice, rule.flow.parent(choice)  # `not check` swaps the ways, which are alike at DCP = 1
+    if not isinstance(choice, cst.IfExp) or choice.test is not test:
+        return False
+    aliases = dcp_aliases(rule.context.source)
+    for scaled, plain in ((choice.body, choice.orelse), (choice.orelse, choice.body)):
+        if not (isinstance(scaled, cst.BinaryOperation) and isinstance(scaled.operator, cst.Multiply)):
+            continue
+        for size, factor in ((scaled.left, scaled.right), (scaled.right, scaled.left)):
+            if is_dcp_size(factor, aliases) and dotted(size) is not None and dotted(size) == dotted(plain):
+                return True
+    return False
 
 
 def gated_scaling(rule, node: cst.CSTNode):

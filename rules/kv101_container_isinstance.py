@@ -31,7 +31,8 @@ way a container takes refuses, and its docstring or comment says it is conservat
 or rejects on purpose), or code whose docstring says it exists for benchmarks (analysis.deliberate), quoted.
 Not reported: a worker-side answer no one consumes (analysis.consumers), a check no container reaches after an
 earlier one (its related location), what an `assert` of test code asserts (the test's expectation: a container
-fails it loudly). Without a model registry, the classes the tree builds layers of stand in.
+fails it loudly), the gate of a DCP scaling for containers only checkpoints vLLM refuses under DCP build (a
+sliding-window MLA layer beside them). Without a model registry, the classes the tree builds layers of stand in.
 
 ## Example
 ```python
@@ -73,7 +74,7 @@ from kvlint import Example, Message, Rule, Severity
 from kvlint.analysis.ast_candidates import tests_a_layer_class
 from kvlint.analysis.consumers import unconsumed_divergence
 from kvlint.analysis.deliberate import test_assertion
-from kvlint.analysis.layer_selection import built_containers, rank_witnesses, reaching, selection_at
+from kvlint.analysis.layer_selection import built_containers, rank_witnesses, selection_at
 from kvlint.analysis.own_specs import judged_as, judged_note
 from kvlint.analysis.plugin_roles import OutsideRoles
 from kvlint.analysis.provenance import Kind, dotted
@@ -83,6 +84,7 @@ from kvlint.rules._container_remedy import (
     DominatedChecks,
     built_by,
     class_level_message,
+    counterexamples,
     gated_scaling,
     unmet_defect,
     with_remedy,
@@ -358,7 +360,7 @@ class ContainerIsinstance(DominatedChecks, Rule):
             compositions = self.context.project.platform_reach.on(self.context.module_path, compositions)
             built = built_containers(compositions, census, self.hierarchy, checked, exact, selection)
             # Only containers the group count lets reach the check, and whose whole answer differs.
-            built = reaching(built, census, self.hierarchy, node, subject_code, function, self.flow.parent)
+            built = counterexamples(self, node, built, subject_code, function)
             if not built:
                 return
             counterexample = rank_witnesses(built, census)[0]
@@ -372,10 +374,8 @@ class ContainerIsinstance(DominatedChecks, Rule):
             key = (id(self.flow.enclosing_function(node)), subject_code, layer or ",".join(sorted(checked)))
             message = class_level_message(self, node, subject_code, provenance, checked, layer)
             severity = Severity.ERROR if layer is not None else Severity.WARNING
-        if self.fold_if_dominated(node, subject_code):
-            return  # no container gets here: the earlier check's wrong answer, not one of its own
-        if key in self.reported:
-            return
+        if self.fold_if_dominated(node, subject_code) or key in self.reported:
+            return  # no container gets here (the earlier check's wrong answer, not one of its own), or said
         self.reported.add(key)
         self.remember_check(node, subject_code)
         # A gate of a hand-written scaling takes KV102's rewrite; any other check, the tree's unwrapping idiom.

@@ -123,3 +123,41 @@ def test_a_check_no_container_reaches_past_an_earlier_one_is_folded_into_it():
     assert finding.line == 3
     assert [(r.line, r.code) for r in finding.related] == [(5, "KV101")]
     assert "is reached by no container" in finding.related[0].message
+
+
+def _dsa_beside_sliding_mla(refused: bool):
+    """The examples' tree with its DSA checkpoint also building a sliding-window MLA layer, whose spec vLLM
+    refuses under DCP (`refused`: as 0.27.1's `SlidingWindowSpec.max_memory_usage_bytes` asserts) or not."""
+    table = PROJECT.kind_table()
+    why = "SlidingWindowSpec.max_memory_usage_bytes asserts DCP == 1" if refused else None
+    rows = tuple(
+        dataclasses.replace(r, rejected_under_dcp=why) if r.label == "SlidingWindowMLASpec" else r for r in table.rows
+    )
+    checkpoint = ("IndexerCache:MLAAttentionSpec", "MLAAttention:MLAAttentionSpec", "SWACache:SlidingWindowMLASpec")
+    compositions = tuple(
+        dataclasses.replace(c, checkpoints=(checkpoint,)) if "IndexerCache" in c.layer_classes else c
+        for c in PROJECT.container_compositions()
+    )
+    return dataclasses.replace(PROJECT, kinds=dataclasses.replace(table, rows=rows), compositions=compositions)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        # the gate of a hand-written scaling, and the choice between a size and that size times the DCP size
+        "spec.block_size * (dcp if isinstance(spec, MLAAttentionSpec) else 1)",
+        "spec.block_size * dcp if isinstance(spec, MLAAttentionSpec) else spec.block_size",
+        "spec.block_size if not isinstance(spec, MLAAttentionSpec) else dcp * spec.block_size",
+    ],
+)
+def test_a_check_that_only_decides_the_dcp_factor_has_no_witness_vllm_refuses_under_dcp(check):
+    check = check.replace("spec", "g.kv_cache_spec")
+    source = f"def spans(kv_cache_config, dcp):\n    return [{check} for g in kv_cache_config.kv_cache_groups]\n"
+    assert findings(source, project=_dsa_beside_sliding_mla(refused=False))
+    # Its only witness also builds a layer vLLM refuses under DCP: at DCP = 1 both ways agree, so no defect.
+    assert not findings(source, project=_dsa_beside_sliding_mla(refused=True))
+
+
+def test_a_check_that_decides_more_than_the_dcp_factor_keeps_a_witness_refused_under_dcp():
+    source = filtering("isinstance(g.kv_cache_spec, MLAAttentionSpec)")
+    assert findings(source, project=_dsa_beside_sliding_mla(refused=True))

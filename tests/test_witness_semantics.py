@@ -488,6 +488,40 @@ def test_a_kind_one_lookup_passes_dcp_one_is_accepted_and_refused_only_on_the_ot
     assert kinds["FullAttentionSpec"].rejected_under_dcp is None and kinds["FullAttentionSpec"].rejected_in == ()
 
 
+# The coordinator of one group scales its own block size by what its callers pass (vLLM 0.27.1's
+# `UnitaryKVCacheCoordinator.__init__`): a Mamba group would get 32, but alone under DCP its lookup refuses it.
+UNITARY_SCALES = HYBRID_LOOKUP.replace(
+    "        self.dcp_world_size = dcp_world_size\n",
+    "        self.dcp_world_size = dcp_world_size\n"
+    "        self.block_size = self.spec.block_size\n"
+    "        if dcp_world_size > 1:\n"
+    "            self.block_size *= dcp_world_size\n",
+)
+
+
+# The same scaling in a class whose code hands the lookup nothing.
+OTHER_SCALES = HYBRID_LOOKUP + """
+
+class OtherCoordinator:
+    def __init__(self, dcp_world_size):
+        self.block_size = self.spec.block_size
+        if dcp_world_size > 1:
+            self.block_size *= dcp_world_size
+"""
+
+
+def test_a_kind_refused_on_the_scaling_code_s_own_class_is_no_counterexample_there(tmp_path):
+    assert UNITARY_SCALES != HYBRID_LOOKUP
+    for name, refused_here in (("unitary", True), ("other", False)):
+        coordinator = UNITARY_SCALES if refused_here else OTHER_SCALES
+        root = _tree_027(tmp_path / name, COORDINATOR_PER_KIND + coordinator)
+        (root / MANAGERS).write_text(MANAGER + MAMBA_MANAGER)
+        [finding] = [f for f in _findings(root, COORDINATOR) if f.code == "KV102" and f.line > 20]
+        # Elsewhere a Mamba group is the would-be counterexample; on the refusing class' code it is none.
+        assert ("a MambaSpec group gets 32" in finding.message) is not refused_here, finding.message
+        assert ("agrees with it for every kind that reaches it" in finding.message) is refused_here
+
+
 def test_a_divergence_in_runner_code_a_setting_selects_is_a_warning_that_names_the_setting(tmp_path):
     from tests.test_runner_reach import WORKER
 

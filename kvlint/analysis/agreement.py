@@ -15,7 +15,7 @@ The outcome is plain data; KV102 words it and picks the severity.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
@@ -67,7 +67,10 @@ def judge(scaling: Scaling, flow: SpecFlow, project: TreeIndex, module_path: str
     operand = _handed(FactorOrigins(flow, aliases).origin(scaling.dcp), table, module_path)
     context = _context(scaling, flow, aliases)
     containers = _containers_in_view(scaling, flow, module_path, patterns)
-    rows = [r for r in table.rows if not r.is_container or containers != "none"]
+    # A kind refused on this code's path (a Mamba group alone under the unitary coordinator) is refused here.
+    classes = flow.enclosing_class_names(scaling.node)
+    rows = [replace(r, rejected_under_dcp=r.refused_on(classes)) for r in table.rows]
+    rows = [r for r in rows if not r.is_container or containers != "none"]
     rows = [r for r in rows if all(answer(t, r, hierarchy, aliases) is not False for t in context.narrowing)]
 
     def factor(row: KindRow, origin: Origin) -> str:
@@ -99,8 +102,10 @@ def judge(scaling: Scaling, flow: SpecFlow, project: TreeIndex, module_path: str
         outcome = DIFFERS if first.rejected_under_dcp is None else REJECTED_ONLY
         also = tuple(r.label for r in proven[1:] if outcome == REJECTED_ONLY or r.rejected_under_dcp is None)
         return Verdict(outcome, counterexample=first, factor=factors[first.label], also=also, **common)
-    if differing or operand.kind not in (PLAIN, ONE, GATED, CALLERS, HANDED):
-        first = differing[0] if differing else None
+    # A kind vLLM refuses under DCP is no counterexample, however the open question is answered.
+    accepted = [r for r in differing if r.rejected_under_dcp is None]
+    if accepted or operand.kind not in (PLAIN, ONE, GATED, CALLERS, HANDED):
+        first = accepted[0] if accepted else None
         if settled:
             why = f"`{dotted(scaling.spec)}` may be a container: its origin is not known here"
             if_so = f"`{dotted(scaling.spec)}` is one"

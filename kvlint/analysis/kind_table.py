@@ -38,6 +38,12 @@ class KindRow:
     rejected_under_dcp: str | None = None
     # What the coordinator hands a manager of this kind as its DCP size: "dcp", "1", or "" (not known).
     handed: str = ""
+    # Accepted under DCP, but refused on the code of these classes: (class, why) (SpecKind.rejected_in).
+    rejected_in: tuple[tuple[str, str], ...] = ()
+
+    def refused_on(self, classes) -> str | None:
+        """Why vLLM refuses this kind under DCP on code in `classes` (or anywhere), or None."""
+        return self.rejected_under_dcp or next((why for cls, why in self.rejected_in if cls in classes), None)
 
 
 def tokens(factor: str) -> str:
@@ -102,6 +108,7 @@ def table_from_sizing(
                 flag,
                 kind.rejected_under_dcp,
                 kind.handed,
+                kind.rejected_in,
             )
         )
     name = RESOLVER_NAME if resolver is not None else (reference.name.split(":")[-1] if reference else "")

@@ -207,3 +207,17 @@ def rank_witnesses(
         )
 
     return tuple(sorted(compositions, key=order))
+
+
+def accepted_under_dcp(
+    built: tuple[ContainerComposition, ...], refused: frozenset[str]
+) -> tuple[ContainerComposition, ...]:
+    """The containers some checkpoint of which vLLM accepts when DCP > 1: a checkpoint with a layer whose spec
+    class is in `refused` (a sliding-window MLA layer: `max_memory_usage_bytes` asserts DCP == 1) fails at
+    startup under DCP, so a check that matters only then (the gate of a DCP scaling) meets none of its groups."""
+    return tuple(
+        c
+        for c in built
+        if not c.checkpoints
+        or any(not {kind.split(":", 1)[1] for kind in checkpoint} & refused for checkpoint in c.checkpoints)
+    )
