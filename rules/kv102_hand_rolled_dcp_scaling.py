@@ -14,10 +14,9 @@ Each copy is compared kind by kind with the tree's rule (the resolver; without o
 `resolve_kv_cache_block_sizes`), counting what decides its factor — an inline gate, an enclosing `if`, a
 factor set on an earlier line or passed per kind by callers in the same module — and the kinds the function
 already excluded (`assert isinstance(spec, …)`, an earlier `if …: return`). An error when a kind that
-reaches it and that vLLM accepts under DCP gets another token span (the message names the kind and both
-spans); a warning when it agrees for every kind today (it drifts when the resolver changes), when only
-kinds the tree rejects under DCP differ, or when what decides it is not in the file. Nothing in a tree with
-neither the resolver nor a scheduler path kvlint reads: no rule to compare with, none to call.
+reaches it and that vLLM accepts under DCP gets another token span (named, with both spans); a warning when
+it agrees for every kind today (it drifts when the resolver changes), when only kinds the tree rejects under
+DCP differ, or when what decides it is not in the file. Nothing without the resolver or a scheduler path.
 
 ## Example
 ```python
@@ -38,8 +37,9 @@ tokens_per_block = resolve_dcp_kv_block_size(
 ## Fix safety
 Safe when the call gives every plain (non-container) kind reaching it the span it has now: only containers
 change (the intended fix). Unsafe otherwise (an unconditional product also scales Mamba; a different class
-set changes other kinds too), and for an ungated product of a size a public function's callers pass (another
-module's callers may pass the raw size). No fix where the tree has no shared resolver (vLLM < 0.29), and none
+set changes other kinds too; a resolver reading `dcp_sharded` in a tree that clears the flag on some spec,
+for code that does not follow the flag), and for an ungated product of a size a public function's callers
+pass (another module's callers may pass the raw size). No fix without a shared resolver (vLLM < 0.29), nor
 for an augmented assignment, whose rewrite needs a human.
 """
 

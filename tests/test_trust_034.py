@@ -63,6 +63,13 @@ def test_034_a_gate_on_an_earlier_line_is_the_resolver_rule(scan_034):
     assert finding["fix"]["applicability"] == "safe"
 
 
+def test_034_a_product_that_ignores_the_flag_the_tree_clears_has_no_safe_fix(scan_034):
+    # :1088 `kv_cache_spec.block_size * dcp_world_size` for a sliding-window spec, whose `dcp_sharded` the V2
+    # runner clears for a draft model's layers: the resolver would leave such a spec unscaled.
+    [finding] = at(scan_034, MANAGER, 1088, "KV102")
+    assert finding["fix"]["applicability"] == "unsafe"
+
+
 def test_034_one_look_at_the_layers_does_not_unwrap_the_spec(scan_034):
     # `_get_startup_fill_group_ids`: `iter_layer_specs(spec)` on :115, `isinstance(spec, AttentionSpec)` on :117.
     # A model still builds the container by default, but the connector exists for benchmarks only (issue 26):

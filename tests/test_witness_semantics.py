@@ -500,7 +500,9 @@ UNITARY_SCALES = HYBRID_LOOKUP.replace(
 
 
 # The same scaling in a class whose code hands the lookup nothing.
-OTHER_SCALES = HYBRID_LOOKUP + """
+OTHER_SCALES = (
+    HYBRID_LOOKUP
+    + """
 
 class OtherCoordinator:
     def __init__(self, dcp_world_size):
@@ -508,6 +510,7 @@ class OtherCoordinator:
         if dcp_world_size > 1:
             self.block_size *= dcp_world_size
 """
+)
 
 
 def test_a_kind_refused_on_the_scaling_code_s_own_class_is_no_counterexample_there(tmp_path):

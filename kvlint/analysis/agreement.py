@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
+from kvlint.analysis.cst_walk import preorder
 from kvlint.analysis.dcp_factor import CALLERS, GATED, HANDED, ONE, PLAIN, FactorOrigins, Origin
 from kvlint.analysis.kind_table import KindRow
 from kvlint.analysis.kind_tests import answer, tested_spec
@@ -85,6 +86,9 @@ def judge(scaling: Scaling, flow: SpecFlow, project: TreeIndex, module_path: str
     factors = {row.label: factor(row, assumed) for row in rows}
     differing = [r for r in rows if "?" not in (factors[r.label], r.reference) and factors[r.label] != r.reference]
     safe = _rewrite_keeps_plain_kinds(rows, operand, context, hierarchy, aliases)
+    # A resolver reading `dcp_sharded` follows an instance's flag, which the tree clears on some: only code
+    # that follows the same flag keeps every plain spec's span.
+    safe = safe and not (project.dcp_sharded_cleared_at and not _follows_the_flag(context, operand))
     built = project.containers.built_members if project.containers is not None else None
 
     def order(row: KindRow) -> tuple:
@@ -122,6 +126,13 @@ def judge(scaling: Scaling, flow: SpecFlow, project: TreeIndex, module_path: str
             **common,
         )
     return Verdict(AGREES, unsettled="" if settled else f"`{_code(scaling.dcp)}`", **common)
+
+
+def _follows_the_flag(context: _Context, operand: Origin) -> bool:
+    """Whether the factor is decided by the spec's `dcp_sharded` (an enclosing test, its gate, the origin of
+    its DCP size: `self.dcp_world_size = dcp_world_size if spec.dcp_sharded else 1`)."""
+    tests = (*context.gates, *operand.tests)
+    return any(isinstance(n, cst.Attribute) and n.attr.value == "dcp_sharded" for t in tests for n in preorder(t))
 
 
 def _handed(operand: Origin, table, module_path: str) -> Origin:

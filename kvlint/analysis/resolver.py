@@ -7,6 +7,7 @@ trees have no resolver at all.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,3 +66,21 @@ def read_resolver_rule(path: Path, data: bytes | None = None) -> ResolverRule:
         ):
             classes.update(class_names(call.args[1]))
     return ResolverRule(frozenset(classes), "dcp_sharded" in ast.unparse(function))
+
+
+# `replace(spec, dcp_sharded=False)`, `Spec(..., dcp_sharded=False)`, `spec.dcp_sharded = False`: an instance
+# whose flag is not its class' default (a field declaration `dcp_sharded: bool = …` has a colon first).
+NEWLINE = b"\n"
+_CLEARED = re.compile(rb"\bdcp_sharded\s*=\s*False\b")
+
+
+def clears_dcp_sharded(relative: str, data: bytes) -> str:
+    """ "path:line" where this module builds a spec whose `dcp_sharded` is cleared, or "": then a resolver
+    that reads the flag sizes that instance unscaled whatever its class (vLLM 0.32.0's V2 runner clears it
+    for a draft model's layers), so a kind's class does not fix what the resolver gives it."""
+    if b"dcp_sharded" not in data:
+        return ""
+    found = _CLEARED.search(data)
+    if found is None:
+        return ""
+    return f"{relative}:{data.count(NEWLINE, 0, found.start()) + 1}"

@@ -24,7 +24,7 @@ from kvlint.analysis.hierarchy import SpecHierarchy, hierarchy_of_source
 from kvlint.analysis.kind_table import KindTable, table_from_hierarchy, table_from_sizing
 from kvlint.analysis.platform_reach import PlatformReach, read_platform_reach
 from kvlint.analysis.plugin_roles import TreeRoles, read_tree_roles
-from kvlint.analysis.resolver import find_resolver, read_resolver_rule
+from kvlint.analysis.resolver import clears_dcp_sharded, find_resolver, read_resolver_rule
 from kvlint.analysis.runner_reach import is_worker_module, read_runner_selection
 from kvlint.analysis.sizing.matrix import build_sizing_analysis
 from kvlint.analysis.sizing.results import SizingAnalysis
@@ -77,6 +77,9 @@ class TreeIndex:
     resolver_layer_classes: frozenset[str] = frozenset()
     # 0.31+: the resolver reads `spec.dcp_sharded` instead of checking classes.
     resolver_reads_dcp_sharded: bool = False
+    # Where the tree builds a spec with `dcp_sharded` cleared, when the resolver reads the flag: then the flag
+    # is an instance's, not its class' ("path:line"; "" when none does).
+    dcp_sharded_cleared_at: str = ""
     # The cross-file sizing analysis, computed once per scan; None without a tree or when it failed.
     sizing: SizingAnalysis | None = None
     # Which spec classes a container the tree builds can hold (kvlint.analysis.containers); None: not read.
@@ -175,7 +178,7 @@ def build_tree_index(
     files = TreeFiles(root, could_matter_files, overlay)
     hierarchy = hierarchy_of_source(files.read_if_present(INTERFACE_MODULE), str(root / INTERFACE_MODULE))
     census_wanted = CONTAINER_CLASS in hierarchy.bases
-    census_texts, consumer_texts, builder_texts, role_texts = _selected_texts(files, census_wanted)
+    census_texts, consumer_texts, builder_texts, role_texts, cleared = _selected_texts(files, census_wanted)
     inputs = census_inputs_digest(census_texts, files, hierarchy) if census_wanted else ""
     if earlier is not None and inputs and earlier.census_inputs == inputs and not earlier.failures:
         census, compositions, reach = earlier.census, earlier.compositions, earlier.platform_reach
@@ -237,6 +240,7 @@ def build_tree_index(
         resolver_path=str(resolver_path),
         resolver_layer_classes=rule.layer_classes,
         resolver_reads_dcp_sharded=rule.reads_dcp_sharded,
+        dcp_sharded_cleared_at=cleared if rule.reads_dcp_sharded else "",
         sizing=sizing,
         containers=containers,
         failures=tuple(dict.fromkeys(files.failures)),  # a file several readers missed is said once
@@ -252,9 +256,11 @@ def build_tree_index(
     )
 
 
-def _selected_texts(files: TreeFiles, census_wanted: bool) -> tuple[dict[str, bytes], ...]:
+def _selected_texts(files: TreeFiles, census_wanted: bool) -> tuple:
     """(the texts the census reads, the texts the consumer model reads, the texts construction sites are read
-    in, the texts the plugin roles are read from), in one pass over the tree's files."""
+    in, the texts the plugin roles are read from, where a spec's `dcp_sharded` is cleared or ""), in one pass
+    over the tree's files."""
+    cleared = ""
     census_texts: dict[str, bytes] = {}
     consumer_texts: dict[str, bytes] = {}
     builder_texts: dict[str, bytes] = {}
@@ -271,7 +277,8 @@ def _selected_texts(files: TreeFiles, census_wanted: bool) -> tuple[dict[str, by
             builder_texts[relative] = data
         if could_shape_roles(relative):
             role_texts[relative] = data
-    return census_texts, consumer_texts, builder_texts, role_texts
+        cleared = cleared or clears_dcp_sharded(relative, data)
+    return census_texts, consumer_texts, builder_texts, role_texts, cleared
 
 
 def _read_compositions(
