@@ -484,6 +484,18 @@ def test_past_sixteen_spec_choices_only_the_all_at_once_checkpoint_is_kept():
     assert count(16, frozenset({"E"})) == 1
 
 
+def test_a_layer_of_one_spec_class_configured_apart_adds_no_choice():
+    from kvlint.analysis.census.compositions import checkpoints
+
+    chooser = LayerClass("E", "l.py:1", frozenset({"S0", "S1"}), (), (), None)
+    plain = [LayerClass(f"P{i}", "l.py:2", frozenset({"FullAttentionSpec"}), (), (), None) for i in range(4)]
+    names = frozenset({"E", *(p.name for p in plain)})
+    # Four single-spec layer classes given per-layer arguments: still the chooser's two checkpoints (a doubling
+    # per such class would pass the cap of sixteen and leave only the all-at-once reading).
+    model = Model("M", "m.py", names, (names,), varied=frozenset(p.name for p in plain))
+    assert len(checkpoints(Census((chooser, *plain), (), frozenset(), ""), model)) == 2
+
+
 def test_a_whole_model_container_built_by_default_keeps_later_paths_from_running():
     whole = path("whole", guards=Guards(returns_container=True))
     only_mla = path("mla", only={"MLAAttentionSpec"})

@@ -129,10 +129,6 @@ def _same(given: str, other: str | None) -> bool | None:
         return True
     if given[:1] in "'\"0123456789-" or given in ("True", "False"):
         return False if other[:1] in "'\"0123456789-" or other in ("True", "False") else None
-    if (
-        "." in given
-        and "." in other
-        and given.rsplit(".", 1)[0].rsplit(".", 1)[-1] == other.rsplit(".", 1)[0].rsplit(".", 1)[-1]
-    ):
-        return False
+    if "." in given and "." in other and given.split(".")[-2] == other.split(".")[-2]:
+        return False  # two members of one class (the part before the member's name)
     return None

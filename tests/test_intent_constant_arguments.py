@@ -1,0 +1,184 @@
+"""Branches a constructor's caller decides by a constant argument (kvlint.analysis.census.constant_arguments):
+which constants a call gives, and when a constructor's test on them is decided. One snippet per behaviour."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from kvlint.analysis.census.constant_arguments import UNKNOWN_ARGUMENTS, _same, constant_arguments, decide
+
+INIT = """
+class Attention:
+    def __init__(self, num_heads, attn_type=AttentionType.DECODER, /, *, window=None, flag=True):
+        self.attn_type = attn_type
+        self.twice = attn_type
+        self.twice = num_heads
+        self.derived = compute(attn_type)
+        self.copied = num_heads
+        local = attn_type
+        other.elsewhere = attn_type
+        self.table[0] = attn_type
+"""
+
+
+def _init() -> ast.FunctionDef:
+    return ast.parse(INIT).body[0].body[0]  # type: ignore[attr-defined]
+
+
+def _call(code: str) -> ast.Call:
+    return ast.parse(code, mode="eval").body  # type: ignore[return-value]
+
+
+def _decide(test: str, passed: set[str] | frozenset[str]) -> bool | None:
+    return decide(ast.parse(test, mode="eval").body, frozenset(passed), _init())
+
+
+# ------------------------------------------------------------------------------------ what a call gives
+
+
+def test_keyword_constants_are_given_and_other_values_are_not():
+    given = constant_arguments(_call("Attention(window=4, attn_type=AttentionType.ENCODER, flag=make())"), None)
+    assert given == {"window=4", "attn_type=AttentionType.ENCODER"}
+
+
+def test_positional_arguments_take_the_constructors_parameter_names_after_self():
+    given = constant_arguments(_call("Attention(8, AttentionType.ENCODER)"), _init())
+    assert given == {"num_heads=8", "attn_type=AttentionType.ENCODER"}
+    # Without the constructor read, a position names no parameter.
+    assert constant_arguments(_call("Attention(8, AttentionType.ENCODER)"), None) == frozenset()
+
+
+def test_more_positions_than_parameters_stop_at_the_last_parameter():
+    init = ast.parse("def __init__(self, a):\n    pass\n").body[0]
+    assert constant_arguments(_call("Layer(1, 2, 3)"), init) == {"a=1"}  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("call", ["Attention(8, *rest)", "Attention(8, **options)", "Attention(*rest, 8)"])
+def test_what_star_arguments_hand_on_is_unknown(call):
+    given = constant_arguments(_call(call), _init())
+    assert UNKNOWN_ARGUMENTS <= given
+    # Positions after a starred argument are not the parameters they would be without it.
+    assert ("num_heads=8" in given) is (call != "Attention(*rest, 8)")
+
+
+def test_a_plain_call_hands_on_nothing_unknown():
+    assert not UNKNOWN_ARGUMENTS & constant_arguments(_call("Attention(8, window=2)"), _init())
+
+
+@pytest.mark.parametrize(
+    ("code", "constant"),
+    [
+        ("'full'", True),
+        ("3", True),
+        ("False", True),
+        ("None", False),
+        ("2.5", False),
+        ("ENCODER", False),
+        ("AttentionType.ENCODER", True),
+        ("a.AttentionType.ENCODER", True),
+        ("make().ENCODER", False),
+    ],
+)
+def test_constants_are_literals_and_dotted_names_of_two_parts_or_more(code, constant):
+    given = constant_arguments(_call(f"Attention(window={code})"), None)
+    assert (given == {f"window={code}"}) is constant
+
+
+# ------------------------------------------------------------------------------------ comparing constants
+
+
+@pytest.mark.parametrize(
+    ("given", "other", "same"),
+    [
+        ("AttentionType.ENCODER", "AttentionType.ENCODER", True),
+        ("'a'", "'a'", True),
+        ("'a'", "'b'", False),
+        ("-1", "2", False),
+        ("True", "'a'", False),
+        ("3", "AttentionType.ENCODER", None),  # a literal against a name: whatever the name holds
+        ("AttentionType.ENCODER", "3", None),
+        ("AttentionType.ENCODER", "AttentionType.ENCODER_DECODER", False),  # two members of one class
+        ("vllm.AttentionType.ENCODER", "AttentionType.DECODER", False),  # one class, reached through its module
+        ("AttentionType.ENCODER", "vllm.AttentionType.DECODER", False),
+        ("vllm.AttentionType.ENCODER", "vllm.AttentionType.DECODER", False),
+        ("AttentionType.ENCODER", "Other.DECODER", None),  # another class: an alias may name the same member
+        ("AttentionType.ENCODER", None, None),
+    ],
+)
+def test_two_constants_are_compared_by_value_or_as_members_of_one_class(given, other, same):
+    assert _same(given, other) is same
+
+
+# ---------------------------------------------------------------------------------- deciding a test
+
+
+@pytest.mark.parametrize(
+    ("test", "answer"),
+    [
+        ("attn_type == AttentionType.ENCODER", True),
+        ("attn_type is AttentionType.ENCODER", True),
+        ("attn_type == AttentionType.DECODER", False),
+        ("attn_type != AttentionType.ENCODER", False),
+        ("attn_type is not AttentionType.DECODER", True),
+        ("attn_type in (AttentionType.DECODER, AttentionType.ENCODER)", True),
+        ("attn_type in [AttentionType.DECODER]", False),
+        ("attn_type not in {AttentionType.DECODER}", True),
+        ("attn_type not in (AttentionType.ENCODER,)", False),
+        ("attn_type not in (AttentionType.ENCODER, AttentionType.DECODER)", False),
+        ("attn_type != other_value", None),
+        ("attn_type in (AttentionType.ENCODER, other_value)", None),
+        ("attn_type == (AttentionType.ENCODER, AttentionType.DECODER)", None),  # a tuple compared whole
+        ("attn_type < AttentionType.DECODER", None),
+        ("attn_type == other_value", None),  # the other side is no constant
+        ("attn_type == AttentionType.ENCODER == x", None),  # a chain
+        ("check(attn_type)", None),
+    ],
+)
+def test_a_comparison_of_a_given_constant_is_decided(test, answer):
+    assert _decide(test, {"attn_type=AttentionType.ENCODER"}) is answer
+
+
+@pytest.mark.parametrize(
+    ("test", "answer"),
+    [
+        ("not attn_type == AttentionType.ENCODER", False),
+        ("not unknown_name", None),
+        ("attn_type == AttentionType.ENCODER and window == 4", True),
+        ("attn_type == AttentionType.ENCODER and unknown_name", None),
+        ("attn_type == AttentionType.DECODER and unknown_name", False),
+        ("attn_type == AttentionType.ENCODER or unknown_name", True),
+        ("attn_type == AttentionType.DECODER or unknown_name", None),
+        ("attn_type == AttentionType.DECODER or window == 5", False),
+    ],
+)
+def test_not_and_or_combine_what_is_decided(test, answer):
+    assert _decide(test, {"attn_type=AttentionType.ENCODER", "window=4"}) is answer
+
+
+def test_an_attribute_the_constructor_copies_a_parameter_to_is_that_parameter():
+    passed = {"attn_type=AttentionType.ENCODER", "num_heads=8"}
+    assert _decide("self.attn_type == AttentionType.ENCODER", passed) is True
+    assert _decide("self.copied == 8", passed) is True
+    # Assigned twice, from something else, or from nowhere: not the parameter.
+    assert _decide("self.twice == AttentionType.ENCODER", passed) is None
+    assert _decide("self.derived == AttentionType.ENCODER", passed) is None
+    assert _decide("self.missing == AttentionType.ENCODER", passed) is None
+    assert _decide("other.attn_type == AttentionType.ENCODER", passed) is None
+    assert _decide("self.elsewhere == AttentionType.ENCODER", passed) is None  # another object's attribute
+
+
+def test_a_parameter_not_given_takes_its_default_unless_the_call_hands_on_unknown_arguments():
+    assert _decide("attn_type == AttentionType.DECODER", set()) is True
+    assert _decide("flag == True", set()) is True  # a keyword-only default
+    assert _decide("window == 4", set()) is None  # its default is None: no constant
+    assert _decide("num_heads == 8", set()) is None  # no default
+    assert _decide("attn_type == AttentionType.DECODER", UNKNOWN_ARGUMENTS) is None
+    # Passed, but not as a constant: what it holds is not known.
+    assert _decide("attn_type == AttentionType.DECODER", {"attn_type"}) is None
+    assert _decide("self.attn_type == AttentionType.DECODER", {"attn_type"}) is None
+
+
+def test_a_name_that_is_no_parameter_is_not_decided():
+    assert _decide("local == AttentionType.ENCODER", {"local=AttentionType.ENCODER"}) is None
