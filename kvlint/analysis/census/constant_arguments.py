@@ -12,9 +12,8 @@ members; anything else stays undecided.
 from __future__ import annotations
 
 import ast
-import weakref
 
-from kvlint.analysis.census.constructor_shapes import parameter_default
+from kvlint.analysis.census.constructor_shapes import parameter_default, self_assignments
 
 GIVEN = "="
 _UNKNOWN = "*"
@@ -79,32 +78,10 @@ def _parameter(node: ast.expr, init: ast.FunctionDef | ast.AsyncFunctionDef) -> 
         return node.id if node.id in parameters else None
     if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"):
         return None
-    values = _self_assignments(init).get(node.attr, [])
+    values = self_assignments(init).get(node.attr, [])
     if len(values) == 1 and isinstance(values[0], ast.Name) and values[0].id in parameters:
         return values[0].id
     return None
-
-
-# Per constructor: `self.<x>` → the values it is assigned, read in one walk (a constructor a pull request writes
-# may test many attributes: one walk per test would be quadratic in its size).
-_ASSIGNED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _self_assignments(init: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast.expr]]:
-    found = _ASSIGNED.get(init)
-    if found is None:
-        found = {}
-        for statement in ast.walk(init):
-            if isinstance(statement, ast.Assign):
-                for target in statement.targets:
-                    if (
-                        isinstance(target, ast.Attribute)
-                        and isinstance(target.value, ast.Name)
-                        and target.value.id == "self"
-                    ):
-                        found.setdefault(target.attr, []).append(statement.value)
-        _ASSIGNED[init] = found
-    return found
 
 
 def _constant(node: ast.expr) -> str | None:

@@ -57,14 +57,25 @@ def class_binding(statement: ast.stmt, name: str) -> ast.expr | None:
 def assigns_self_attribute(cls: ast.ClassDef, name: str) -> bool:
     """Whether the class's constructor assigns `self.<name> = …`."""
     init = method(cls, "__init__")
-    return init is not None and any(
-        isinstance(node, ast.Assign)
-        and any(
-            isinstance(t, ast.Attribute) and t.attr == name and isinstance(t.value, ast.Name) and t.value.id == "self"
-            for t in node.targets
-        )
-        for node in ast.walk(init)
-    )
+    return init is not None and name in self_assignments(init)
+
+
+# Per constructor: `self.<x>` → the values it is assigned, read in one walk (asked once per attribute a model's
+# code reads, and per test of a constant argument: one walk per question would be quadratic in its size).
+_ASSIGNED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def self_assignments(init: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast.expr]]:
+    found = _ASSIGNED.get(init)
+    if found is None:
+        found = {}
+        for statement in ast.walk(init):
+            if isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    if _self_attribute(target) is not None:
+                        found.setdefault(target.attr, []).append(statement.value)  # type: ignore[attr-defined]
+        _ASSIGNED[init] = found
+    return found
 
 
 # The mark of a parameter (in a constructor's `passed`) whose caller gave it a value read from the layer's
