@@ -68,6 +68,7 @@ class Program:
         self._trees = trees if trees is not None else ModuleTrees(texts)
         self._charged: set[str] = set()  # the modules whose bytes the budget counted
         self._bindings: dict[str, dict[str, tuple[str, ast.AST]]] = {}
+        self._resolved: dict[tuple[str, str], tuple[str, str, ast.AST] | None] = {}
         self._built: dict[tuple[str, ...], Built] = {}
         self._busy: set[tuple[str, ...]] = set()
         # The instance whose constructor is followed (module, class): `self.<attribute>` is looked up there.
@@ -101,7 +102,14 @@ class Program:
         return found
 
     def resolve(self, relative: str, name: str, depth: int = 0) -> tuple[str, str, ast.AST] | None:
-        """(module, kind, node) that `name` is bound to in `relative`, imports followed."""
+        """(module, kind, node) that `name` is bound to in `relative`, imports followed (once per name asked)."""
+        if depth == 0:
+            if (relative, name) not in self._resolved:
+                self._resolved[relative, name] = self._resolve(relative, name, 0)
+            return self._resolved[relative, name]
+        return self._resolve(relative, name, depth)
+
+    def _resolve(self, relative: str, name: str, depth: int) -> tuple[str, str, ast.AST] | None:
         binding = self.bindings(relative).get(name)
         if binding is None or depth > 20:
             return None
