@@ -65,8 +65,10 @@ def describe(
             f"`{expression}` scales a block size by the DCP size by hand",
             fix_by_name,
         )
-    reference = f"`{verdict.reference}`"
     kind = verdict.counterexample
+    # Where the managers are the yardstick, the one that allocates this kind (a subclass may reset the size).
+    reference = f"`{kind.reference_by or verdict.reference}`" if kind is not None else f"`{verdict.reference}`"
+    yardstick = "the resolver" if verdict.reference == RESOLVER_NAME else reference
     if verdict.outcome in (DIFFERS, REJECTED_ONLY) and kind is not None:
         also = (
             f" (also {', '.join(verdict.also[:3])}{' and more' if len(verdict.also) > 3 else ''})"
@@ -82,7 +84,7 @@ def describe(
             message += f" — only for kinds vLLM rejects under DCP ({kind.rejected_under_dcp})"
         headline = (
             f"`{short}` gives {tokens(verdict.factor)} tokens per block for a {kind.label} group at DCP={DCP}, "
-            f"the resolver {tokens(kind.reference)}"
+            f"{yardstick} {tokens(kind.reference)}"
         )
         detail = f"this code: {verdict.how}; {reference} gives {tokens(kind.reference)}"
         if also:

@@ -30,13 +30,13 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "any constant gives the same order",
     ("kvlint/analysis/layer_selection.py", 204, "0 -> 1"): "a composition always has layers: the default of "
     "an empty max is never read",
-    ("kvlint/analysis/consumers.py", 46, "if-branch never taken"): "a fast path: with no accessor the empty "
+    ("kvlint/analysis/consumers.py", 50, "if-branch never taken"): "a fast path: with no accessor the empty "
     "pattern's reads name no accessor, and none is consumed",
-    ("kvlint/analysis/consumers.py", 54, "if-branch never taken"): "a fast path: a name read by the worker "
+    ("kvlint/analysis/consumers.py", 58, "if-branch never taken"): "a fast path: a name read by the worker "
     "once stays so",
-    ("kvlint/analysis/consumers.py", 75, "0 -> 1"): "only a read on line 2 after an empty line 1 differs, "
+    ("kvlint/analysis/consumers.py", 79, "0 -> 1"): "only a read on line 2 after an empty line 1 differs, "
     "and nothing above it can enclose it",
-    ("kvlint/analysis/consumers.py", 80, "if-branch never taken"): "a fast exit: no class indentation is "
+    ("kvlint/analysis/consumers.py", 84, "if-branch never taken"): "a fast exit: no class indentation is "
     "below 0, so a line at the margin gets no class either way",
     ("kvlint/analysis/census/compositions.py", 67, "1 -> 2"): "a maxsplit: the first part is the same",
     ("kvlint/analysis/census/compositions.py", 70, "1 -> 2"): "a maxsplit from the right: the last part is the same",

@@ -40,6 +40,9 @@ class KindRow:
     handed: str = ""
     # Accepted under DCP, but refused on the code of these classes: (class, why) (SpecKind.rejected_in).
     rejected_in: tuple[tuple[str, str], ...] = ()
+    # Where the managers are the yardstick: the constructor that decides this kind's allocation when it is not
+    # the table's `reference` (a manager subclass resetting the block size: `MambaManager.__init__`), else "".
+    reference_by: str = ""
 
     def refused_on(self, classes) -> str | None:
         """Why vLLM refuses this kind under DCP on code in `classes` (or anywhere), or None."""
@@ -90,7 +93,8 @@ def table_from_sizing(
         return None
     fallback = {row.label: row.reference for row in static.rows} if static is not None and resolver else {}
     rows = []
-    for kind, factor in zip(analysis.kinds, factors):
+    deciders = analysis.allocated_by if allocator is not None and reference is allocator else ()
+    for index, (kind, factor) in enumerate(zip(analysis.kinds, factors)):
         factor = fallback.get(kind.label, "?") if factor == "?" else factor
         spec = kind.spec
         layers = spec.layers if isinstance(spec, Container) else (spec,)
@@ -109,6 +113,7 @@ def table_from_sizing(
                 kind.rejected_under_dcp,
                 kind.handed,
                 kind.rejected_in,
+                deciders[index] if index < len(deciders) else "",
             )
         )
     name = RESOLVER_NAME if resolver is not None else (reference.name.split(":")[-1] if reference else "")

@@ -34,6 +34,9 @@ class Allocation:
     handed_at: str  # "module.py:line" of the coordinator's call that hands the DCP size
     handed: str  # what it hands, as written (`dcp_world_size`, `dcp_world_size_for_kv_cache_spec(…)`)
     factors: tuple[str, ...]  # per kind: "dcp", "1" or "?"
+    # Per kind: the constructor whose code keeps its block size when a manager class the kind maps to resets
+    # what the scaling manager set (vLLM 0.26.0's `MambaManager.__init__`), else "".
+    deciders: tuple[str, ...] = ()
 
     def column(self) -> SizingPath:
         """The matrix's column of the allocation: the scheduler's view, per kind."""
@@ -56,15 +59,16 @@ def read_allocation(program: Program, evaluator: Evaluator, kinds: tuple[SpecKin
     tree = ast.parse(manager.module.text)
     classes = _class_defs(tree)
     mapping = _spec_managers(tree, classes, program)
-    factors = []
+    factors, deciders = [], []
     for kind in kinds:
         spec = kind.flattened()
         handed = handed_value(evaluator, candidate, spec, value)
         factor = _allocated(evaluator, manager, spec, handed)
         overridden = _overridden(program, evaluator, manager, (classes, mapping), spec, handed)
-        factors.append(factor if overridden is None else overridden)
+        factors.append(factor if overridden is None else overridden[0])
+        deciders.append("" if overridden is None else overridden[1])
     where = f"{module.path.rsplit('/', 1)[-1]}:{value.lineno}"
-    return Allocation(manager, where, " ".join(ast.unparse(value).split()), tuple(factors))
+    return Allocation(manager, where, " ".join(ast.unparse(value).split()), tuple(factors), tuple(deciders))
 
 
 def _manager(program: Program) -> Candidate | None:
@@ -113,11 +117,11 @@ def _allocated(evaluator: Evaluator, manager: Candidate, spec, handed) -> str:
 
 def _overridden(
     program: Program, evaluator: Evaluator, manager: Candidate, tree: tuple[dict[str, ast.ClassDef], dict], spec, handed
-) -> str | None:
-    """The factor of the manager class the tree maps `spec`'s kind to, where that class (or a class between
-    it and the scaling manager) assigns `self.block_size` after its `super().__init__(…)`: what it assigns
-    is what the manager allocates (vLLM 0.27.1's Mamba manager resets the size its base scaled). None where
-    no such assignment runs."""
+) -> tuple[str, str] | None:
+    """(the factor, the constructor that decides it) of the manager class the tree maps `spec`'s kind to,
+    where that class (or a class between it and the scaling manager) assigns `self.block_size` after its
+    `super().__init__(…)`: what it assigns is what the manager allocates (vLLM 0.27.1's Mamba manager resets
+    the size its base scaled). None where no such assignment runs."""
     classes, mapping = tree
     cls = next((mapping[name] for name in program.mro(spec.cls) if name in mapping), None)
     seen: set[str] = set()
@@ -139,9 +143,8 @@ def _overridden(
             ran = [frame.recorded[k] for k in sites if frame.recorded.get(k)]
             if ran:
                 value = join(ran[-1])  # the last assignment that runs is what the manager keeps
-                return (
-                    {BLOCK_SIZE: "1", BLOCK_SIZE * evaluator.dcp: "dcp"}.get(value, "?") if known_number(value) else "?"
-                )
+                factor = {BLOCK_SIZE: "1", BLOCK_SIZE * evaluator.dcp: "dcp"}.get(value, "?")
+                return (factor if known_number(value) else "?"), f"{cls}.__init__"
         bases = [dotted(b) for b in classes[cls].bases]
         cls = next((b for b in bases if b in classes), None)
     return None

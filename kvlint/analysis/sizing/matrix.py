@@ -246,6 +246,7 @@ class _Analyser:
             reference=scheduler.name if scheduler is not None else None,
             resolver=resolver.name if resolver is not None else None,
             allocator=allocator.name if allocator is not None else None,
+            allocated_by=allocation.deciders if allocator is not None and allocation is not None else (),
             source=self.program.source,
             modules=self.program.sources,
         )

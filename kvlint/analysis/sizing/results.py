@@ -51,6 +51,9 @@ class SizingAnalysis:
     resolver: str | None
     # Without the shared resolver (vLLM < 0.29): the managers' allocation every other path is compared with.
     allocator: str | None = None
+    # Per kind, with `allocator`: the manager constructor that decides its allocation where it is not the
+    # allocator's own (a subclass resetting the block size), else "" (kvlint.analysis.sizing.allocator).
+    allocated_by: tuple[str, ...] = ()
     source: str = ""
     # The tree's files the analysis read (kvlint.analysis.sizing.program): code outside the tree is analysed with them.
     modules: tuple[str, ...] = ()
