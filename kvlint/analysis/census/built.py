@@ -58,6 +58,8 @@ def referenced(built: Built) -> Built:
 
 
 def product(left: Built, right: Built) -> Built:
+    if right is NOTHING or left is NOTHING:  # most statements build nothing: the product is the other side
+        return left if right is NOTHING else right
     combined = list(dict.fromkeys(a | b for a in left.alternatives for b in right.alternatives))
     merged = left.merged or right.merged
     sites, varied, called = left.sites | right.sites, left.varied | right.varied, left.called | right.called
