@@ -61,6 +61,10 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("kvlint/analysis/census/paths.py", 152, "1 -> 2"): "a maxsplit: the first line is the same",
     ("kvlint/analysis/census/paths.py", 132, "4000 -> 4001"): "a bound on the text read for a filter, "
     "against crafted modules: its size is a cost, not a decision",
+    ("kvlint/analysis/census/built.py", 61, "if-branch never taken"): "a fast path: the product with what "
+    "builds nothing (one empty alternative, no sites) is the other side, as the general case computes it",
+    ("kvlint/analysis/census/built.py", 61, "or -> and"): "the fast path then taken only when both sides build "
+    "nothing, and the general case gives the same otherwise",
     ("kvlint/analysis/census/instantiation.py", 194, "if-branch never taken"): "a guard never taken: every "
     "function the census follows is reached from a class's constructor (model_layers starts at the model's "
     "class), so an instance is on the stack",
