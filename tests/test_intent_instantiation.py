@@ -62,3 +62,32 @@ class DsaHybridForCausalLM:
         **{"vllm/model_executor/models/broken.py": broken},
     )
     assert model.layers == frozenset({"MLAAttention"})
+
+
+def test_what_a_comprehension_iterates_over_is_built(tmp_path):
+    model, _ = census_of(
+        tmp_path,
+        """
+class DsaHybridForCausalLM:
+    def __init__(self, config, prefix=""):
+        self.attns = [attn for attn in (Attention(), MLAAttention())]
+""",
+    )
+    assert model.layers == frozenset({"Attention", "MLAAttention"})
+
+
+def test_module_values_that_name_each_other_are_read_once_not_forever(tmp_path):
+    # A crafted module: two tables that hold each other (Python would fail importing it; the census must not).
+    model, _ = census_of(
+        tmp_path,
+        """
+LAYERS = {"dense": Attention, "more": OTHERS}
+OTHERS = {"sparse": MLAAttention, "back": LAYERS}
+
+
+class DsaHybridForCausalLM:
+    def __init__(self, config, prefix=""):
+        self.attn = LAYERS[config.kind]()
+""",
+    )
+    assert model is not None and "Attention" in model.layers

@@ -226,3 +226,32 @@ def test_among_names_of_one_class_the_witness_is_the_name_its_layers_were_named_
     tree = census(indexer, models=tuple(Model(name, home, frozenset({indexer.name})) for name in names))
     built = tuple(container({indexer.name}, {"A"}, model=name) for name in names)
     assert rank_witnesses(built, tree)[0].model == "DeepseekV32ForCausalLM"
+
+
+def test_a_container_the_whole_expression_answers_as_its_layers_does_not_reach_even_ungated():
+    # `or`, not an `and` gate: no layer refuses it; the container answers True (not full attention) as its MLA
+    # layers do (MLA): no wrong answer, whatever the check alone says.
+    module, parent = _parsed(
+        "def f(spec):\n    return isinstance(spec, MLAAttentionSpec) or not isinstance(spec, FullAttentionSpec)\n"
+    )
+    check, function = _isinstance_call(module), _first(module, cst.FunctionDef)
+    mla = container({"Mla"}, {"MLAAttentionSpec"})
+    assert reaching((mla,), None, HIERARCHY, check, "spec", function, parent) == ()
+    # Full-attention layers answer False where the container answers True: it reaches.
+    full = container({"Attn"}, {"FullAttentionSpec"})
+    assert reaching((full,), None, HIERARCHY, check, "spec", function, parent) == (full,)
+
+
+def test_a_container_is_a_dcp_witness_when_some_checkpoint_building_it_is_accepted_under_dcp():
+    from dataclasses import replace
+
+    from kvlint.analysis.layer_selection import accepted_under_dcp
+
+    refused = frozenset({"SlidingWindowSpec"})
+    beside = ("Mla:MLAAttentionSpec", "Swa:SlidingWindowSpec")
+    alone = ("Mla:MLAAttentionSpec",)
+    mla = container({"Mla"}, {"MLAAttentionSpec"})
+    assert accepted_under_dcp((replace(mla, checkpoints=(beside,)),), refused) == ()
+    either = replace(mla, checkpoints=(beside, alone))
+    assert accepted_under_dcp((either,), refused) == (either,)
+    assert accepted_under_dcp((mla,), refused) == (mla,)  # no checkpoint recorded: nothing to refuse it by
