@@ -70,8 +70,8 @@ def read_resolver_rule(path: Path, data: bytes | None = None) -> ResolverRule:
 
 # `replace(spec, dcp_sharded=False)`, `Spec(..., dcp_sharded=False)`, `spec.dcp_sharded = False`: an instance
 # whose flag is not its class' default (a field declaration `dcp_sharded: bool = …` has a colon first).
-NEWLINE = b"\n"
 _CLEARED = re.compile(rb"\bdcp_sharded\s*=\s*False\b")
+_NEWLINE = b"\n"
 
 
 def clears_dcp_sharded(relative: str, data: bytes) -> str:
@@ -83,4 +83,4 @@ def clears_dcp_sharded(relative: str, data: bytes) -> str:
     found = _CLEARED.search(data)
     if found is None:
         return ""
-    return f"{relative}:{data.count(NEWLINE, 0, found.start()) + 1}"
+    return f"{relative}:{data.count(_NEWLINE, 0, found.start()) + 1}"
