@@ -70,3 +70,45 @@ def test_a_definition_that_does_not_parse_alone_is_found_in_the_whole_module():
     [deferred] = [s for s in trees.statements("m.py") if isinstance(s, Deferred)]
     statement = trees.definition("m.py", deferred)
     assert isinstance(statement, ast.FunctionDef) and statement.name == "f"
+
+
+SMALL = """VALUE = make(
+    1,
+)
+
+
+@decorator
+def first():
+    return 1
+
+
+class Outer:
+    class Inner:
+        pass
+"""
+
+
+def test_the_statement_holding_a_line_is_found_at_its_first_and_last_lines_and_none_outside():
+    trees = ModuleTrees({"m.py": SMALL.encode()})
+    # A small statement over three lines: its first and last lines, not the blank one after it.
+    assert [isinstance(trees.block_at("m.py", line), ast.Assign) for line in (1, 3, 4)] == [True, True, False]
+    # A deferred definition: from its decorator to its last line; a blank line before it is in no statement.
+    assert [getattr(trees.block_at("m.py", line), "name", None) for line in (5, 6, 8)] == [None, "first", "first"]
+    deferred = next(s for s in trees.statements("m.py") if isinstance(s, Deferred) and s.name == "first")
+    assert trees.block_at("m.py", deferred.last).name == "first"
+    assert trees.block_at("m.py", 99) is None
+    assert trees.calls_at("m.py", 99) == []  # no statement there: no calls
+    assert [ast.unparse(c) for c in trees.calls_at("m.py", 1)] == ["make(1)"]
+
+
+def test_a_nested_class_is_found_by_its_own_name_and_line():
+    trees = ModuleTrees({"m.py": SMALL.encode()})
+    assert trees.class_at("m.py", 12, "Inner").name == "Inner"
+    assert trees.class_at("m.py", 11, "Outer").name == "Outer"
+    assert trees.class_at("m.py", 12, "Outer") is None  # not on that line
+
+
+def test_a_module_parsed_whole_is_not_cut_again():
+    trees = ModuleTrees({"m.py": SMALL.encode()})
+    whole = trees.tree("m.py")
+    assert trees.statements("m.py") == whole.body  # the whole parse's statements, none deferred
