@@ -139,16 +139,16 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("kvlint/analysis/census/spec_parameters.py", 140, "False -> True"): "the `**` entry of a constructor's "
     'parameters is only ever tested for membership (`"**" in parameters`); no name a value reads is `**`, so its '
     "None-by-default flag is never read",
-    ("kvlint/analysis/provenance.py", 191, "if-branch never taken"): "a fast exit: with no binding no result "
+    ("kvlint/analysis/provenance.py", 193, "if-branch never taken"): "a fast exit: with no binding no result "
     "is collected, and the end answers UNKNOWN too",
-    ("kvlint/analysis/provenance.py", 199, "if-branch never taken"): "a binding without a value is UNKNOWN on "
+    ("kvlint/analysis/provenance.py", 201, "if-branch never taken"): "a binding without a value is UNKNOWN on "
     "every branch after it: `classify(None)` and `element_of(None, …)` match no node kind and answer UNKNOWN",
-    ("kvlint/analysis/provenance.py", 229, "if-branch never taken"): "a parameter's binding is only made with its "
+    ("kvlint/analysis/provenance.py", 231, "if-branch never taken"): "a parameter's binding is only made with its "
     "function (`_function_bindings`), so it is never None here",
-    ("kvlint/analysis/provenance.py", 239, "if-branch never taken"): "a call that passes nothing for the "
+    ("kvlint/analysis/provenance.py", 241, "if-branch never taken"): "a call that passes nothing for the "
     "parameter: `classify(None)` is UNKNOWN, which the kind test after it skips as well",
-    ("kvlint/analysis/provenance.py", 271, "if-branch never taken"): "a cache: the bindings collected again are "
+    ("kvlint/analysis/provenance.py", 273, "if-branch never taken"): "a cache: the bindings collected again are "
     "equal, and only their nodes, the same ones, are keyed on (`_classify_param`)",
-    ("kvlint/analysis/provenance.py", 277, "False -> True"): "a parameter's binding is read as a parameter "
+    ("kvlint/analysis/provenance.py", 279, "False -> True"): "a parameter's binding is read as a parameter "
     "before `is_loop` is looked at, by every reader (provenance, kvlint.analysis.dcp_factor and scaling)",
 }
