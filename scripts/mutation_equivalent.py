@@ -139,6 +139,36 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("kvlint/analysis/census/spec_parameters.py", 140, "False -> True"): "the `**` entry of a constructor's "
     'parameters is only ever tested for membership (`"**" in parameters`); no name a value reads is `**`, so its '
     "None-by-default flag is never read",
+    (
+        "kvlint/analysis/provenance.py",
+        326,
+        "if-branch never taken",
+    ): "the walrus holders only let the reaching walk skip expressions with no `:=` under them; with none (None) it searches every expression and finds the same",
+    (
+        "kvlint/analysis/provenance.py",
+        326,
+        "if-condition negated",
+    ): "the walrus holders only let the reaching walk skip expressions with no `:=` under them; with none (None) it searches every expression and finds the same",
+    (
+        "kvlint/analysis/provenance.py",
+        326,
+        "is -> is not",
+    ): "the walrus holders only let the reaching walk skip expressions with no `:=` under them; with none (None) it searches every expression and finds the same",
+    (
+        "kvlint/analysis/provenance.py",
+        329,
+        "if-condition negated",
+    ): "marking more nodes as holding a `:=` makes the reaching walk search more expressions, finding the same walruses",
+    (
+        "kvlint/analysis/provenance.py",
+        329,
+        "is -> is not",
+    ): "marking more nodes as holding a `:=` makes the reaching walk search more expressions, finding the same walruses",
+    (
+        "kvlint/analysis/provenance.py",
+        332,
+        "and -> or",
+    ): "past the first marked node the loop goes on to the root (and marks None): more nodes marked, the same walruses found",
     ("kvlint/analysis/provenance.py", 193, "if-branch never taken"): "a fast exit: with no binding no result "
     "is collected, and the end answers UNKNOWN too",
     ("kvlint/analysis/provenance.py", 201, "if-branch never taken"): "a binding without a value is UNKNOWN on "
