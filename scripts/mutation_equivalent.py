@@ -5,6 +5,18 @@ from __future__ import annotations
 
 # (module, line, operator) → why the mutant cannot change behaviour; it is then not counted.
 EQUIVALENT: dict[tuple[str, int, str], str] = {
+    ("kvlint/analysis/census/class_texts.py", 42, "False -> True"): "a dataclass field shown in its repr: "
+    "what a debugger prints, nothing the census reads",
+    ("kvlint/analysis/census/class_texts.py", 43, "False -> True"): "a dataclass field shown in its repr: "
+    "what a debugger prints, nothing the census reads",
+    ("kvlint/analysis/census/class_texts.py", 44, "False -> True"): "a dataclass field shown in its repr: "
+    "what a debugger prints, nothing the census reads",
+    ("kvlint/analysis/census/class_texts.py", 74, "> -> >="): "a def at the class's own indentation ends its "
+    "block (_block_end), so no line of the body is at that depth",
+    ("kvlint/analysis/census/class_texts.py", 143, "if-branch never taken"): "a fast path: an attribute the body "
+    "does not mention matches neither pattern",
+    ("kvlint/analysis/census/class_texts.py", 146, "4 -> 5"): "the default depth is used only when every body line "
+    "is blank or a comment, where no line assigns the attribute at any depth",
     ("kvlint/analysis/census/budget.py", 11, "400000000 -> 400000001"): "the census's budget: a bound against "
     "crafted trees, its size a cost, not a decision (its own tests bound it)",
     ("kvlint/analysis/census/layouts.py", 17, "if-branch never taken"): "a fast path: a module without the "

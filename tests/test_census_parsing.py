@@ -112,3 +112,15 @@ def test_a_module_parsed_whole_is_not_cut_again():
     trees = ModuleTrees({"m.py": SMALL.encode()})
     whole = trees.tree("m.py")
     assert trees.statements("m.py") == whole.body  # the whole parse's statements, none deferred
+
+
+def test_a_triple_quote_is_tracked_across_strings_that_touch():
+    from kvlint.analysis.census.parsing import _quotes_after
+
+    assert _quotes_after('x = """"""', "") == ""  # an empty string opens and closes
+    assert _quotes_after('"""a""""""', "") == '"""'  # one closes, the next opens right after it
+    assert _quotes_after("b'''", "'''") == ""
+
+
+def test_a_small_statement_that_does_not_parse_leaves_no_statements():
+    assert ModuleTrees({"m.py": b"x = (\n"}).statements("m.py") == []
