@@ -337,6 +337,7 @@ def test_a_manager_subclass_that_resets_the_block_size_allocates_it_unscaled(tmp
         # ... and the runner that scales Mamba as the base manager would is the one that disagrees.
         runner = paths["GPUModelRunner.initialize_kv_cache"]
         assert runner.kind == "MambaSpec" and runner.tokens == "32" and runner.expected_tokens == "16"
+        assert runner.scheduler.endswith(":MambaManager.__init__")  # KV103's yardstick: the subclass allocates 16
         # The finding names the manager that allocates 16 (the subclass), not the base that would give 32.
         [kv102] = [f for f in _findings(tmp_path / str(index), RUNNER_PATH) if f.code == "KV102"]
         assert "a MambaSpec group at DCP=2 where `MambaManager.__init__` gives 16" in kv102.message, kv102.message

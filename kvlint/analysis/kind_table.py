@@ -93,7 +93,7 @@ def table_from_sizing(
         return None
     fallback = {row.label: row.reference for row in static.rows} if static is not None and resolver else {}
     rows = []
-    deciders = analysis.allocated_by if allocator is not None and reference is allocator else ()
+    deciders = allocator.deciders if allocator is not None and reference is allocator else ()
     for index, (kind, factor) in enumerate(zip(analysis.kinds, factors)):
         factor = fallback.get(kind.label, "?") if factor == "?" else factor
         spec = kind.spec

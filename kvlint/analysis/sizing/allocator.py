@@ -43,7 +43,13 @@ class Allocation:
         manager = self.manager
         name, line = manager.name, manager.function.lineno
         return SizingPath(
-            name, manager.module.path, manager.qualname, line, "allocator", (("scheduler", self.factors),)
+            name,
+            manager.module.path,
+            manager.qualname,
+            line,
+            "allocator",
+            (("scheduler", self.factors),),
+            self.deciders,
         )
 
 

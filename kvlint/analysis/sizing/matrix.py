@@ -246,7 +246,6 @@ class _Analyser:
             reference=scheduler.name if scheduler is not None else None,
             resolver=resolver.name if resolver is not None else None,
             allocator=allocator.name if allocator is not None else None,
-            allocated_by=allocation.deciders if allocator is not None and allocation is not None else (),
             source=self.program.source,
             modules=self.program.sources,
         )
@@ -278,7 +277,7 @@ class _Analyser:
             candidate.qualname,
             candidate.function.lineno,
             path=column.name,
-            scheduler=scheduler.name,
+            scheduler=scheduler.name_for(index),
             kind=kind.label,
             view=view if kind.is_container else None,
             tokens=tokens_for(mine),

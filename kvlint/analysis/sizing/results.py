@@ -24,6 +24,14 @@ class SizingPath:
     role: str  # reference | resolver | allocator | predicate | scheduler | worker | both
     # Per view ("group" = container as given, "scheduler" = flattened, "single-group"): one factor per kind.
     views: tuple[tuple[str, tuple[str, ...]], ...]
+    # The allocator's, per kind: the constructor that decides it where a manager subclass resets the size this
+    # path set (vLLM 0.26.0's `MambaManager.__init__`), else "" (kvlint.analysis.sizing.allocator).
+    deciders: tuple[str, ...] = ()
+
+    def name_for(self, index: int) -> str:
+        """The path that decides kind `index`: a manager subclass of the same module (`deciders`), or this."""
+        decider = self.deciders[index] if index < len(self.deciders) else ""
+        return f"{self.name.split(':')[0]}:{decider}" if decider else self.name
 
     def factors(self, view: str) -> tuple[str, ...] | None:
         return next((f for v, f in self.views if v == view), None)
@@ -51,9 +59,6 @@ class SizingAnalysis:
     resolver: str | None
     # Without the shared resolver (vLLM < 0.29): the managers' allocation every other path is compared with.
     allocator: str | None = None
-    # Per kind, with `allocator`: the manager constructor that decides its allocation where it is not the
-    # allocator's own (a subclass resetting the block size), else "" (kvlint.analysis.sizing.allocator).
-    allocated_by: tuple[str, ...] = ()
     source: str = ""
     # The tree's files the analysis read (kvlint.analysis.sizing.program): code outside the tree is analysed with them.
     modules: tuple[str, ...] = ()
