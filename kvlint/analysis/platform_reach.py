@@ -193,6 +193,7 @@ def _layer_flags(census: Census, trees: ModuleTrees) -> dict[str, frozenset[str]
     """Layer class → the selection flags it passes as a literal True (its own, or a listed base class's)."""
     own: dict[str, frozenset[str]] = {}
     bases: dict[str, list[str]] = {}
+    statements = _ClassStatements(trees)
     for layer in census.layers:
         module, _, line = layer.where.rpartition(":")
         found = trees.class_at(module, int(line or 0), layer.name)
@@ -205,7 +206,7 @@ def _layer_flags(census: Census, trees: ModuleTrees) -> dict[str, frozenset[str]
             for k in n.keywords
             if k.arg and k.arg.startswith("use_") and isinstance(k.value, ast.Constant) and k.value.value is True
         )
-        own[layer.name] = passed | _own_backend_flags(found, trees)
+        own[layer.name] = passed | _own_backend_flags(found, statements)
         bases[layer.name] = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in found.bases]
     flags = dict(own)
     for _ in range(len(flags)):  # a base's flags reach its subclasses, however deep (bounded by the count)
@@ -214,7 +215,7 @@ def _layer_flags(census: Census, trees: ModuleTrees) -> dict[str, frozenset[str]
     return flags
 
 
-def _own_backend_flags(layer: ast.ClassDef, trees: ModuleTrees) -> frozenset[str]:
+def _own_backend_flags(layer: ast.ClassDef, statements: _ClassStatements) -> frozenset[str]:
     """A layer that names its own backend (`def get_attn_backend(self) -> type[B]` or `return B`) needs what
     the backend declares of itself: `is_sparse` returning True is `use_sparse`, `is_mla` is `use_mla`."""
     names = set()
@@ -231,7 +232,7 @@ def _own_backend_flags(layer: ast.ClassDef, trees: ModuleTrees) -> frozenset[str
         )
     flags = set()
     for name in names:
-        backend = _find_class(name, trees)
+        backend = statements.find(name)
         for method in backend.body if backend is not None else ():
             if (
                 isinstance(method, ast.FunctionDef)
@@ -245,13 +246,28 @@ def _own_backend_flags(layer: ast.ClassDef, trees: ModuleTrees) -> frozenset[str
     return frozenset(flags)
 
 
-def _find_class(name: str, trees: ModuleTrees) -> ast.ClassDef | None:
-    needle = f"class {name}(".encode()
-    for module, data in trees.texts.items():
-        at = data.find(needle)
-        while at != -1:
-            found = trees.class_at(module, data.count(b"\n", 0, at) + 1, name)
+class _ClassStatements:
+    """Where the texts state `class <name>(`, read in one pass on the first question (a pass per backend
+    asked was a twentieth of a cold scan)."""
+
+    _STATEMENT = re.compile(rb"class ([^\s(]+)\(")
+
+    def __init__(self, trees: ModuleTrees):
+        self._trees = trees
+        self._places: dict[str, list[tuple[str, int]]] | None = None
+
+    def find(self, name: str) -> ast.ClassDef | None:
+        """The first class `name` whose statement parses, in the texts' order."""
+        if self._places is None:
+            self._places = {}
+            for module, data in self._trees.texts.items():
+                for match in self._STATEMENT.finditer(data):
+                    self._places.setdefault(match.group(1).decode("utf-8", "replace"), []).append(
+                        (module, match.start())
+                    )
+        for module, at in self._places.get(name, ()):
+            data = self._trees.texts[module]
+            found = self._trees.class_at(module, data.count(b"\n", 0, at) + 1, name)
             if found is not None:
                 return found
-            at = data.find(needle, at + 1)
-    return None
+        return None

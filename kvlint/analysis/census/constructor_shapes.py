@@ -132,47 +132,62 @@ _READS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def _position_reads(
     function: ast.FunctionDef | ast.AsyncFunctionDef,
 ) -> tuple[set[str], list[tuple[set[str], set[str]]]]:
-    """(the function's loop variables, (the names each assignment binds, the names its value reads))."""
+    """(the function's loop variables, (the names each assignment binds, the names its value reads)), in one
+    walk of the function (each assignment's value walked once, apart, for what it reads)."""
     found = _READS.get(function)
     if found is not None:
         return found
     loop_names: set[str] = set()
-    assigned: list[tuple[set[str], set[str]]] = []
-    branches: list[ast.If] = []
-    for node in _subtree(function):
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            loop_names.update(n.id for n in _subtree(node.target) if isinstance(n, ast.Name))
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+    # Per assignment: the names it binds, what its value reads, the tests of the `if`s it is under.
+    assignments: list[tuple[set[str], set[str], tuple[set[str], ...]]] = []
+    pending: list[tuple[ast.AST, tuple[set[str], ...]]] = [(function, ())]
+    while pending:
+        node, tests = pending.pop()
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names = {n.id for t in targets for n in _bound(t)} | {a for t in targets if (a := _self_attribute(t))}
-            value = _subtree(node.value)
-            # A comprehension's own variable is gone once it is done (`all(d == 0 for d in dims)` is one value).
-            inner = {
-                n.id
-                for c in value
-                if isinstance(c, ast.comprehension)
-                for n in _subtree(c.target)
-                if isinstance(n, ast.Name)
-            }
-            # What it reads: names, and `self.x` attributes (one the constructor set from the position is one too).
-            reads = {n.id for n in value if isinstance(n, ast.Name)} | {a for n in value if (a := _self_attribute(n))}
-            assigned.append((names, reads - inner))
-        elif isinstance(node, ast.If):
-            branches.append(node)
+            reads, inner = _value_reads(node.value)
+            loop_names |= inner
+            assignments.append((names, reads, tests))
+            pending.extend((t, tests) for t in targets)
+            if isinstance(node, ast.AnnAssign):
+                pending.append((node.annotation, tests))
+            continue
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            loop_names.update(n.id for n in _subtree(node.target) if isinstance(n, ast.Name))
+        if isinstance(node, ast.If):
+            test = {n.id for n in _subtree(node.test) if isinstance(n, ast.Name)}
+            test |= {a for n in _subtree(node.test) if (a := _self_attribute(n))}
+            pending.append((node.test, tests))
+            inside = (*tests, test)
+            pending.extend((statement, inside) for statement in node.body + node.orelse)
+            continue
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                pending.extend((item, tests) for item in value if isinstance(item, ast.AST))
+            elif isinstance(value, ast.AST):
+                pending.append((value, tests))
+    assigned = [(names, reads) for names, reads, _ in assignments]
     # A name assigned more than once, once under an `if`, holds what the test chose (Cohere2-MoE: `self.
     # sliding_window = None`, then set only when the layer's type, read from its position, is sliding); one
     # assigned once under it (a local the branch needs) holds the same in every layer that has it.
     again = Counter(name for names, _ in assigned for name in names)
-    for branch in branches:
-        test = {n.id for n in _subtree(branch.test) if isinstance(n, ast.Name)}
-        test |= {a for n in _subtree(branch.test) if (a := _self_attribute(n))}
-        for inner in _subtree(ast.Module(body=branch.body + branch.orelse, type_ignores=[])):
-            if isinstance(inner, (ast.Assign, ast.AnnAssign)) and inner.value is not None:
-                targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
-                bound = {n.id for t in targets for n in _bound(t)} | {a for t in targets if (a := _self_attribute(t))}
-                assigned.append(({name for name in bound if again[name] > 1}, test))
+    for names, _, tests in assignments:
+        assigned.extend(({name for name in names if again[name] > 1}, test) for test in tests)
     _READS[function] = loop_names, assigned
     return loop_names, assigned
+
+
+def _value_reads(value: ast.expr) -> tuple[set[str], set[str]]:
+    """(what an assigned value reads: names and `self.x` attributes, a comprehension's own variables aside —
+    `all(d == 0 for d in dims)` is one value; those variables)."""
+    nodes = _subtree(value)
+    inner = {
+        n.id for c in nodes if isinstance(c, ast.comprehension) for n in _subtree(c.target) if isinstance(n, ast.Name)
+    }
+    reads = {n.id for n in nodes if isinstance(n, ast.Name)} | {a for n in nodes if (a := _self_attribute(n))}
+    return reads - inner, inner
 
 
 def _subtree(root: ast.AST) -> list[ast.AST]:
