@@ -115,11 +115,24 @@ def test_a_module_parsed_whole_is_not_cut_again():
 
 
 def test_a_triple_quote_is_tracked_across_strings_that_touch():
-    from kvlint.analysis.census.parsing import _quotes_after
+    from kvlint.analysis.census.parsing import _inside_strings
 
-    assert _quotes_after('x = """"""', "") == ""  # an empty string opens and closes
-    assert _quotes_after('"""a""""""', "") == '"""'  # one closes, the next opens right after it
-    assert _quotes_after("b'''", "'''") == ""
+    assert _inside_strings('x = """"""\ny', 2) == bytearray([0, 0])  # an empty string opens and closes
+    assert _inside_strings('"""a""""""\ny', 2) == bytearray([0, 1])  # one closes, the next opens right after it
+    assert _inside_strings("'''\nb'''\nc", 3) == bytearray([0, 1, 0])
+    assert _inside_strings("'''\n\"\"\"\nc", 3) == bytearray([0, 1, 1])  # the other kind closes nothing
+    assert _inside_strings('x\n"""\na\nb', 4) == bytearray([0, 0, 1, 1])  # never closed: to the end
+
+
+def test_small_statements_parsed_together_are_those_each_block_gives_alone():
+    data = b'"""Doc."""\nimport a\nx = (1,\n    2)\ndef f():\n    pass\ny = 2; z = 3\n'
+    statements = ModuleTrees({"m.py": data}).statements("m.py")
+    kinds = [s.kind if isinstance(s, Deferred) else type(s).__name__ for s in statements]
+    assert kinds == ["Expr", "Import", "Assign", "function", "Assign", "Assign"]
+    assert [getattr(s, "lineno", None) for s in statements] == [1, 2, 3, None, 7, 7]
+    # A block cut inside a statement (a line at column 0 within brackets) does not parse alone: the whole parse.
+    split = b"x = foo(\n1, 2)\ndef f():\n    pass\n"
+    assert [type(s).__name__ for s in ModuleTrees({"m.py": split}).statements("m.py")] == ["Assign", "FunctionDef"]
 
 
 def test_a_small_statement_that_does_not_parse_leaves_no_statements():

@@ -25,7 +25,9 @@ _TYPE_TEST_OPERATORS = (ast.Is, ast.Eq, ast.In, ast.IsNot, ast.NotEq, ast.NotIn)
 
 # The word before a `*` (or `*=`), across closing parentheses, blanks, line continuations and comments: a
 # product's left operand ends so (a name or attribute ends in its identifier, a gate `… else 1` in `1`).
-_WORD_BEFORE_TIMES = re.compile(r"\b(\w+)[\s)\\]*(?:#[^\r\n]*[\r\n][\s)\\]*)*\*(?!\*)")
+# The word is taken whole (`(?=(\w+))\1`, an atomic group before Python 3.11): a word followed by no `*` fails
+# once, not once per shorter prefix of it.
+_WORD_BEFORE_TIMES = re.compile(r"\b(?=(\w+))\1[\s)\\]*(?:#[^\r\n]*[\r\n][\s)\\]*)*\*(?!\*)")
 
 _WORD_AFTER_TIMES = re.compile(r"(?<!\*)\*=?[ \t(]*(\w+)")
 

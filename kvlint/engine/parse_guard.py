@@ -36,8 +36,9 @@ CHAIN_BUDGET = 1_000_000
 
 # Strings (triple-quoted first) and comments, leftmost first as Python's tokenizer reads them; an
 # unterminated one runs to the end of its line (or of the file, for a triple-quoted one).
+# The lookahead first: most positions start no string or comment, and one class test rejects them.
 _NOT_CODE = re.compile(
-    r'(?<!\w)(?P<prefix>[rRbBuUfF]{0,2})(?:"""[\s\S]*?(?:"""|\Z)|\'\'\'[\s\S]*?(?:\'\'\'|\Z)'
+    r'(?=[rRbBuUfF"\'#])(?<!\w)(?P<prefix>[rRbBuUfF]{0,2})(?:"""[\s\S]*?(?:"""|\Z)|\'\'\'[\s\S]*?(?:\'\'\'|\Z)'
     r'|"(?:[^"\\\n]|\\[\s\S])*"?|\'(?:[^\'\\\n]|\\[\s\S])*\'?)|#[^\n]*'
 )
 _MARKS = re.compile(r"[()\[\]{},;\n]")

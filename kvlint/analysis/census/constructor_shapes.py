@@ -110,17 +110,14 @@ def position_names(
     given = {name.removesuffix(PER_LAYER) for name in passed if name.endswith(PER_LAYER)}
     derived = {a.arg for a in [*arguments.args, *arguments.kwonlyargs] if a.arg == "prefix" or a.arg in given}
     derived |= seeds  # names the function's caller knows hold the position (`self.x` its constructor set)
-    loop_names, assigned = _position_reads(function)
+    loop_names, readers = _position_reads(function)
     derived |= loop_names
-    if not derived:
-        return frozenset()
-    changed = True
-    while changed:  # each pass adds names or ends: at most one pass per assignment
-        changed = False
-        for targets, reads in assigned:
-            if reads & derived and not targets <= derived:
+    pending = list(derived)
+    while pending:  # each name once: what the assignments reading it bind holds the position too
+        for targets in readers.get(pending.pop(), ()):
+            if not targets <= derived:
+                pending.extend(targets - derived)
                 derived |= targets
-                changed = True
     return frozenset(derived)
 
 
@@ -131,9 +128,9 @@ _READS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def _position_reads(
     function: ast.FunctionDef | ast.AsyncFunctionDef,
-) -> tuple[set[str], list[tuple[set[str], set[str]]]]:
-    """(the function's loop variables, (the names each assignment binds, the names its value reads)), in one
-    walk of the function (each assignment's value walked once, apart, for what it reads)."""
+) -> tuple[set[str], dict[str, list[set[str]]]]:
+    """(the function's loop variables, name → the names each assignment reading it binds), in one walk of the
+    function (each assignment's value walked once, apart, for what it reads)."""
     found = _READS.get(function)
     if found is not None:
         return found
@@ -175,8 +172,12 @@ def _position_reads(
     again = Counter(name for names, _ in assigned for name in names)
     for names, _, tests in assignments:
         assigned.extend(({name for name in names if again[name] > 1}, test) for test in tests)
-    _READS[function] = loop_names, assigned
-    return loop_names, assigned
+    readers: dict[str, list[set[str]]] = {}
+    for names, reads in assigned:
+        for read in reads:
+            readers.setdefault(read, []).append(names)
+    _READS[function] = loop_names, readers
+    return loop_names, readers
 
 
 def _value_reads(value: ast.expr) -> tuple[set[str], set[str]]:

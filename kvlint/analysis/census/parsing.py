@@ -124,21 +124,27 @@ def _first_line(statement: ast.stmt) -> int:
     return min([statement.lineno, *(d.lineno for d in decorators)])
 
 
-def _quotes_after(line: str, open_quote: str) -> str:
-    """The triple quote still open after `line`, given the one open before it ("" for none)."""
-    at = 0
-    while True:
-        if open_quote:
-            close = line.find(open_quote, at)
-            if close == -1:
-                return open_quote
-            at, open_quote = close + 3, ""
-        else:
-            found = [(i, q) for q in ('"""', "'''") if (i := line.find(q, at)) != -1]
-            if not found:
-                return ""
-            i, open_quote = min(found)
-            at = i + 3
+# A triple quote, either kind: a module's strings that may span lines open and close at these.
+_TRIPLE_QUOTE = re.compile(r'"""|\'\'\'')
+
+
+def _inside_strings(text: str, count: int) -> bytearray:
+    """Per line of `text` (`count` lines): 1 where the line starts inside a triple-quoted string. Each triple
+    quote closes the open one of its kind or, with none open, opens one (a single-quoted string or a comment
+    holding one is read so too, as a tokenizer would not: a block it spans then fails its own quote count)."""
+    inside = bytearray(count)
+    open_quote, opened, line, at = "", 0, 0, 0
+    for match in _TRIPLE_QUOTE.finditer(text):
+        line += text.count("\n", at, match.start())
+        at = match.start()
+        if not open_quote:
+            open_quote, opened = match.group(), line
+        elif match.group() == open_quote:
+            inside[opened + 1 : line + 1] = b"\x01" * (line - opened)
+            open_quote = ""
+    if open_quote:  # never closed: every line after it
+        inside[opened + 1 :] = b"\x01" * (count - opened - 1)
+    return inside
 
 
 def _cut(data: bytes) -> list[ast.stmt | Deferred] | None:
@@ -147,28 +153,48 @@ def _cut(data: bytes) -> list[ast.stmt | Deferred] | None:
     parse alone."""
     text = data.decode("utf-8", "replace")
     lines = text.split("\n")
+    inside = _inside_strings(text, len(lines))
     starts = []
     after_decorator = False
-    open_quote = ""  # the triple quote of a string the line starts inside (a docstring's lines at column 0)
     for index, line in enumerate(lines):
-        inside, open_quote = open_quote, _quotes_after(line, open_quote)
-        if inside or not line or line[0] in " \t#)]}" or _CONTINUATION.match(line):
+        if inside[index] or not line or line[0] in " \t#)]}" or _CONTINUATION.match(line):
             continue
         if not after_decorator:
             starts.append(index)
         after_decorator = line.startswith("@")
     found: list[ast.stmt | Deferred] = []
+    run: list[int] = []  # the starts of the small statements since the last definition
     for start, end in zip(starts, [*starts[1:], len(lines)]):
         block = "\n".join(lines[start:end])
         if (block.count('"""') + block.count("'''")) % 2:
             return None
         match = _DEFINITION.search(block) if block.startswith("@") else _DEFINITION.match(block)
-        if match is not None:
-            kind = "class" if match.group(1) == "class" else "function"
-            found.append(Deferred(kind, match.group(2), start + 1, end))
+        if match is None:
+            run.append(start)
             continue
-        chunk = parsed("\n" * start + block, "")
-        if chunk is None:
+        if run and not _parse_run(lines, run, start, found):
             return None
-        found.extend(chunk.body)
+        run = []
+        kind = "class" if match.group(1) == "class" else "function"
+        found.append(Deferred(kind, match.group(2), start + 1, end))
+    if run and not _parse_run(lines, run, len(lines), found):
+        return None
     return found
+
+
+def _parse_run(lines: list[str], starts: list[int], end: int, found: list) -> bool:
+    """Parse consecutive small statements (`starts`, up to line `end`) and add them to `found`: all in one parse
+    when each block's statements start on its own first line (as each block parsed alone would give them),
+    else block by block. False when a block does not parse alone."""
+    chunk = parsed("\n" * starts[0] + "\n".join(lines[starts[0] : end]), "")
+    if chunk is not None:
+        firsts = [_first_line(statement) - 1 for statement in chunk.body]
+        if sorted(set(firsts)) == starts:
+            found.extend(chunk.body)
+            return True
+    for start, stop in zip(starts, [*starts[1:], end]):
+        chunk = parsed("\n" * start + "\n".join(lines[start:stop]), "")
+        if chunk is None:
+            return False
+        found.extend(chunk.body)
+    return True
