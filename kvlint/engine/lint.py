@@ -103,9 +103,14 @@ def _original_findings(request: LintRequest, module_path: str, text: str) -> lis
 def _rule_findings(request: LintRequest, text: str):
     """(the rules' findings, unfolded; the spans of their functions, for folding; Python's parse or None), or
     the FileResult of a file no rule needs to parse or that cannot be parsed."""
-    # Three sieves, cheapest first: the rules' text triggers, then (after the nesting guard) what Python's
-    # own parse shows each rule (`Rule.could_report`), and only then libcst for the rules left.
+    # Three sieves, cheapest first: the rules' text triggers, then what the index and Python's own parse show
+    # each rule (`Rule.could_report`; the parse made only for a rule that asks for it), and only then (after
+    # the nesting guard) libcst for the rules left.
     visitors = [r for r in request.rules if not getattr(r, "ENGINE_ONLY", False) and r.could_match(text)]
+    if not visitors:
+        return FileResult(path=request.path, skipped_by_prefilter=True)
+    pre = PreParse(text, request.module_path, request.project, request.settings)
+    visitors = [r for r in visitors if r.could_report(pre)]
     if not visitors:
         return FileResult(path=request.path, skipped_by_prefilter=True)
     try:
@@ -117,11 +122,6 @@ def _rule_findings(request: LintRequest, text: str):
         return unreadable(
             request.path, f"syntax error at {line}:{column}: {' '.join(str(error.msg).split())}", line, column
         )
-    pre = PreParse(text, request.module_path, request.project, request.settings)
-    if pre.tree is not None:
-        visitors = [r for r in visitors if r.could_report(pre)]
-        if not visitors:
-            return FileResult(path=request.path, skipped_by_prefilter=True)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
