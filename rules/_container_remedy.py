@@ -9,13 +9,15 @@ from dataclasses import replace
 import libcst as cst
 
 from kvlint import Message, Severity
+from kvlint.analysis.ast_candidates import tests_a_layer_class
 from kvlint.analysis.branch_taken import raised_when_false
 from kvlint.analysis.deliberate import benchmark_only, comments_at, fail_closed
 from kvlint.analysis.dominance import dominated, related_to
-from kvlint.analysis.layer_selection import accepted_under_dcp, reaching
+from kvlint.analysis.layer_selection import LayerSelection, accepted_under_dcp, built_containers, reaching
+from kvlint.analysis.own_specs import judged_as
 from kvlint.analysis.provenance import dotted
 from kvlint.analysis.scaling import is_dcp_size, match_scaling
-from kvlint.analysis.vocabulary import CONTAINER_CLASS, dcp_aliases
+from kvlint.analysis.vocabulary import CONTAINER_CLASS, dcp_aliases, scheduler_only_paths
 from kvlint.rules._scaling_verdict import one_line
 
 
@@ -204,3 +206,26 @@ class DominatedChecks:
         finding = super().finding_for(pending)
         extra = [related_to(self.context, n, self.CODE, m) for n, m in self._dominated.get(id(pending.node), ())]
         return replace(finding, related=(*finding.related, *extra)) if extra else finding
+
+
+def could_test_a_container(pre, layer_classes: frozenset[str]) -> bool:
+    """KV101's sieve before libcst (kvlint.analysis.ast_candidates.tests_a_layer_class), given Python's parse
+    of the file (`pre`, kvlint.engine.preparse) and the classes a container is not an instance of."""
+    paths, project = scheduler_only_paths(pre.settings), pre.project
+    differ = _census_can_differ(project, pre.module_path)
+    return tests_a_layer_class(pre.tree, pre.nodes, pre.module_path, paths, layer_classes, project.containers, differ)
+
+
+def _census_can_differ(project, module_path: str):
+    """Whether a container the census builds, on the platforms of `module_path`, holds only layers a test of
+    the given classes answers True (as `isinstance`: a superset of `type(…) is`), before any narrowing around
+    the test: else no container is a counterexample. None where there is no census (the class-level reading
+    decides, as before)."""
+    compositions = project.container_compositions()
+    if compositions is None:
+        return None
+    compositions = project.platform_reach.on(module_path, compositions)
+    wide = LayerSelection()
+    return lambda tested: bool(
+        built_containers(compositions, project.census, project.hierarchy, judged_as(project, tested), False, wide)
+    )

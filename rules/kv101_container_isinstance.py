@@ -71,7 +71,6 @@ from dataclasses import replace
 import libcst as cst
 
 from kvlint import Example, Message, Rule, Severity
-from kvlint.analysis.ast_candidates import tests_a_layer_class
 from kvlint.analysis.consumers import unconsumed_divergence
 from kvlint.analysis.deliberate import test_assertion
 from kvlint.analysis.layer_selection import built_containers, rank_witnesses, selection_at
@@ -84,6 +83,7 @@ from kvlint.rules._container_remedy import (
     DominatedChecks,
     built_by,
     class_level_message,
+    could_test_a_container,
     counterexamples,
     gated_scaling,
     unmet_defect,
@@ -292,10 +292,7 @@ class ContainerIsinstance(DominatedChecks, Rule):
         *WARNING_EXAMPLES,  # a guarded use through a walrus; no tree read (rules/_kv101_examples.py)
     ]
 
-    @classmethod
-    def could_report(cls, pre) -> bool:
-        paths, classes = scheduler_only_paths(pre.settings), _layer_classes(pre.project.hierarchy)
-        return tests_a_layer_class(pre.tree, pre.nodes, pre.module_path, paths, classes, pre.project.containers)
+    could_report = classmethod(lambda cls, pre: could_test_a_container(pre, _layer_classes(pre.project.hierarchy)))
 
     def __init__(self, context):
         super().__init__(context)

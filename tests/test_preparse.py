@@ -203,3 +203,24 @@ def layer_kind(layer):
 """
     result = lint_text(_request(), textwrap.dedent(text))
     assert result.skipped_by_prefilter and not result.findings
+
+
+def test_a_type_test_no_container_of_the_census_answers_apart_is_left_unparsed(no_libcst_parse):
+    # The census's containers hold MLA, full-attention, Mamba and cross-attention layers (tests/test_rules.py):
+    # none holds only sliding-window layers, so a group spec that is a container answers False, as would one
+    # of its layers' specs: no counterexample, whatever the code around the test says.
+    text = "def windows(kv_cache_config):\n    return [isinstance(g.kv_cache_spec, SlidingWindowSpec) for g in kv_cache_config.kv_cache_groups]\n"
+    kv101 = rule_class("KV101")
+    assert _request().project.containers.may_hold_instance_of("SlidingWindowSpec")  # the class-level answer: maybe
+    assert not kv101.could_report(PreParse(text, PATH, _request().project, {}))
+    result = lint_text(_request((kv101,)), text)
+    assert result.skipped_by_prefilter and not result.findings
+
+
+def test_a_type_test_a_container_of_the_census_answers_apart_goes_to_libcst():
+    # The census builds a container of MLA layers only: it answers `isinstance(…, MLAAttentionSpec)` False.
+    text = "def windows(kv_cache_config):\n    return [isinstance(g.kv_cache_spec, SlidingWindowSpec) for g in kv_cache_config.kv_cache_groups]\n"
+    kv101 = rule_class("KV101")
+    mla = text.replace("SlidingWindowSpec", "MLAAttentionSpec")
+    assert kv101.could_report(PreParse(mla, PATH, _request().project, {}))
+    assert [f.code for f in lint_text(_request((kv101,)), mla).findings] == ["KV101"]

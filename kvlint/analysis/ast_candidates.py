@@ -188,11 +188,13 @@ def tests_a_layer_class(
     scheduler_paths: tuple[str, ...],
     layer_classes: frozenset[str],
     containers,
+    can_differ: Callable[[frozenset[str]], bool] | None = None,
 ) -> bool:
     """KV101's first questions of each type test: is it outside code that sees only the scheduler's config (a
     module `scheduler_paths` names, a class named `…Scheduler`), does it test a layer class, can a container
-    the tree builds (`containers`: a ContainerReachability; None: not read, any can) hold one, and can its
-    subject be a KV cache group's spec (`kvlint.analysis.ast_group_flow`)? No tree (`nodes` of `tree`): yes."""
+    the tree builds (`containers`: a ContainerReachability; None: not read, any can) hold one, does one the
+    census builds answer it apart from its layers (`can_differ`, given the classes tested; None: yes), and can
+    its subject be a KV cache group's spec (`kvlint.analysis.ast_group_flow`)? No tree (`nodes` of `tree`): yes."""
     if sees_only_scheduler_config(module_path, [], scheduler_paths):
         return False
     if tree is None or nodes is None:
@@ -200,7 +202,11 @@ def tests_a_layer_class(
     flow, skipped = None, None
     for node, arguments in type_tests(nodes):
         checked = _names_under(node) & layer_classes
-        if checked and (containers is None or any(map(containers.may_hold_instance_of, checked))):
+        if (
+            checked
+            and (containers is None or any(map(containers.may_hold_instance_of, checked)))
+            and (can_differ is None or can_differ(checked))
+        ):
             skipped = _in_scheduler_classes(nodes) if skipped is None else skipped
             if id(node) in skipped:
                 continue

@@ -30,6 +30,7 @@ _HELPER_SIGNATURE = re.compile(r"def \w+\([^)]*spec\b[^)]*\bdcp\w*", re.IGNORECA
 _DCP_LINE = re.compile(r"dcp|decode_context_parallel|cp_world_size")
 _SPEC = re.compile(r"spec", re.IGNORECASE)
 _WINDOW = 8  # lines: a block size and a DCP size this close may be multiplied together
+_DCP_BYTES = tuple(word.encode() for word in DCP_WORDS)
 _INDEXER_CLASS = re.compile(r"^class (\w*Indexer\w*)\b", re.MULTILINE)
 
 
@@ -225,8 +226,12 @@ def read_program(
         data = files.read(relative)
         if data is None:
             continue
+        # Most files are neither: told from the bytes (their ASCII words decode unchanged), never decoded.
+        indexer = b"Indexer" in data and b"get_kv_cache_spec" in data
+        if not indexer and relative != INTERFACE_MODULE and not any(word in data for word in _DCP_BYTES):
+            continue
         text = data.decode("utf-8", "replace")
-        if "Indexer" in text and "get_kv_cache_spec" in text:
+        if indexer:
             indexer_texts.append((relative, text))
         if relative == INTERFACE_MODULE or sizes_blocks(text):
             selected[relative] = text
