@@ -755,3 +755,16 @@ def test_a_call_on_its_callers_last_line_counts_in_what_every_caller_filters_out
         "    return _pack(vllm_config, kept)\n"
     )
     assert paths_of(source)["_pack"].excluded == frozenset({"HiddenSpec"})
+
+
+def test_a_row_of_the_containers_table_names_each_model_once():
+    from kvlint.analysis.census.compositions import ContainerComposition
+    from kvlint.reporters.containers import grouped
+
+    path, setting = "vllm/v1/core/kv_cache_utils.py:get_kv_cache_groups", "opt-in: VLLM_KV_CACHE_LAYOUT=BLHNC"
+    full = ContainerComposition(frozenset({"Attention"}), frozenset({"FullAttentionSpec"}), setting, "A", path, 9)
+    # The same model's checkpoint with a sliding window: the same layers, setting and path, another spec set.
+    window = replace(full, spec_classes=frozenset({"FullAttentionSpec", "SlidingWindowSpec"}))
+    other = replace(full, model="B")
+    rows = grouped((full, window, other))
+    assert [(row.spec_classes, models) for row, models in rows] == [(frozenset({"FullAttentionSpec"}), ["A", "B"])]

@@ -12,11 +12,14 @@ from kvlint.escaping import printable
 
 
 def grouped(compositions: tuple[ContainerComposition, ...]) -> list[tuple[ContainerComposition, list[str]]]:
-    """One row per (layers, setting, path): the first composition and every model that builds it."""
+    """One row per (layers, setting, path): the first composition and every model that builds it, each named
+    once (a model whose checkpoints give those layers several spec classes builds the row more than once)."""
     rows: dict[tuple, tuple[ContainerComposition, list[str]]] = {}
     for composition in compositions:
         key = (composition.layer_classes, composition.setting, composition.path)
-        rows.setdefault(key, (composition, []))[1].append(composition.model)
+        models = rows.setdefault(key, (composition, []))[1]
+        if composition.model not in models:
+            models.append(composition.model)
     return list(rows.values())
 
 
