@@ -145,10 +145,7 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "`if … isinstance(` fits in it",
     ("kvlint/analysis/census/paths.py", 169, "and -> or"): "a balanced argument that starts with `(` without ending "
     "with `)` (or the reverse) keeps a bracket after either cut, so no name list is read either way",
-    ("kvlint/analysis/census/constructor_shapes.py", 115, "if-branch never taken"): "a fast path: with no "
-    "position name no assignment's reads meet them, so the loop after it adds nothing and the answer is the "
-    "same empty set",
-    ("kvlint/analysis/census/constructor_shapes.py", 137, "if-branch never taken"): "a cache: what is read again "
+    ("kvlint/analysis/census/constructor_shapes.py", 135, "if-branch never taken"): "a cache: what is read again "
     "of the same function's body is equal (the reads depend on nothing but the body)",
     ("kvlint/analysis/census/spec_parameters.py", 140, "False -> True"): "the `**` entry of a constructor's "
     'parameters is only ever tested for membership (`"**" in parameters`); no name a value reads is `**`, so its '

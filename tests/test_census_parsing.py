@@ -122,6 +122,7 @@ def test_a_triple_quote_is_tracked_across_strings_that_touch():
     assert _inside_strings("'''\nb'''\nc", 3) == bytearray([0, 1, 0])
     assert _inside_strings("'''\n\"\"\"\nc", 3) == bytearray([0, 1, 1])  # the other kind closes nothing
     assert _inside_strings('x\n"""\na\nb', 4) == bytearray([0, 0, 1, 1])  # never closed: to the end
+    assert _inside_strings('\n"""\na\n"""\nb', 5) == bytearray([0, 0, 1, 1, 0])  # a line break first counts
 
 
 def test_small_statements_parsed_together_are_those_each_block_gives_alone():

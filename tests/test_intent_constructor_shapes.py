@@ -496,3 +496,12 @@ def test_the_bases_whose_constructor_super_init_runs():
     assert modules == [("m.py", "C"), ("m.py", "helper"), ("m.py", "Missing"), ("base.py", "A")]
     assert bases("super(Missing, self).__init__()") == ["B", "C", "helper", "Missing"]
     assert bases("super(helper, self).__init__()") == ["B", "C", "helper", "Missing"]
+
+
+def test_a_loop_anywhere_in_the_constructor_holds_the_position():
+    # A generator handed to a call in an expression statement: its variable is each layer's index too.
+    function = ast.parse("def __init__(self, n):\n    self.layers.extend(Layer(i) for i in range(n))\n").body[0]
+    assert shapes.position_names(function) == {"i"}
+    # An annotation is not run: a loop written in one holds nothing.
+    annotated = ast.parse("def __init__(self, n):\n    x: [j for j in range(n)] = 1\n").body[0]
+    assert shapes.position_names(annotated) == frozenset()

@@ -115,9 +115,9 @@ def position_names(
     pending = list(derived)
     while pending:  # each name once: what the assignments reading it bind holds the position too
         for targets in readers.get(pending.pop(), ()):
-            if not targets <= derived:
-                pending.extend(targets - derived)
-                derived |= targets
+            new = targets - derived
+            pending.extend(new)
+            derived |= new
     return frozenset(derived)
 
 
@@ -146,9 +146,7 @@ def _position_reads(
             reads, inner = _value_reads(node.value)
             loop_names |= inner
             assignments.append((names, reads, tests))
-            pending.extend((t, tests) for t in targets)
-            if isinstance(node, ast.AnnAssign):
-                pending.append((node.annotation, tests))
+            pending.extend((t, tests) for t in targets)  # an annotation is not run: no loop of its own
             continue
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
             loop_names.update(n.id for n in _subtree(node.target) if isinstance(n, ast.Name))

@@ -183,18 +183,12 @@ def _cut(data: bytes) -> list[ast.stmt | Deferred] | None:
 
 
 def _parse_run(lines: list[str], starts: list[int], end: int, found: list) -> bool:
-    """Parse consecutive small statements (`starts`, up to line `end`) and add them to `found`: all in one parse
-    when each block's statements start on its own first line (as each block parsed alone would give them),
-    else block by block. False when a block does not parse alone."""
+    """Parse consecutive small statements (`starts`, up to line `end`) in one call and add them to `found`.
+    False where some block would not parse alone, as each did before: then the run does not parse, or a
+    statement of it spans blocks (its blocks' statements do not each start on the block's first line). Blocks
+    that each parse alone end outside any bracket or string, so together they parse into those statements."""
     chunk = parsed("\n" * starts[0] + "\n".join(lines[starts[0] : end]), "")
-    if chunk is not None:
-        firsts = [_first_line(statement) - 1 for statement in chunk.body]
-        if sorted(set(firsts)) == starts:
-            found.extend(chunk.body)
-            return True
-    for start, stop in zip(starts, [*starts[1:], end]):
-        chunk = parsed("\n" * start + "\n".join(lines[start:stop]), "")
-        if chunk is None:
-            return False
-        found.extend(chunk.body)
+    if chunk is None or sorted({_first_line(statement) - 1 for statement in chunk.body}) != starts:
+        return False
+    found.extend(chunk.body)
     return True
