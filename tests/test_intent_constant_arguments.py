@@ -182,3 +182,72 @@ def test_a_parameter_not_given_takes_its_default_unless_the_call_hands_on_unknow
 
 def test_a_name_that_is_no_parameter_is_not_decided():
     assert _decide("local == AttentionType.ENCODER", {"local=AttentionType.ENCODER"}) is None
+
+
+# ------------------------------------------------------------------------------------ a name's truth
+
+TRUTH = """
+class DecoderLayer:
+    def __init__(self, config, layer_id, force_sparse=False, count=2, other=None):
+        self.forced = force_sparse
+        is_sparse = force_sparse or layer_id in sparse_ids(config)
+        both = force_sparse and layer_id
+        again = force_sparse
+        again = layer_id
+        for looped in range(count):
+            pass
+        with open(config) as held:
+            pass
+        loop_a = loop_b
+        loop_b = loop_a
+        copied = is_sparse
+        numbered = count
+        import os as imported
+        imported = True
+        def defined():
+            pass
+        defined = True
+        try:
+            pass
+        except ValueError as caught:
+            pass
+        caught = True
+        layer_id = True
+"""
+
+
+def _truth(test: str, passed: set[str]) -> bool | None:
+    init = ast.parse(TRUTH).body[0].body[0]  # type: ignore[attr-defined]
+    return decide(ast.parse(test, mode="eval").body, frozenset(passed), init)
+
+
+@pytest.mark.parametrize(
+    ("test", "passed", "expected"),
+    [
+        ("force_sparse", {"force_sparse", "force_sparse=True"}, True),  # MiniMax-M3's MTP block
+        ("force_sparse", {"force_sparse", "force_sparse=False"}, False),
+        ("force_sparse", set(), False),  # not passed: its default
+        ("force_sparse", {"force_sparse"}, None),  # passed, not a constant
+        ("self.forced", {"force_sparse", "force_sparse=True"}, True),  # the attribute the constructor copies it to
+        ("not force_sparse", {"force_sparse", "force_sparse=True"}, False),
+        ("is_sparse", {"force_sparse", "force_sparse=True"}, True),  # a local assigned once: `True or …`
+        ("is_sparse", set(), None),  # `False or <the layer's position>`: not decided
+        ("copied", {"force_sparse", "force_sparse=True"}, True),  # a local of a local
+        ("both", {"force_sparse", "force_sparse=False"}, False),  # `False and …`
+        ("again", {"force_sparse", "force_sparse=True"}, None),  # assigned twice
+        ("looped", set(), None),  # bound by a loop
+        ("held", set(), None),  # bound by `with … as`
+        ("loop_a", set(), None),  # locals that read each other: stopped, not decided
+        ("numbered", set(), None),  # a literal that is not a boolean: its truth is not read
+        ("count", set(), None),
+        ("unbound", set(), None),
+        ("imported", set(), None),  # an import binds it too
+        ("defined", set(), None),  # a def binds it too
+        ("caught", set(), None),  # `except … as` binds it too
+        ("layer_id", set(), None),  # a parameter, then assigned
+        ("loop_b", set(), None),
+        ("self.unset", set(), None),
+    ],
+)
+def test_a_name_tested_alone_is_decided_by_the_constant_it_holds(test, passed, expected):
+    assert _truth(test, passed) is expected

@@ -36,26 +36,26 @@ def constant_arguments(call: ast.Call, init: ast.FunctionDef | ast.AsyncFunction
     return frozenset(f"{name}{GIVEN}{text}" for name, value in given if (text := _constant(value)) is not None)
 
 
-def decide(test: ast.expr, passed: frozenset[str], init: ast.FunctionDef | ast.AsyncFunctionDef) -> bool | None:
+def decide(
+    test: ast.expr, passed: frozenset[str], init: ast.FunctionDef | ast.AsyncFunctionDef, depth: int = 0
+) -> bool | None:
     """The value of `test` in a constructor given `passed`; None when the constants do not settle it."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = decide(test.operand, passed, init)
+        inner = decide(test.operand, passed, init, depth)
         return None if inner is None else not inner
     if isinstance(test, ast.BoolOp):
-        values = [decide(value, passed, init) for value in test.values]
+        values = [decide(value, passed, init, depth) for value in test.values]
         if isinstance(test.op, ast.And):
             return False if False in values else True if all(v is True for v in values) else None
         return True if True in values else False if all(v is False for v in values) else None
+    if isinstance(test, (ast.Name, ast.Attribute)):
+        return _truth(test, passed, init, depth)
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return None
-    name = _parameter(test.left, init)
-    given = {p.partition(GIVEN)[0]: p.partition(GIVEN)[2] for p in passed if GIVEN in p}
-    if name is not None and name not in given and name not in passed and _UNKNOWN not in given:
-        default = parameter_default(init, name)  # not passed: its default, when the call hands on nothing unknown
-        given[name] = _constant(default) if default is not None else None  # type: ignore[assignment]
-    if name is None or given.get(name) is None:
+    value = _given(_parameter(test.left, init), passed, init)
+    if value is None:
         return None
-    value, right, op = given[name], test.comparators[0], test.ops[0]
+    right, op = test.comparators[0], test.ops[0]
     options = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else [right]
     answers = [_same(value, _constant(option)) for option in options]
     if None in answers:
@@ -69,6 +69,67 @@ def decide(test: ast.expr, passed: frozenset[str], init: ast.FunctionDef | ast.A
     if isinstance(op, ast.NotIn):
         return not any(answers)
     return None
+
+
+def _given(name: str | None, passed: frozenset[str], init: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The constant the parameter `name` holds: the caller's, or (not passed, and the call hands on nothing
+    unknown) its default's; None when not a constant."""
+    if name is None:
+        return None
+    given = {p.partition(GIVEN)[0]: p.partition(GIVEN)[2] for p in passed if GIVEN in p}
+    if name in given:
+        return given[name]
+    if name in passed or _UNKNOWN in given:
+        return None
+    default = parameter_default(init, name)
+    return _constant(default) if default is not None else None
+
+
+# Locals followed to the one value they are assigned (`is_sparse = force_sparse or …`; `if is_sparse:`).
+_MAX_LOCALS = 8
+
+
+def _truth(
+    test: ast.Name | ast.Attribute, passed: frozenset[str], init: ast.FunctionDef | ast.AsyncFunctionDef, depth: int
+) -> bool | None:
+    """A test of a name's truth: a boolean parameter the caller (or its default) gives as a literal, or a local
+    assigned once, from a value that is decided (MiniMax-M3's MTP block builds its decoder layer with
+    `force_sparse_attn=True`: only the sparse attention, in every layer)."""
+    value = _given(_parameter(test, init), passed, init)
+    if value is not None:
+        return True if value == "True" else False if value == "False" else None
+    if isinstance(test, ast.Name) and depth < _MAX_LOCALS:
+        assigned = _only_assignment(init, test.id)
+        return decide(assigned, passed, init, depth + 1) if assigned is not None else None
+    return None
+
+
+def _only_assignment(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.expr | None:
+    """The value of the one plain assignment that binds the local `name` in `function`, or None when anything
+    else binds it too (another assignment, a loop, a parameter, `:=`, `with … as`, an import, a definition)."""
+    value, bindings = None, 0
+    for node in ast.walk(function):
+        if node is not function and _binds(node, name):
+            bindings += 1
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                value = next((a.value for a in _plain_assignments(function) if a.targets[0] is node), None)
+    return value if bindings == 1 else None
+
+
+def _plain_assignments(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Assign]:
+    return [n for n in ast.walk(function) if isinstance(n, ast.Assign) and len(n.targets) == 1]
+
+
+def _binds(node: ast.AST, name: str) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id == name and not isinstance(node.ctx, ast.Load)
+    if isinstance(node, ast.arg):
+        return node.arg == name
+    if isinstance(node, ast.alias):
+        return (node.asname or node.name.split(".")[0]) == name
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return name in node.names
+    return getattr(node, "name", None) == name  # a def, a class, `except … as`, a match capture
 
 
 def _parameter(node: ast.expr, init: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
