@@ -125,10 +125,10 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("rules/_unwrap_fix.py", 343, "any -> all"): "outside the interface module a module defining the name has "
     "the rewrite blocked (kvlint.rules._fix_scope.rebinding), and inside it nothing is imported either way",
     ("rules/_unwrap_fix.py", 357, "1 -> 2"): "a maxsplit: the last part is the same",
-    ("rules/kv101_container_isinstance.py", 331, "if-branch never taken"): "a fast exit: with no layer class "
+    ("rules/kv101_container_isinstance.py", 328, "if-branch never taken"): "a fast exit: with no layer class "
     "checked the next test returns (no container holds one), and a test that admits the container answers a "
     "container True, as its layers do, so no built container is a counterexample",
-    ("rules/kv101_container_isinstance.py", 331, "or -> and"): "the same fast exit: each of its two cases alone "
+    ("rules/kv101_container_isinstance.py", 328, "or -> and"): "the same fast exit: each of its two cases alone "
     "ends with no finding further on",
     ("kvlint/engine/grouping.py", 194, "if-branch never taken"): "a fast path: with nothing folded the primary "
     "is rebuilt with its own fix and note and its related locations sorted, which rules add in file order",
