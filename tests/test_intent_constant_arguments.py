@@ -188,7 +188,7 @@ def test_a_name_that_is_no_parameter_is_not_decided():
 
 TRUTH = """
 class DecoderLayer:
-    def __init__(self, config, layer_id, force_sparse=False, count=2, other=None):
+    def __init__(self, config, layer_id, shadow, force_sparse=False, count=2, other=None):
         self.forced = force_sparse
         is_sparse = force_sparse or layer_id in sparse_ids(config)
         both = force_sparse and layer_id
@@ -213,6 +213,22 @@ class DecoderLayer:
             pass
         caught = True
         layer_id = True
+        shadow = force_sparse  # a parameter, then assigned a decided value
+        import flag_alias as aliased
+        aliased = force_sparse
+        import dotted_flag.sub
+        dotted_flag = force_sparse
+        global shared_flag
+        shared_flag = force_sparse
+        chain1 = force_sparse
+        chain2 = chain1
+        chain3 = chain2
+        chain4 = chain3
+        chain5 = chain4
+        chain6 = chain5
+        chain7 = chain6
+        chain8 = chain7
+        chain9 = chain8
 """
 
 
@@ -246,6 +262,12 @@ def _truth(test: str, passed: set[str]) -> bool | None:
         ("caught", set(), None),  # `except … as` binds it too
         ("layer_id", set(), None),  # a parameter, then assigned
         ("loop_b", set(), None),
+        ("shadow", {"force_sparse", "force_sparse=True"}, None),  # bound twice: the parameter and the assignment
+        ("aliased", {"force_sparse", "force_sparse=True"}, None),  # an import alias binds it too
+        ("dotted_flag", {"force_sparse", "force_sparse=True"}, None),  # `import a.b` binds `a`
+        ("shared_flag", {"force_sparse", "force_sparse=True"}, None),  # a global, not a local
+        ("chain8", {"force_sparse", "force_sparse=True"}, True),  # eight locals deep: followed
+        ("chain9", {"force_sparse", "force_sparse=True"}, None),  # nine: past the bound, not decided
         ("self.unset", set(), None),
     ],
 )
