@@ -12,6 +12,8 @@ members; anything else stays undecided.
 from __future__ import annotations
 
 import ast
+import weakref
+from collections import Counter
 
 from kvlint.analysis.census.constructor_shapes import parameter_default, self_assignments
 
@@ -107,29 +109,39 @@ def _truth(
 def _only_assignment(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.expr | None:
     """The value of the one plain assignment that binds the local `name` in `function`, or None when anything
     else binds it too (another assignment, a loop, a parameter, `:=`, `with … as`, an import, a definition)."""
-    value, bindings = None, 0
+    found = _SINGLE.get(function)
+    if found is None:
+        found = _SINGLE[function] = _single_assignments(function)
+    return found.get(name)
+
+
+# Per function: its locals bound exactly once, by a plain assignment, and their values (read in one walk: a
+# constructor's every test may ask, and a walk per question would be quadratic in its size).
+_SINGLE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _single_assignments(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
+    bindings: Counter[str] = Counter()
+    values: dict[str, ast.expr] = {}
     for node in ast.walk(function):
-        if node is not function and _binds(node, name):
-            bindings += 1
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                value = next((a.value for a in _plain_assignments(function) if a.targets[0] is node), None)
-    return value if bindings == 1 else None
+        if node is not function:
+            bindings.update(_bound_names(node))
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            values[node.targets[0].id] = node.value
+    return {name: value for name, value in values.items() if bindings[name] == 1}
 
 
-def _plain_assignments(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Assign]:
-    return [n for n in ast.walk(function) if isinstance(n, ast.Assign) and len(n.targets) == 1]
-
-
-def _binds(node: ast.AST, name: str) -> bool:
+def _bound_names(node: ast.AST) -> list[str]:
     if isinstance(node, ast.Name):
-        return node.id == name and not isinstance(node.ctx, ast.Load)
+        return [] if isinstance(node.ctx, ast.Load) else [node.id]
     if isinstance(node, ast.arg):
-        return node.arg == name
+        return [node.arg]
     if isinstance(node, ast.alias):
-        return (node.asname or node.name.split(".")[0]) == name
+        return [node.asname or node.name.split(".")[0]]
     if isinstance(node, (ast.Global, ast.Nonlocal)):
-        return name in node.names
-    return getattr(node, "name", None) == name  # a def, a class, `except … as`, a match capture
+        return list(node.names)
+    name = getattr(node, "name", None)  # a def, a class, `except … as`, a match capture
+    return [name] if isinstance(name, str) else []
 
 
 def _parameter(node: ast.expr, init: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
