@@ -108,6 +108,8 @@ GROUP_ROUTES = {
     "def certifiable(spec):\n    return isinstance(spec, MLAAttentionSpec)",
     "annotation": "ok = None\ndef annotated(group: 'KVCacheGroupSpec'):\n"
     "    return isinstance(group.kv_cache_spec, MLAAttentionSpec)",
+    "conditional": "g = kv_cache_config.kv_cache_groups[0]\n    spec = g.kv_cache_spec if g else None\n"
+    "    ok = isinstance(spec, MLAAttentionSpec)",
 }
 
 
@@ -224,3 +226,17 @@ def test_a_type_test_a_container_of_the_census_answers_apart_goes_to_libcst():
     mla = text.replace("SlidingWindowSpec", "MLAAttentionSpec")
     assert kv101.could_report(PreParse(mla, PATH, _request().project, {}))
     assert [f.code for f in lint_text(_request((kv101,)), mla).findings] == ["KV101"]
+
+
+def test_a_conditional_that_unwraps_a_container_is_left_unparsed(no_libcst_parse):
+    # Either way but a `None` must be a group's spec for the conditional to be one (as provenance reads it):
+    # `spec.first_spec if isinstance(spec, UniformTypeKVCacheSpecs) else spec` is a layer's spec.
+    text = """
+def windows(kv_cache_config):
+    for group in kv_cache_config.kv_cache_groups:
+        spec = group.kv_cache_spec
+        layer_spec = spec.first_spec if isinstance(spec, UniformTypeKVCacheSpecs) else spec
+        yield isinstance(layer_spec, MLAAttentionSpec)
+"""
+    result = lint_text(_request(), textwrap.dedent(text))
+    assert result.skipped_by_prefilter and not result.findings

@@ -112,7 +112,10 @@ class GroupFlow:
             elif isinstance(node, ast.Name):
                 return any((scope, node.id) in self.names for scope in chain)
             elif isinstance(node, ast.IfExp):
-                return self.may_hold_group(node.body, chain) or self.may_hold_group(node.orelse, chain)
+                # As provenance reads a conditional: a group's spec only when each way but a `None` is one
+                # (`spec.first_spec if isinstance(spec, UniformTypeKVCacheSpecs) else spec` is a layer's spec).
+                ways = [w for w in (node.body, node.orelse) if not (isinstance(w, ast.Constant) and w.value is None)]
+                return bool(ways) and all(self.may_hold_group(way, chain) for way in ways)
             elif isinstance(node, ast.Call):
                 arguments = _arguments(node)
                 return _call_name(node) == "next" and any(self._items_may_hold_group(a, chain) for a in arguments)
