@@ -188,7 +188,7 @@ def test_a_name_that_is_no_parameter_is_not_decided():
 
 TRUTH = """
 class DecoderLayer:
-    def __init__(self, config, layer_id, shadow, force_sparse=False, count=2, other=None):
+    def __init__(self, config, layer_id, shadow, force_sparse=False, count=2, other=None, rebound=False):
         self.forced = force_sparse
         is_sparse = force_sparse or layer_id in sparse_ids(config)
         both = force_sparse and layer_id
@@ -229,6 +229,7 @@ class DecoderLayer:
         chain7 = chain6
         chain8 = chain7
         chain9 = chain8
+        rebound = rebound or config.always
 """
 
 
@@ -268,6 +269,8 @@ def _truth(test: str, passed: set[str]) -> bool | None:
         ("shared_flag", {"force_sparse", "force_sparse=True"}, None),  # a global, not a local
         ("chain8", {"force_sparse", "force_sparse=True"}, True),  # eight locals deep: followed
         ("chain9", {"force_sparse", "force_sparse=True"}, None),  # nine: past the bound, not decided
+        ("rebound", set(), None),  # a parameter the constructor binds again holds more than its default
+        ("rebound == False", {"rebound", "rebound=False"}, None),  # compared too: not what the caller gave
         ("self.unset", set(), None),
     ],
 )

@@ -76,8 +76,8 @@ def decide(
 def _given(name: str | None, passed: frozenset[str], init: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     """The constant the parameter `name` holds: the caller's, or (not passed, and the call hands on nothing
     unknown) its default's; None when not a constant."""
-    if name is None:
-        return None
+    if name is None or _bindings(init)[name] > 1:
+        return None  # a parameter the constructor binds again (`use_mla = use_mla or …`) holds more than was given
     given = {p.partition(GIVEN)[0]: p.partition(GIVEN)[2] for p in passed if GIVEN in p}
     if name in given:
         return given[name]
@@ -109,26 +109,32 @@ def _truth(
 def _only_assignment(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.expr | None:
     """The value of the one plain assignment that binds the local `name` in `function`, or None when anything
     else binds it too (another assignment, a loop, a parameter, `:=`, `with … as`, an import, a definition)."""
-    found = _SINGLE.get(function)
+    bindings, values = _read_bindings(function)
+    return values.get(name) if bindings[name] == 1 else None
+
+
+def _bindings(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Counter[str]:
+    """How many times each name is bound in `function` (its parameters included)."""
+    return _read_bindings(function)[0]
+
+
+# Per function: how often each name is bound, and the value of each plain assignment to a name (read in one
+# walk: a constructor's every test may ask, and a walk per question would be quadratic in its size).
+_BINDINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _read_bindings(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[Counter[str], dict[str, ast.expr]]:
+    found = _BINDINGS.get(function)
     if found is None:
-        found = _SINGLE[function] = _single_assignments(function)
-    return found.get(name)
-
-
-# Per function: its locals bound exactly once, by a plain assignment, and their values (read in one walk: a
-# constructor's every test may ask, and a walk per question would be quadratic in its size).
-_SINGLE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _single_assignments(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
-    bindings: Counter[str] = Counter()
-    values: dict[str, ast.expr] = {}
-    for node in ast.walk(function):
-        if node is not function:
-            bindings.update(_bound_names(node))
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            values[node.targets[0].id] = node.value
-    return {name: value for name, value in values.items() if bindings[name] == 1}
+        bindings: Counter[str] = Counter()
+        values: dict[str, ast.expr] = {}
+        for node in ast.walk(function):
+            if node is not function:
+                bindings.update(_bound_names(node))
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                values[node.targets[0].id] = node.value
+        found = _BINDINGS[function] = (bindings, values)
+    return found
 
 
 def _bound_names(node: ast.AST) -> list[str]:
