@@ -5,8 +5,6 @@ from __future__ import annotations
 
 # (module, line, operator) → why the mutant cannot change behaviour; it is then not counted.
 EQUIVALENT: dict[tuple[str, int, str], str] = {
-    ("kvlint/analysis/census/constant_arguments.py", 79, "if-branch never taken"): "a fast exit: with no "
-    "parameter's name nothing is given by that name and no parameter has it, so None comes out either way",
     ("kvlint/analysis/census/parsing.py", 136, "0 -> 1"): "the line a string opened on is set when one opens, "
     "before it is read: its first value is never read (the other zeros, the line and the offset, are)",
     ("kvlint/analysis/census/class_texts.py", 42, "False -> True"): "a dataclass field shown in its repr: "
