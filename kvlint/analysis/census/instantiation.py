@@ -3,7 +3,8 @@
 From the registry's model class: its `__init__` (its bases' through `super().__init__`), the methods it calls
 on `self`, the classes it constructs (their constructors in turn: `MultiHeadLatentAttentionWrapper` builds its
 `MLAAttention`), the tree's functions it calls (factories, `make_layers`' layer function), lambdas, nested
-functions and the module-level values it reads (a hybrid's dict of layer types). An import adds nothing.
+functions and the module-level values it reads (a hybrid's dict of layer types). An import adds nothing. A class
+or function none of whose words can lead to a layer class is neither parsed nor followed (may_build).
 
 Branches make *alternatives*, not a union: `if c: A() else: B()` builds {A} or {B}. A platform check is
 decided for the default platform (`is_rocm()` False, `is_cuda()` True, `TYPE_CHECKING` False). Too many
@@ -45,8 +46,9 @@ from kvlint.analysis.census.constructor_shapes import (
     site,
     super_init_call,
 )
-from kvlint.analysis.census.module_bindings import bind, module_path
-from kvlint.analysis.census.parsing import Deferred, ModuleTrees
+from kvlint.analysis.census.may_build import LayerReach
+from kvlint.analysis.census.parsing import ModuleTrees
+from kvlint.analysis.census.resolution import Resolver
 from kvlint.analysis.census.spec_branches import SpecBranching
 from kvlint.analysis.census.spec_parameters import SpecCalls
 
@@ -56,19 +58,15 @@ _MAX_DEPTH = 100
 _NOT_BUILT = ("isinstance", "issubclass", "type", "cast", "super", "getattr", "hasattr")
 
 
-class Program:
-    """The tree's selected modules, parsed on demand, with their module-level bindings."""
+class Program(Resolver):
+    """The layer classes the tree's constructors build, read from its modules (resolution.Resolver)."""
 
     def __init__(self, texts: dict[str, bytes], layers: dict, budget: Budget, trees: ModuleTrees | None = None):
         """`layers`: each layer class's name → how its spec is chosen (spec_branches.SpecBranching, or None)."""
-        self.texts = texts
+        super().__init__(texts, budget, trees)
         self.layers: dict[str, SpecBranching | None] = layers if isinstance(layers, dict) else dict.fromkeys(layers)
         self._spec_calls = SpecCalls(self.layers)
-        self.budget = budget
-        self._trees = trees if trees is not None else ModuleTrees(texts)
-        self._charged: set[str] = set()  # the modules whose bytes the budget counted
-        self._bindings: dict[str, dict[str, tuple[str, ast.AST]]] = {}
-        self._resolved: dict[tuple[str, str], tuple[str, str, ast.AST] | None] = {}
+        self._reach = LayerReach(self.layers)
         self._built: dict[tuple[str, ...], Built] = {}
         self._busy: set[tuple[str, ...]] = set()
         # The instance whose constructor is followed (module, class): `self.<attribute>` is looked up there.
@@ -78,66 +76,6 @@ class Program:
         # The parameters each constructor being followed was given a value (innermost last).
         self._passed: list[frozenset[str]] = []
         self._apart: list[frozenset[tuple[str, str]]] = []  # per enclosing `if`: constructor_shapes.differing_keywords
-
-    def tree_charged(self, relative: str) -> bool:
-        """Whether the module is among the selected ones; its bytes counted against the budget once."""
-        data = self.texts.get(relative)
-        if data is None:
-            return False
-        if relative not in self._charged:
-            self._charged.add(relative)
-            self.budget.spend(len(data), relative)
-        return True
-
-    def bindings(self, relative: str) -> dict[str, tuple[str, ast.AST]]:
-        """Name → (kind, node): "class"/"function" definitions, "value" assignments, "import" (an ImportFrom
-        alias, the module path joined by a tab), "module"; module-level `if`s decided for the default
-        platform (an undecided one: both branches, the first binding kept)."""
-        if relative in self._bindings:
-            return self._bindings[relative]
-        found: dict[str, tuple[str, ast.AST]] = {}
-        self._bindings[relative] = found
-        if self.tree_charged(relative):
-            bind(self._trees.statements(relative), found)
-        return found
-
-    def resolve(self, relative: str, name: str, depth: int = 0) -> tuple[str, str, ast.AST] | None:
-        """(module, kind, node) that `name` is bound to in `relative`, imports followed (once per name asked)."""
-        if depth == 0:
-            if (relative, name) not in self._resolved:
-                self._resolved[relative, name] = self._resolve(relative, name, 0)
-            return self._resolved[relative, name]
-        return self._resolve(relative, name, depth)
-
-    def _resolve(self, relative: str, name: str, depth: int) -> tuple[str, str, ast.AST] | None:
-        binding = self.bindings(relative).get(name)
-        if binding is None or depth > 20:
-            return None
-        kind, node = binding
-        if isinstance(node, Deferred):
-            statement = self._trees.definition(relative, node)
-            if statement is None:
-                return None
-            node = statement
-            self.bindings(relative)[name] = (kind, node)
-        if kind != "import":
-            return relative, kind, node
-        assert isinstance(node, ast.ImportFrom)
-        original = next(a.name for a in node.names if (a.asname or a.name) == name)
-        source = module_path(self.texts, node.module or "", relative, node.level)
-        if source is None:
-            submodule = module_path(self.texts, f"{node.module or ''}.{original}".strip("."), relative, node.level)
-            return (submodule, "module", ast.Module(body=[], type_ignores=[])) if submodule else None
-        return self.resolve(source, original, depth + 1)
-
-    def resolve_expr(self, relative: str, node: ast.expr) -> tuple[str, str, ast.AST] | None:
-        if isinstance(node, ast.Name):
-            return self.resolve(relative, node.id)
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            owner = self.resolve(relative, node.value.id)
-            if owner is not None and owner[1] == "module":
-                return self.resolve(owner[0], node.attr)
-        return None
 
     def of_class(self, relative: str, cls: ast.ClassDef, site: str = "", passed: frozenset[str] | None = None) -> Built:
         """The layer classes an instance of `cls` builds: itself when it is a layer (built at `site`, the
@@ -203,6 +141,14 @@ class Program:
                 if value is not None:
                     return self._expr(module, value, None)
         return _NOTHING
+
+    def _builds_nothing(self, relative: str, node: ast.expr) -> bool:
+        """Whether the class or function `node` names could build no layer (may_build): neither parsed nor
+        followed then."""
+        bound = self.binding_expr(relative, node)
+        return (
+            bound is not None and bound[1] in ("class", "function") and not self._reach.could_build(self, *bound[::2])
+        )
 
     def _enter(self, key: tuple[str, ...], relative: str) -> None:
         self._busy.add(key)
@@ -337,6 +283,8 @@ class Program:
         """A class object or a module-level value read (`layer_type = LAYER_TYPES[t]`): what it builds."""
         if isinstance(node, ast.Attribute) and not isinstance(node.value, ast.Name):
             return _NOTHING
+        if self._builds_nothing(relative, node):
+            return _NOTHING
         found = self.resolve_expr(relative, node)
         if found is None:
             return _NOTHING
@@ -373,6 +321,8 @@ class Program:
             if own is not None:
                 return _product(built, self._function(relative, own))
             return _product(built, self._instance_attribute(func.attr))
+        if isinstance(func, (ast.Name, ast.Attribute)) and self._builds_nothing(relative, func):
+            return built
         found = self.resolve_expr(relative, func) if isinstance(func, (ast.Name, ast.Attribute)) else None
         if found is None and isinstance(func, ast.Name) and self._functions:
             # A class handed in as a parameter: its default (callers that hand it on pass it down unchanged).

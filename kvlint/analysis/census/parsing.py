@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+from array import array
 from dataclasses import dataclass
 
 _UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
@@ -51,6 +52,7 @@ class ModuleTrees:
         self._calls: dict[tuple[str, int], dict[int, list[ast.Call]]] = {}
         self._statements: dict[str, list[ast.stmt | Deferred]] = {}
         self._definitions: dict[tuple[str, int], ast.stmt | None] = {}
+        self._line_starts: dict[str, array] = {}
 
     def tree(self, relative: str) -> ast.Module | None:
         if relative not in self._trees:
@@ -107,9 +109,9 @@ class ModuleTrees:
         """The class or function statement a deferred entry stands for, parsed at its own lines."""
         key = (relative, deferred.first)
         if key not in self._definitions:
-            text = self.texts.get(relative, b"").decode("utf-8", "replace")
-            lines = text.split("\n")[deferred.first - 1 : deferred.last]
-            block = parsed("\n" * (deferred.first - 1) + "\n".join(lines), relative)
+            block = parsed(
+                "\n" * (deferred.first - 1) + self.source_lines(relative, deferred.first, deferred.last), relative
+            )
             statement = block.body[0] if block is not None and len(block.body) == 1 else None
             if statement is None:  # cut wrongly after all: the whole module, the statement at that line
                 tree = self.tree(relative)
@@ -117,6 +119,21 @@ class ModuleTrees:
                 statement = next((s for s in body if _first_line(s) == deferred.first), None)
             self._definitions[key] = statement
         return self._definitions[key]
+
+    def source_lines(self, relative: str, first: int, last: int) -> str:
+        """Lines `first` to `last` (1-based, inclusive) of the module's text, without the last line's end."""
+        data = self.texts.get(relative, b"")
+        starts = self._line_starts.get(relative)
+        if starts is None:
+            # Each line's offset, 8 bytes a line (a list of ints would hold ~36): kept for the tree's life.
+            starts = array("q", [0, *(match.end() for match in _NEWLINE.finditer(data))])
+            self._line_starts[relative] = starts
+        start = starts[first - 1] if 0 < first <= len(starts) else len(data)
+        end = starts[last] - 1 if last < len(starts) else len(data)
+        return data[start:end].decode("utf-8", "replace")
+
+
+_NEWLINE = re.compile(b"\n")
 
 
 def _first_line(statement: ast.stmt) -> int:
