@@ -16,7 +16,8 @@ LAYER_MODULE = b"class Attention:\n    pass\n\n\nclass MLAAttention:\n    pass\n
 
 
 def _program(**modules: str) -> Program:
-    # `ns` is a namespace package (no __init__): `from ns import layers` is its submodule.
+    # `from ns import layers` names a namespace package's submodule; `from pkg import layers` a package's
+    # submodule its __init__ does not bind.
     texts = {"pkg/__init__.py": b"", "pkg/layers.py": LAYER_MODULE, "ns/layers.py": LAYER_MODULE}
     texts.update({f"{name}.py": dedent(text).encode() for name, text in modules.items()})
     return Program(texts, LAYERS, Budget())
@@ -77,6 +78,7 @@ def test_a_layer_reached_through_a_module_attribute_an_alias_a_default_or_a_modu
     program = _program(
         blocks="""
         from ns import layers
+        from pkg import layers as package_layers
         from pkg.layers import Attention as Attn
         from pkg.layers import MLAAttention
 
@@ -85,6 +87,10 @@ def test_a_layer_reached_through_a_module_attribute_an_alias_a_default_or_a_modu
         class ByModule:
             def __init__(self):
                 self.attn = layers.Attention()
+
+        class ByPackage:
+            def __init__(self):
+                self.attn = package_layers.MLAAttention()
 
         class ByAlias:
             def __init__(self):
@@ -98,7 +104,7 @@ def test_a_layer_reached_through_a_module_attribute_an_alias_a_default_or_a_modu
             return KINDS["mla"]()
         """,
         m="""
-        from blocks import ByAlias, ByDefault, ByModule, by_value
+        from blocks import ByAlias, ByDefault, ByModule, ByPackage, by_value
 
         class One:
             def __init__(self):
@@ -115,12 +121,17 @@ def test_a_layer_reached_through_a_module_attribute_an_alias_a_default_or_a_modu
         class Four:
             def __init__(self):
                 self.block = by_value()
+
+        class Five:
+            def __init__(self):
+                self.block = ByPackage()
         """,
     )
     assert _built(program, "One") == {"Attention"}
     assert _built(program, "Two") == {"Attention"}
     assert _built(program, "Three") == {"MLAAttention"}
     assert _built(program, "Four") == {"MLAAttention"}
+    assert _built(program, "Five") == {"MLAAttention"}
 
 
 CYCLE = """

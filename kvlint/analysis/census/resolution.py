@@ -64,10 +64,12 @@ class Resolver:
         assert isinstance(node, ast.ImportFrom)
         original = next(a.name for a in node.names if (a.asname or a.name) == name)
         source = module_path(self.texts, node.module or "", relative, node.level)
-        if source is None:
-            submodule = module_path(self.texts, f"{node.module or ''}.{original}".strip("."), relative, node.level)
-            return (submodule, "module", ast.Module(body=[], type_ignores=[])) if submodule else None
-        return self.binding(source, original, depth + 1)
+        found = self.binding(source, original, depth + 1) if source is not None else None
+        if found is not None:
+            return found
+        # As Python's import: a name the package does not bind is its submodule (`from vllm.x import linear`).
+        submodule = module_path(self.texts, f"{node.module or ''}.{original}".strip("."), relative, node.level)
+        return (submodule, "module", ast.Module(body=[], type_ignores=[])) if submodule else None
 
     def resolve(self, relative: str, name: str) -> Found | None:
         """(module, kind, node) that `name` is bound to in `relative`, imports followed and the definition
