@@ -23,8 +23,9 @@ _WORD = re.compile(rb"\w+")
 
 def scheduler_built_classes(texts: dict[str, bytes], patterns: tuple[str, ...]) -> frozenset[str]:
     """Top-level classes of `texts` whose every mention there is a construction in scheduler-only code."""
-    # The candidates: classes of modules that read KV cache groups (where a group-spec check can be).
-    defined = {m.group(1) for data in texts.values() if b"kv_cache_groups" in data for m in _CLASS_LINE.finditer(data)}
+    # The candidates: classes of modules that read KV cache groups (where a group-spec check can be) whose text
+    # could test a spec's type (the only classes KV101 asks this about).
+    defined = {name for data in texts.values() if b"kv_cache_groups" in data for name in _testing_classes(data)}
     if not defined:
         return frozenset()
     built: set[str] = set()
@@ -47,6 +48,19 @@ def scheduler_built_classes(texts: dict[str, bytes], patterns: tuple[str, ...]) 
             continue
         _Sites(relative, patterns, named, built, elsewhere).visit(tree)
     return frozenset(built - elsewhere)
+
+
+def _testing_classes(data: bytes) -> list[bytes]:
+    """The module's top-level classes whose text, up to the next top-level class, could hold KV101's test of a
+    spec's type (its module-level words, rules/kv101_container_isinstance.TRIGGERS, within the class)."""
+    starts = list(_CLASS_LINE.finditer(data))
+    ends = [match.start() for match in starts[1:]] + [len(data)]
+    return [
+        match.group(1)
+        for match, end in zip(starts, ends)
+        if data.find(b"Spec", match.end(), end) >= 0
+        and (data.find(b"isinstance(", match.end(), end) >= 0 or data.find(b"type(", match.end(), end) >= 0)
+    ]
 
 
 class _Sites(ast.NodeVisitor):
