@@ -8,6 +8,8 @@ import ast
 import weakref
 from collections import Counter
 
+from kvlint.analysis.census.skeletons import method_of
+
 # `current_platform.is_X()` on the default platform (CUDA): what vLLM's own CI and most users run.
 _DEFAULT_PLATFORM = {"is_cuda": True, "is_cuda_alike": True}
 _OTHER_PLATFORMS = ("is_rocm", "is_cpu", "is_xpu", "is_tpu", "is_hpu", "is_neuron", "is_out_of_tree")
@@ -38,7 +40,9 @@ def platform_test(test: ast.expr) -> bool | None:
 
 
 def method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
-    return next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
+    """The class's own method `name` (parsed now when the class was parsed without it: census.skeletons)."""
+    index = next((i for i, s in enumerate(cls.body) if isinstance(s, ast.FunctionDef) and s.name == name), None)
+    return method_of(cls, index) if index is not None else None
 
 
 def site(relative: str, node: ast.AST) -> str:

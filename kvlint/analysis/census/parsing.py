@@ -5,7 +5,8 @@ goes on without it — the scan reports that file itself (KV000) where a rule re
 The census follows a model's constructor into the classes and functions it reaches, about two thirds of the
 model modules' text: `ModuleTrees.statements` parses a module's small top-level statements (imports,
 assignments, platform `if`s) at once and each top-level class or function only when it is first reached
-(`definition`), at its own lines. A module whose text cannot be cut into top-level blocks safely (a string
+(`definition`), at its own lines; a class without its methods but `__init__`, each parsed when asked for
+(census.skeletons). A module whose text cannot be cut into top-level blocks safely (a string
 spanning one) is parsed whole, as before.
 """
 
@@ -15,6 +16,8 @@ import ast
 import re
 from array import array
 from dataclasses import dataclass
+
+from kvlint.analysis.census.skeletons import complete, parse_skeleton
 
 _UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
 
@@ -75,11 +78,12 @@ class ModuleTrees:
         return self._calls[key].get(line, [])
 
     def block_at(self, relative: str, line: int) -> ast.stmt | None:
-        """The top-level statement whose lines hold `line` (a deferred one parsed now)."""
+        """The top-level statement whose lines hold `line` (a deferred one parsed now, every method of it)."""
         for statement in self.statements(relative):
             if isinstance(statement, Deferred):
                 if statement.first <= line <= statement.last:
-                    return self.definition(relative, statement)
+                    found = self.definition(relative, statement)
+                    return complete(found) if found is not None else None
             elif _first_line(statement) <= line <= (statement.end_lineno or statement.lineno):
                 return statement
         return None
@@ -109,10 +113,11 @@ class ModuleTrees:
         """The class or function statement a deferred entry stands for, parsed at its own lines."""
         key = (relative, deferred.first)
         if key not in self._definitions:
-            block = parsed(
-                "\n" * (deferred.first - 1) + self.source_lines(relative, deferred.first, deferred.last), relative
-            )
-            statement = block.body[0] if block is not None and len(block.body) == 1 else None
+            text = self.source_lines(relative, deferred.first, deferred.last)
+            statement = parse_skeleton(text, deferred.first, relative) if deferred.kind == "class" else None
+            if statement is None:
+                block = parsed("\n" * (deferred.first - 1) + text, relative)
+                statement = block.body[0] if block is not None and len(block.body) == 1 else None
             if statement is None:  # cut wrongly after all: the whole module, the statement at that line
                 tree = self.tree(relative)
                 body = tree.body if tree is not None else []
