@@ -32,6 +32,7 @@ from kvlint.analysis.vocabulary import (
     DEFAULT_SCHEDULER_ONLY_PATHS,
 )
 from kvlint.filesystem import read_regular_file
+from kvlint.scan.apart import run_apart
 from kvlint.scan.cache_codec import CodecError, index_from_data, index_to_data
 from kvlint.scan.storage import (
     load_record,
@@ -63,11 +64,14 @@ class IndexHandle:
         # The tree the index was made from, when a cache snapshot read it whole: relative path → (content
         # digest, whether it could matter). What the index of a fixed tree is keyed on (kvlint.scan.fixed_index).
         self.tree: dict[str, tuple[str, bool | str]] | None = None
+        # Build (or load) the index in a forked child (kvlint.scan.apart): the scan sets this when worker
+        # processes will be forked after it, so that they do not start as large as the index build left it.
+        self.apart = False
 
     @property
     def index(self) -> TreeIndex:
         if self._index is None:
-            self._index = self._load()
+            self._index = run_apart(self._load) if self.apart else self._load()
         return self._index
 
     @property

@@ -148,12 +148,18 @@ def run_jobs(
     redraws its clock). Closing the iterator early — Ctrl-C in the consumer included — stops the workers
     at once: a worker is terminated, not left to finish its file.
     """
-    workers = min(jobs if jobs is not None else (os.cpu_count() or 1), len(work))
-    if workers <= 1 or sum(len(job.data) for job in work) < POOL_MIN_BYTES:
+    workers = pool_workers(work, jobs)
+    if workers <= 1:
         for job in work:
             yield job, lint_job(state, job)
         return
     yield from _run_in_pool(work, workers, state, waiting)
+
+
+def pool_workers(work: list[Job], jobs: int | None) -> int:
+    """How many worker processes lint `work` (1: none, it is linted in this process)."""
+    workers = min(jobs if jobs is not None else (os.cpu_count() or 1), len(work))
+    return workers if workers > 1 and sum(len(job.data) for job in work) >= POOL_MIN_BYTES else 1
 
 
 # How often a scan waiting on its workers wakes up to let the progress line redraw.

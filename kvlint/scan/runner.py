@@ -25,7 +25,7 @@ from kvlint.filesystem import FileTooLarge, describe, read_regular_file
 from kvlint.scan.config import Config
 from kvlint.scan.files import PathProblem, SourceFile, collect_files
 from kvlint.scan.index_cache import IndexHandle, class_headers_of, open_project_index
-from kvlint.scan.jobs import Job, WorkerState, ignored_for, lint_job, module_path_of, run_jobs
+from kvlint.scan.jobs import Job, WorkerState, ignored_for, lint_job, module_path_of, pool_workers, run_jobs
 from kvlint.scan.progress import Display, Progress
 from kvlint.scan.result_cache import ResultCache, configuration_key
 from kvlint.scan.storage import FileStat, content_digest
@@ -235,6 +235,8 @@ def _execute(run: _Scan, diagnose: list[Job], parse: list[Job], jobs: int | None
     """Lint what is left: the few files to diagnose inline, the ones to parse inline or in a pool."""
     if (diagnose or parse) and run.cache is None and run.index.root is not None:
         meter.phase("indexing the tree")  # without a cache the index is built when a file needs it: now
+    # Workers forked after the index is built start as large as this process: built apart then (scan.apart).
+    run.index.apart = pool_workers(parse, jobs) > 1
     for job in diagnose:
         run.results[job.index] = lint_job(run.state, job)
         meter.advance()
