@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kvlint.scan.apart import run_apart
 from kvlint.scan.cache_codec import CodecError, index_from_data, index_to_data
 from kvlint.scan.index_cache import (
     IndexHandle,
@@ -34,8 +35,15 @@ def fixed_tree_index(
     project's, signed and checked like it), and built reading only the files that could matter."""
     root = Path(str(before.root))
     in_place = {} if written else overlay
+    # The census of the tree before the fix is kept when no file it reads changed (tree_index: `earlier`); the
+    # build runs apart (scan.apart), so that the workers that lint the fixed files start small.
+    earlier = before.index
+
+    def build(could_matter_files: frozenset[str] | None) -> TreeIndex:
+        return run_apart(lambda: _build_index(root, roles, could_matter_files, in_place, earlier))
+
     if cache_dir is None or before.tree is None:
-        index = _build_index(root, roles, None, in_place)
+        index = build(None)
         return IndexHandle(str(root), lambda: index, index=index)
     files = {relative: digest for relative, (digest, _) in before.tree.items()}
     matters = {relative for relative, (_, could) in before.tree.items() if could}
@@ -53,10 +61,10 @@ def fixed_tree_index(
             try:
                 return index_from_data(kept.get("index"))
             except CodecError:  # damaged: the same files build the same index
-                return _build_index(root, roles, frozenset(matters), in_place)
+                return build(frozenset(matters))
 
         return IndexHandle(str(root), load, digests=digests)
-    index = _build_index(root, roles, frozenset(matters), in_place)
+    index = build(frozenset(matters))
     digests = index_digests(index)
     if not index.failures:
         try:
