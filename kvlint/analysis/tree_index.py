@@ -27,6 +27,7 @@ from kvlint.analysis.plugin_roles import TreeRoles, read_tree_roles
 from kvlint.analysis.resolver import clears_dcp_sharded, find_resolver, read_resolver_rule
 from kvlint.analysis.runner_reach import is_worker_module, read_runner_selection
 from kvlint.analysis.sizing.matrix import build_sizing_analysis
+from kvlint.analysis.sizing.program import could_size
 from kvlint.analysis.sizing.results import SizingAnalysis
 from kvlint.analysis.sizing.single_file import BUILTIN_MODULE
 from kvlint.analysis.target_names import TargetNames, dotted
@@ -178,7 +179,9 @@ def build_tree_index(
     files = TreeFiles(root, could_matter_files, overlay)
     hierarchy = hierarchy_of_source(files.read_if_present(INTERFACE_MODULE), str(root / INTERFACE_MODULE))
     census_wanted = CONTAINER_CLASS in hierarchy.bases
-    census_texts, consumer_texts, builder_texts, role_texts, cleared = _selected_texts(files, census_wanted)
+    census_texts, consumer_texts, builder_texts, role_texts, sizing_texts, cleared = _selected_texts(
+        files, census_wanted
+    )
     inputs = census_inputs_digest(census_texts, files, hierarchy) if census_wanted else ""
     if earlier is not None and inputs and earlier.census_inputs == inputs and not earlier.failures:
         census, compositions, reach = earlier.census, earlier.compositions, earlier.platform_reach
@@ -191,7 +194,9 @@ def build_tree_index(
         reach = read_platform_reach(root, files, census, census_texts, trees)
         del trees  # the trees are the index build's largest transient: not kept past it
     built_specs = tuple(dict.fromkeys(c.spec_classes for c in compositions)) if compositions is not None else None
-    sizing = build_sizing_analysis(root, hierarchy, could_matter_files, scheduler_only_paths, files, built_specs)
+    sizing = build_sizing_analysis(
+        root, hierarchy, could_matter_files, scheduler_only_paths, files, built_specs, sizing_texts
+    )
     if compositions is not None:
         # The census replaces the class-level reading: which layers the tree builds is not which containers.
         default = {spec for c in compositions if c.is_default for spec in c.spec_classes}
@@ -258,13 +263,14 @@ def build_tree_index(
 
 def _selected_texts(files: TreeFiles, census_wanted: bool) -> tuple:
     """(the texts the census reads, the texts the consumer model reads, the texts construction sites are read
-    in, the texts the plugin roles are read from, where a spec's `dcp_sharded` is cleared or ""), in one pass
-    over the tree's files."""
+    in, the texts the plugin roles are read from, the texts the sizing program reads, where a spec's
+    `dcp_sharded` is cleared or ""), in one pass over the tree's files."""
     cleared = ""
     census_texts: dict[str, bytes] = {}
     consumer_texts: dict[str, bytes] = {}
     builder_texts: dict[str, bytes] = {}
     role_texts: dict[str, bytes] = {}
+    sizing_texts: dict[str, bytes] = {}
     for relative in files.relatives():
         data = files.read(relative)
         if data is None:
@@ -277,8 +283,10 @@ def _selected_texts(files: TreeFiles, census_wanted: bool) -> tuple:
             builder_texts[relative] = data
         if could_shape_roles(relative):
             role_texts[relative] = data
+        if could_size(relative, data):
+            sizing_texts[relative] = data
         cleared = cleared or clears_dcp_sharded(relative, data)
-    return census_texts, consumer_texts, builder_texts, role_texts, cleared
+    return census_texts, consumer_texts, builder_texts, role_texts, sizing_texts, cleared
 
 
 def _read_compositions(

@@ -381,14 +381,16 @@ def build_sizing_analysis(
     scheduler_only_paths: tuple[str, ...] = DEFAULT_SCHEDULER_ONLY_PATHS,
     files: TreeFiles | None = None,
     built_containers: tuple[frozenset[str], ...] | None = None,
+    texts: dict[str, bytes] | None = None,
 ) -> SizingAnalysis | None:
     """The cross-file analysis of a tree; None when there is no tree (rules then analyse each file alone) or
-    when it failed — then the failure is written down in `files` (the tree index carries it, the scan says it)."""
+    when it failed — then the failure is written down in `files` (the tree index carries it, the scan says it).
+    `texts`: the files the sizing program reads, already read (sizing.program.read_program)."""
     if root is None:
         return None
     files = files if files is not None else TreeFiles(Path(root), only)
     try:
-        program = read_program(Path(root), hierarchy, only, files)
+        program = read_program(Path(root), hierarchy, only, files, texts)
         program = dataclasses.replace(
             program, scheduler_only_paths=tuple(scheduler_only_paths), built_containers=built_containers
         )

@@ -209,27 +209,40 @@ def helper_names(modules: Iterable[Module]) -> set[str]:
     }
 
 
+def could_size(relative: str, data: bytes) -> bool:
+    """Whether `read_program` reads the file: the interface, a module naming a DCP size, or an indexer's.
+    Most files are none of these: told from the bytes (their ASCII words decode unchanged), never decoded."""
+    return relative == INTERFACE_MODULE or _reads_indexer(data) or any(word in data for word in _DCP_BYTES)
+
+
+def _reads_indexer(data: bytes) -> bool:
+    return b"Indexer" in data and b"get_kv_cache_spec" in data
+
+
 def read_program(
-    root: Path, hierarchy: SpecHierarchy, only: frozenset[str] | None = None, files: TreeFiles | None = None
+    root: Path,
+    hierarchy: SpecHierarchy,
+    only: frozenset[str] | None = None,
+    files: TreeFiles | None = None,
+    texts: dict[str, bytes] | None = None,
 ) -> Program:
     """Candidate modules: the interface; modules sizing a block near a DCP size or defining a (spec, dcp)
     helper; then, once helpers are known, modules calling one of them.
 
     `only` (paths relative to root) limits the files read to a known superset of the candidates — the
     project cache's files that "could matter" — in the same order as a full walk. `files`: the tree's files
-    as its index reads them (regular files only, size capped; what cannot be read is written down there)."""
-    files = files if files is not None else TreeFiles(root, only)
+    as its index reads them (regular files only, size capped; what cannot be read is written down there).
+    `texts`: the files `could_size` accepts, already read in walk order (the tree index reads each file once)."""
+    if texts is None:
+        files = files if files is not None else TreeFiles(root, only)
+        texts = {r: d for r in files.relatives() if (d := files.read(r)) is not None and could_size(r, d)}
     selected: dict[str, str] = {}
     maybe_callers: dict[str, str] = {}
     indexer_texts: list[tuple[str, str]] = []
-    for relative in files.relatives():
-        data = files.read(relative)
-        if data is None:
+    for relative, data in texts.items():
+        if not could_size(relative, data):
             continue
-        # Most files are neither: told from the bytes (their ASCII words decode unchanged), never decoded.
-        indexer = b"Indexer" in data and b"get_kv_cache_spec" in data
-        if not indexer and relative != INTERFACE_MODULE and not any(word in data for word in _DCP_BYTES):
-            continue
+        indexer = _reads_indexer(data)
         text = data.decode("utf-8", "replace")
         if indexer:
             indexer_texts.append((relative, text))
