@@ -106,6 +106,8 @@ GROUP_ROUTES = {
     "    ok = [isinstance(s, MLAAttentionSpec) for s in [g.kv_cache_spec for g in groups]]",
     "caller": "ok = [certifiable(spec=g.kv_cache_spec) for g in kv_cache_config.kv_cache_groups]\n"
     "def certifiable(spec):\n    return isinstance(spec, MLAAttentionSpec)",
+    "positional caller": "ok = [certifiable(1, g.kv_cache_spec) for g in kv_cache_config.kv_cache_groups]\n"
+    "def certifiable(size, spec):\n    return isinstance(spec, MLAAttentionSpec)",
     "annotation": "ok = None\ndef annotated(group: 'KVCacheGroupSpec'):\n"
     "    return isinstance(group.kv_cache_spec, MLAAttentionSpec)",
     "conditional": "g = kv_cache_config.kv_cache_groups[0]\n    spec = g.kv_cache_spec if g else None\n"
@@ -190,6 +192,20 @@ def test_checks_that_see_only_the_schedulers_config_are_left_unparsed(no_libcst_
 def test_a_check_outside_the_scheduler_half_is_parsed_and_reported():
     text = textwrap.dedent(SCHEDULER_SIDE.format(name="FooConnectorScheduler") + SCHEDULER_SIDE.format(name="Worker"))
     assert [f.line for f in lint_text(_request((rule_class("KV101"),)), text).findings] == [8]
+
+
+def test_a_parameter_holds_only_what_its_callers_pass_it_not_their_other_arguments(no_libcst_parse):
+    # The group's spec goes to `size`'s neighbour: `spec` is given a layer's (as provenance's argument_for reads
+    # a call: by keyword, else by position).
+    text = """
+def certifiable(spec, group_spec=None):
+    return isinstance(spec, MLAAttentionSpec)
+
+def check(layer, kv_cache_config):
+    return [certifiable(layer.spec, g.kv_cache_spec) for g in kv_cache_config.kv_cache_groups]
+"""
+    result = lint_text(_request(), textwrap.dedent(text))
+    assert result.skipped_by_prefilter and not result.findings
 
 
 def test_a_name_holds_a_group_only_in_the_scopes_that_bind_it_so(no_libcst_parse):

@@ -6,7 +6,8 @@ and every such answer starts at an attribute named after the group lists (`kv_ca
 parameter annotated `KVCacheGroupSpec`, and travels through the module's own bindings (assignments, loops,
 `:=`, callers' arguments). This is the same flow with every condition dropped: a name read in a scope may
 hold a group when any binding of that name in that scope or one around it may give one (provenance takes
-the innermost scope that binds it; a parameter, whatever any call of a function so named passes). It says yes
+the innermost scope that binds it; a parameter, whatever any call of a function so named passes it, by its
+keyword or at its position). It says yes
 wherever provenance could (tests/test_preparse.py holds it to that), and no for most type tests vLLM writes
 (of a layer, a backend's spec, a parameter nothing in the module passes a group to): such a file is left
 unparsed by libcst.
@@ -23,7 +24,7 @@ from kvlint.analysis.vocabulary import GROUP_LIST_ATTRIBUTES
 GROUP_ANNOTATION = "KVCacheGroupSpec"
 # Calls whose items are their argument's items (provenance's `element_of`).
 _ITEMS_PASSED_ON = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set", "enumerate", "zip"})
-_VALUE, _ITEMS, _ARGUMENTS = range(3)
+_VALUE, _ITEMS = range(2)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 # The scopes a name is read in, innermost first: the ids of the comprehensions, functions and module around
@@ -40,13 +41,16 @@ class GroupFlow:
         self.chains: dict[int, Chain] = {}  # id(call or comparison) → the scopes it is read in
         # (how the bound names get their value, where from, the scopes it is read in, the (scope, name)s bound)
         self._sites: list[tuple[int, ast.AST, Chain, list[tuple[int, str]]]] = []
-        self._functions: list[tuple[str, int, list[str]]] = []
+        self._functions: list[tuple[str, int, list[tuple[int | None, str]]]] = []  # (name, scope, parameters)
         self._calls: dict[str, list[tuple[ast.Call, Chain]]] = {}
         self._walk(tree)
         for name, scope, parameters in self._functions:
-            # A parameter holds what a call of a function of that name passes: any argument, to any parameter.
-            bound = [(scope, parameter) for parameter in parameters]
-            self._sites.extend((_ARGUMENTS, call, chain, bound) for call, chain in self._calls.get(name, ()))
+            # A parameter holds what a call of a function of that name passes it: by its keyword, or at its
+            # position (one less through an attribute, where `self` takes the first), as provenance reads it.
+            for call, chain in self._calls.get(name, ()):
+                for position, parameter in parameters:
+                    passed = _passed_to(call, parameter, position)
+                    self._sites.extend((_VALUE, argument, chain, [(scope, parameter)]) for argument in passed)
         changed = True
         while changed:
             changed = False
@@ -55,10 +59,8 @@ class GroupFlow:
                     continue
                 if how == _VALUE:
                     found = self.may_hold_group(source, chain)
-                elif how == _ITEMS:
-                    found = self._items_may_hold_group(source, chain)
                 else:
-                    found = any(self.may_hold_group(argument, chain) for argument in _arguments(source))
+                    found = self._items_may_hold_group(source, chain)
                 if found:
                     self.names.update(bound)
                     changed = True
@@ -75,7 +77,10 @@ class GroupFlow:
                 chain, home = (id(node), *chain), id(node)
                 parameters = _parameters(node.args)
                 self.names.update((home, p.arg) for p in parameters if p.annotation and _mentions_group(p.annotation))
-                self._functions.append((node.name, home, [p.arg for p in parameters]))
+                positional = len(node.args.posonlyargs) + len(node.args.args)
+                self._functions.append(
+                    (node.name, home, [(i if i < positional else None, p.arg) for i, p in enumerate(parameters)])
+                )
             elif kind in _COMPREHENSIONS:
                 chain = (id(node), *chain)
                 for clause in node.generators:
@@ -152,6 +157,19 @@ def _arguments(call: ast.Call) -> Iterator[ast.AST]:
     yield from call.args
     for keyword in call.keywords:
         yield keyword.value
+
+
+def _passed_to(call: ast.Call, parameter: str, position: int | None) -> list[ast.AST]:
+    """What a call may pass the parameter: its keyword's value, else the positional argument at its position
+    or one before (a method called through an attribute; starred arguments are not counted, as provenance's
+    `argument_for` does not count them)."""
+    for keyword in call.keywords:
+        if keyword.arg == parameter:
+            return [keyword.value]
+    if position is None:
+        return []
+    positional = [argument for argument in call.args if not isinstance(argument, ast.Starred)]
+    return [positional[i] for i in (position, position - 1) if 0 <= i < len(positional)]
 
 
 def _parameters(arguments: ast.arguments) -> list[ast.arg]:
