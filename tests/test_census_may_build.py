@@ -180,6 +180,11 @@ def test_a_chain_deeper_than_the_sieve_reads_is_left_to_the_walk():
     assert _built(building, "C0") == {"Attention"}
     shallow = _program(m=header + chain[: chain.index("class C20")] + "class C20:\n    pass\n")
     assert not _could_build(shallow, "C0")
+    # Read 60 deep (C60 is the sixty-first definition): one more, and the sieve leaves the chain to the walk.
+    at_the_limit = _program(m=header + chain[: chain.index("class C60")] + "class C60:\n    pass\n")
+    assert not _could_build(at_the_limit, "C0")
+    past_it = _program(m=header + chain[: chain.index("class C61")] + "class C61:\n    pass\n")
+    assert _could_build(past_it, "C0")
 
 
 def test_a_word_in_a_comment_or_a_method_the_walk_never_follows_keeps_a_definition_in():
