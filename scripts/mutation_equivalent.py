@@ -5,7 +5,65 @@ from __future__ import annotations
 
 # (module, line, operator) → why the mutant cannot change behaviour; it is then not counted.
 EQUIVALENT: dict[tuple[str, int, str], str] = {
-    ("kvlint/analysis/census/parsing.py", 136, "0 -> 1"): "the line a string opened on is set when one opens, "
+    (
+        "kvlint/analysis/census/may_build.py",
+        48,
+        "if-branch never taken",
+    ): "a fast exit: a layer class's own text names it (`class X`), so reading it answers the same",
+    (
+        "kvlint/analysis/census/may_build.py",
+        76,
+        "if-branch never taken",
+    ): "a fast exit: the layer class reached is read next, and its text names it",
+    (
+        "kvlint/analysis/census/may_build.py",
+        79,
+        "if-branch never taken",
+    ): "a cache: a definition answered by an earlier question is read again and answers the same",
+    (
+        "kvlint/analysis/census/may_build.py",
+        127,
+        "1 -> 2",
+    ): "a Deferred's key then differs from its parsed statement's: the definition, once parsed, is read again and answers the same",
+    (
+        "kvlint/analysis/census/may_build.py",
+        129,
+        "0 -> 1",
+    ): "a default never used: every definition and value the bindings hold has a line",
+    (
+        "kvlint/analysis/census/may_build.py",
+        131,
+        "1 -> 2",
+    ): "a key's third part only tells a definition (-1) from a value (its column): -2 tells it as well",
+    (
+        "kvlint/analysis/census/may_build.py",
+        131,
+        "0 -> 1",
+    ): "a default never used: every value the bindings hold has a column",
+    (
+        "kvlint/analysis/census/may_build.py",
+        120,
+        "1 -> 2",
+    ): "a default never used: every definition and value the bindings hold has a line",
+    (
+        "kvlint/analysis/census/skeletons.py",
+        42,
+        "if-branch never taken",
+    ): "a fast exit: a class with no method to stub parses to the whole "
+    "class (its end is set from its text, the line a whole parse gives; no reader asks its end column)",
+    (
+        "kvlint/analysis/census/skeletons.py",
+        73,
+        "is -> is not",
+    ): "which stub keeps its source after `complete`: the stub replaced in the body is "
+    "read by nothing; one that failed is tried again (None again)",
+    (
+        "kvlint/analysis/census/skeletons.py",
+        83,
+        "and -> or",
+    ): "the first statement of a `class _:` whose body is the method's text is that `def`",
+    ("kvlint/analysis/census/skeletons.py", 135, "1 -> 2"): "a flag read as true or false",
+    ("kvlint/analysis/census/parsing.py", 158, "0 -> 1"): "the line a string opened on is set when one opens, "
     "before it is read: its first value is never read (the other zeros, the line and the offset, are)",
     ("kvlint/analysis/census/class_texts.py", 42, "False -> True"): "a dataclass field shown in its repr: "
     "what a debugger prints, nothing the census reads",
@@ -83,25 +141,25 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "builds nothing (one empty alternative, no sites) is the other side, as the general case computes it",
     ("kvlint/analysis/census/built.py", 61, "or -> and"): "the fast path then taken only when both sides build "
     "nothing, and the general case gives the same otherwise",
-    ("kvlint/analysis/census/instantiation.py", 194, "if-branch never taken"): "a guard never taken: every "
+    ("kvlint/analysis/census/instantiation.py", 132, "if-branch never taken"): "a guard never taken: every "
     "function the census follows is reached from a class's constructor (model_layers starts at the model's "
     "class), so an instance is on the stack",
-    ("kvlint/analysis/census/instantiation.py", 254, "if-branch never taken"): "a guard never taken: a branch "
+    ("kvlint/analysis/census/instantiation.py", 200, "if-branch never taken"): "a guard never taken: a branch "
     "test is read only in the body of a function the census follows, which is on the stack",
-    ("kvlint/analysis/census/instantiation.py", 255, "False -> True"): "the line under the guard of line 254, "
+    ("kvlint/analysis/census/instantiation.py", 201, "False -> True"): "the line under the guard of line 254, "
     "which never runs",
-    ("kvlint/analysis/census/instantiation.py", 106, "if-branch never taken"): "a cache: a name resolved again "
-    "resolves to the same",
-    ("kvlint/analysis/census/instantiation.py", 96, "if-branch never taken"): "a cache: the bindings read "
+    ("kvlint/analysis/census/resolution.py", 103, "if-branch never taken"): "a cache: a name resolved again "
+    "(the memo of `resolve`) resolves to the same through `binding_expr`",
+    ("kvlint/analysis/census/resolution.py", 47, "if-branch never taken"): "a cache: the bindings read "
     "again are the same",
-    ("kvlint/analysis/census/instantiation.py", 164, "if-branch never taken"): "a cache: the constructor "
+    ("kvlint/analysis/census/instantiation.py", 102, "if-branch never taken"): "a cache: the constructor "
     "read again builds the same (only the budget, not the answer, tells)",
-    ("kvlint/analysis/census/instantiation.py", 215, "if-branch never taken"): "a cache, as for constructors",
-    ("kvlint/analysis/census/instantiation.py", 338, "if-branch never taken"): "a fast path: `resolve_expr` "
+    ("kvlint/analysis/census/instantiation.py", 161, "if-branch never taken"): "a cache, as for constructors",
+    ("kvlint/analysis/census/instantiation.py", 284, "if-branch never taken"): "a fast path: `resolve_expr` "
     "resolves no attribute of anything but a name, so the reference builds nothing either way",
-    ("kvlint/analysis/census/instantiation.py", 324, "if-branch never taken"): "a lambda read as any other "
+    ("kvlint/analysis/census/instantiation.py", 270, "if-branch never taken"): "a lambda read as any other "
     "expression visits the same child, its body (its defaults are read by neither)",
-    ("kvlint/analysis/census/instantiation.py", 209, "1000 -> 1001"): "what one constructor costs the "
+    ("kvlint/analysis/census/instantiation.py", 155, "1000 -> 1001"): "what one constructor costs the "
     "budget: a unit, not a decision (the budget's own tests bound it)",
     ("rules/_fix_scope.py", 90, "1 -> 2"): "a binding of the name other than the helper's own import counted "
     "twice: only whether every binding is the meant one (`bindings == meant`) decides, and each other binding "
@@ -147,7 +205,7 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "`if … isinstance(` fits in it",
     ("kvlint/analysis/census/paths.py", 169, "and -> or"): "a balanced argument that starts with `(` without ending "
     "with `)` (or the reverse) keeps a bracket after either cut, so no name list is read either way",
-    ("kvlint/analysis/census/constructor_shapes.py", 135, "if-branch never taken"): "a cache: what is read again "
+    ("kvlint/analysis/census/constructor_shapes.py", 139, "if-branch never taken"): "a cache: what is read again "
     "of the same function's body is equal (the reads depend on nothing but the body)",
     ("kvlint/analysis/census/spec_parameters.py", 140, "False -> True"): "the `**` entry of a constructor's "
     'parameters is only ever tested for membership (`"**" in parameters`); no name a value reads is `**`, so its '

@@ -19,7 +19,8 @@ def _program(**modules: str) -> Program:
     # `from ns import layers` names a namespace package's submodule; `from pkg import layers` a package's
     # submodule its __init__ does not bind.
     texts = {"pkg/__init__.py": b"", "pkg/layers.py": LAYER_MODULE, "ns/layers.py": LAYER_MODULE}
-    texts.update({f"{name}.py": dedent(text).encode() for name, text in modules.items()})
+    # A double underscore stands for a folder (`ns__blocks`: ns/blocks.py, in the namespace package `ns`).
+    texts.update({f"{name.replace('__', '/')}.py": dedent(text).encode() for name, text in modules.items()})
     return Program(texts, LAYERS, Budget())
 
 
@@ -202,3 +203,51 @@ def test_a_word_in_a_comment_or_a_method_the_walk_never_follows_keeps_a_definiti
         """
     )
     assert _could_build(program, "Norm")
+
+
+def test_a_layer_class_named_but_bound_nowhere_keeps_a_definition_in():
+    # A word no binding resolves (a string, a comment, a name from elsewhere) still counts: the sieve may
+    # follow more than the walk, never less.
+    program = _program(m='class Lookup:\n    def __init__(self):\n        self.kind = "Attention"\n')
+    assert _could_build(program, "Lookup")
+
+
+def test_a_class_reached_as_a_modules_attribute_is_read_in_that_module():
+    # `blocks.Block()`: `Block` is bound in `blocks` only; it builds the layer there.
+    program = _program(
+        ns__blocks="""
+        from pkg.layers import MLAAttention
+
+        class Block:
+            def __init__(self):
+                self.attn = MLAAttention()
+        """,
+        m="""
+        from ns import blocks
+
+        class Model:
+            def __init__(self):
+                self.block = blocks.Block()
+        """,
+    )
+    assert _could_build(program, "Model")
+    assert _built(program) == {"MLAAttention"}
+
+
+def test_a_definition_already_parsed_is_read_to_its_last_line():
+    program = _program(
+        m="""
+        from pkg.layers import Attention
+
+        @decorated
+        class Late:
+            def __init__(self):
+                self.size = 1
+
+            def later(self):
+                return Attention()
+        """
+    )
+    parsed = program.resolve("m.py", "Late")
+    assert parsed is not None and type(parsed[2]).__name__ == "ClassDef"
+    assert LayerReach(program.layers).could_build(program, "m.py", parsed[2])

@@ -119,3 +119,45 @@ def test_the_module_trees_give_a_skeleton_to_the_walk_and_a_whole_class_to_the_p
     assert block is cls and _stubs(cls) == []
     cls.end_col_offset = whole.end_col_offset  # type: ignore[attr-defined]
     assert _dump(cls) == _dump(whole)
+
+
+BROKEN_NEIGHBOUR = """class A:
+    def __init__(self):
+        self.x = 1
+
+    def good(self, value):
+        return value + 1
+
+    def broken(self):
+        return (
+"""
+
+
+def test_a_method_is_parsed_alone_so_a_broken_neighbour_neither_hides_it_nor_crashes_the_walk():
+    # The class cannot be parsed whole (as Python could not import it); its stubbed methods can each be asked
+    # for: the good one is what its own lines say, the broken one is none.
+    skeleton = parse_skeleton(BROKEN_NEIGHBOUR, 1, "m.py")
+    assert skeleton is not None
+    good = method(skeleton, "good")
+    assert good is not None and ast.unparse(good) == "def good(self, value):\n    return value + 1"
+    assert (good.lineno, good.col_offset) == (5, 4)
+    assert method(skeleton, "broken") is None
+    assert complete(skeleton) is skeleton
+
+
+def test_a_method_that_does_not_parse_alone_is_taken_from_the_whole_class():
+    from kvlint.analysis.census.skeletons import _parse_method
+
+    whole = "class A:\n    def f(self):\n        return 1\n"
+    # Its own lines out of their class (no indentation to sit in): the whole class is parsed instead.
+    found = _parse_method("def f(self):\n        return 1", 2, whole, 1)
+    assert found is not None and found.name == "f" and (found.lineno, found.col_offset) == (2, 4)
+    assert _parse_method("def f(self):\n        return (", 2, whole.replace("1\n", "(\n"), 1) is None
+
+
+def test_a_one_line_method_ends_on_its_own_line():
+    text = "class A:\n    def kind(self): return 1\n    layer_cls = Attention\n\n    def other(self):\n        pass\n"
+    skeleton = parse_skeleton(text, 1, "m.py")
+    assert skeleton is not None
+    assert [type(s).__name__ for s in skeleton.body] == ["FunctionDef", "Assign", "FunctionDef"]
+    assert ast.unparse(method(skeleton, "kind")) == "def kind(self):\n    return 1"
