@@ -221,6 +221,9 @@ def test_a_class_reached_as_a_modules_attribute_is_read_in_that_module():
         class Block:
             def __init__(self):
                 self.attn = MLAAttention()
+
+        class Inert:
+            pass
         """,
         m="""
         from ns import blocks
@@ -228,9 +231,14 @@ def test_a_class_reached_as_a_modules_attribute_is_read_in_that_module():
         class Model:
             def __init__(self):
                 self.block = blocks.Block()
+
+        class Plain:
+            def __init__(self):
+                self.part = blocks.Inert()
         """,
     )
     assert _could_build(program, "Model")
+    assert not _could_build(program, "Plain")  # every word read in `blocks` too, none leads to a layer
     assert _built(program) == {"MLAAttention"}
 
 
@@ -251,3 +259,12 @@ def test_a_definition_already_parsed_is_read_to_its_last_line():
     parsed = program.resolve("m.py", "Late")
     assert parsed is not None and type(parsed[2]).__name__ == "ClassDef"
     assert LayerReach(program.layers).could_build(program, "m.py", parsed[2])
+
+
+def test_a_definition_on_a_modules_first_line_is_read_from_its_first_character():
+    program = _program(
+        m="class Block:\n    def __init__(self):\n        self.attn = Attention()\n\n\nfrom pkg.layers import Attention\n"
+    )
+    assert _could_build(program, "Block")
+    program = _program(m="Block = Attention\n\n\nfrom pkg.layers import Attention\n")
+    assert _could_build(program, "Block")

@@ -138,3 +138,15 @@ def test_small_statements_parsed_together_are_those_each_block_gives_alone():
 
 def test_a_small_statement_that_does_not_parse_leaves_no_statements():
     assert ModuleTrees({"m.py": b"x = (\n"}).statements("m.py") == []
+
+
+def test_source_lines_are_the_lines_asked_for_without_the_last_ones_end():
+    from kvlint.analysis.census.parsing import ModuleTrees
+
+    trees = ModuleTrees({"m.py": b"class A:\n    x = 1\n\nlast = 2", "n.py": b"one\ntwo\n"})
+    assert trees.source_lines("m.py", 1, 2) == "class A:\n    x = 1"
+    assert trees.source_lines("m.py", 4, 4) == "last = 2"  # no newline at the end of the file
+    assert trees.source_lines("m.py", 2, 9) == "    x = 1\n\nlast = 2"
+    assert trees.source_lines("m.py", 0, 4) == ""  # no line 0
+    assert trees.source_lines("n.py", 2, 2) == "two"
+    assert trees.source_lines("n.py", 3, 3) == ""  # the empty line after the last newline

@@ -148,11 +148,11 @@ def test_a_method_is_parsed_alone_so_a_broken_neighbour_neither_hides_it_nor_cra
 def test_a_method_that_does_not_parse_alone_is_taken_from_the_whole_class():
     from kvlint.analysis.census.skeletons import _parse_method
 
-    whole = "class A:\n    def f(self):\n        return 1\n"
-    # Its own lines out of their class (no indentation to sit in): the whole class is parsed instead.
-    found = _parse_method("def f(self):\n        return 1", 2, whole, 1)
-    assert found is not None and found.name == "f" and (found.lineno, found.col_offset) == (2, 4)
-    assert _parse_method("def f(self):\n        return (", 2, whole.replace("1\n", "(\n"), 1) is None
+    whole = "class A:\n    def g(self):\n        return 0\n\n    def f(self):\n        return 1\n"
+    # Its own lines out of their class (no indentation to sit in): the whole class, at its lines, is parsed.
+    found = _parse_method("def f(self):\n        return 1", 7, whole, 3)
+    assert found is not None and found.name == "f" and (found.lineno, found.col_offset) == (7, 4)
+    assert _parse_method("def f(self):\n        return (", 7, whole.replace("1\n", "(\n"), 3) is None
 
 
 def test_a_one_line_method_ends_on_its_own_line():
