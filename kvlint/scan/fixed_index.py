@@ -35,11 +35,11 @@ def fixed_tree_index(
     project's, signed and checked like it), and built reading only the files that could matter."""
     root = Path(str(before.root))
     in_place = {} if written else overlay
-    # The census of the tree before the fix is kept when no file it reads changed (tree_index: `earlier`); the
-    # build runs apart (scan.apart), so that the workers that lint the fixed files start small.
-    earlier = before.index
-
     def build(could_matter_files: frozenset[str] | None) -> TreeIndex:
+        # The census of the tree before the fix is kept when no file it reads changed (tree_index: `earlier`;
+        # asked only here: a fixed index the cache keeps needs no index of the tree before); the build runs
+        # apart (scan.apart), so that the workers that lint the fixed files start small.
+        earlier = before.index
         return run_apart(lambda: _build_index(root, roles, could_matter_files, in_place, earlier))
 
     if cache_dir is None or before.tree is None:
