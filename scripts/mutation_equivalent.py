@@ -52,23 +52,22 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ): "a default never used: every definition and value the bindings hold has a line",
     (
         "kvlint/analysis/census/skeletons.py",
-        42,
+        43,
         "if-branch never taken",
     ): "a fast exit: a class with no method to stub parses to the whole "
     "class (its end is set from its text, the line a whole parse gives; no reader asks its end column)",
     (
         "kvlint/analysis/census/skeletons.py",
-        73,
+        74,
         "is -> is not",
     ): "which stub keeps its source after `complete`: the stub replaced in the body is "
     "read by nothing; one that failed is tried again (None again)",
     (
         "kvlint/analysis/census/skeletons.py",
-        83,
+        84,
         "and -> or",
     ): "the first statement of a `class _:` whose body is the method's text is that `def`",
-    ("kvlint/analysis/census/skeletons.py", 135, "1 -> 2"): "a flag read as true or false",
-    ("kvlint/analysis/census/parsing.py", 158, "0 -> 1"): "the line a string opened on is set when one opens, "
+    ("kvlint/analysis/census/quotes.py", 19, "0 -> 1"): "the line a string opened on is set when one opens, "
     "before it is read: its first value is never read (the other zeros, the line and the offset, are)",
     ("kvlint/analysis/census/class_texts.py", 42, "False -> True"): "a dataclass field shown in its repr: "
     "what a debugger prints, nothing the census reads",

@@ -115,7 +115,7 @@ def test_a_module_parsed_whole_is_not_cut_again():
 
 
 def test_a_triple_quote_is_tracked_across_strings_that_touch():
-    from kvlint.analysis.census.parsing import _inside_strings
+    from kvlint.analysis.census.quotes import inside_strings as _inside_strings
 
     assert _inside_strings('x = """"""\ny', 2) == bytearray([0, 0])  # an empty string opens and closes
     assert _inside_strings('"""a""""""\ny', 2) == bytearray([0, 1])  # one closes, the next opens right after it

@@ -35,6 +35,7 @@ def fixed_tree_index(
     project's, signed and checked like it), and built reading only the files that could matter."""
     root = Path(str(before.root))
     in_place = {} if written else overlay
+
     def build(could_matter_files: frozenset[str] | None) -> TreeIndex:
         # The census of the tree before the fix is kept when no file it reads changed (tree_index: `earlier`;
         # asked only here: a fixed index the cache keeps needs no index of the tree before); the build runs

@@ -17,6 +17,7 @@ import re
 from array import array
 from dataclasses import dataclass
 
+from kvlint.analysis.census.quotes import inside_strings
 from kvlint.analysis.census.skeletons import complete, parse_skeleton
 
 _UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
@@ -146,36 +147,13 @@ def _first_line(statement: ast.stmt) -> int:
     return min([statement.lineno, *(d.lineno for d in decorators)])
 
 
-# A triple quote, either kind: a module's strings that may span lines open and close at these.
-_TRIPLE_QUOTE = re.compile(r'"""|\'\'\'')
-
-
-def _inside_strings(text: str, count: int) -> bytearray:
-    """Per line of `text` (`count` lines): 1 where the line starts inside a triple-quoted string. Each triple
-    quote closes the open one of its kind or, with none open, opens one (a single-quoted string or a comment
-    holding one is read so too, as a tokenizer would not: a block it spans then fails its own quote count)."""
-    inside = bytearray(count)
-    open_quote, opened, line, at = "", 0, 0, 0
-    for match in _TRIPLE_QUOTE.finditer(text):
-        line += text.count("\n", at, match.start())
-        at = match.start()
-        if not open_quote:
-            open_quote, opened = match.group(), line
-        elif match.group() == open_quote:
-            inside[opened + 1 : line + 1] = b"\x01" * (line - opened)
-            open_quote = ""
-    if open_quote:  # never closed: every line after it
-        inside[opened + 1 :] = b"\x01" * (count - opened - 1)
-    return inside
-
-
 def _cut(data: bytes) -> list[ast.stmt | Deferred] | None:
     """The module cut at its top-level lines: small statements parsed, definitions deferred; None when a
     block holds an odd number of triple quotes (a string may span blocks) or a small statement does not
     parse alone."""
     text = data.decode("utf-8", "replace")
     lines = text.split("\n")
-    inside = _inside_strings(text, len(lines))
+    inside = inside_strings(text, len(lines))
     starts = []
     after_decorator = False
     for index, line in enumerate(lines):

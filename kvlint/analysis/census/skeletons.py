@@ -17,17 +17,18 @@ from __future__ import annotations
 import ast
 import re
 
+from kvlint.analysis.census.quotes import TRIPLE_QUOTE, inside_strings
+
 # On a stub: (the method's lines from its `def` line, that line's number, the class's text, its first line).
 _SOURCE = "_kvlint_method_source"
 _METHOD = re.compile(r"([ \t]+)def[ \t]+(\w+)")
-_TRIPLE_QUOTE = re.compile(r'"""|\'\'\'')
 
 
 def parse_skeleton(text: str, first: int, relative: str) -> ast.ClassDef | None:
     """The class whose text is `text` (its first line is line `first` of the module), its methods but
     `__init__` stubbed; None when its methods cannot be cut safely or the skeleton does not parse."""
     lines = text.split("\n")
-    methods = _methods(lines)
+    methods = _methods(text, lines)
     if not methods:
         return None
     skeleton = list(lines)
@@ -92,10 +93,10 @@ def _parse_method(text: str, line: int, class_text: str, class_first: int) -> as
     return next((s for s in body if isinstance(s, ast.FunctionDef) and s.lineno == line), None)
 
 
-def _methods(lines: list[str]) -> list[tuple[int, int, str, str]]:
+def _methods(text: str, lines: list[str]) -> list[tuple[int, int, str, str]]:
     """(first line, line after the last, indentation, name) of each method but `__init__` at the class body's
     indentation (the shallowest `def` in it), by index into `lines`; [] when any cannot be cut safely."""
-    inside = _inside_strings(lines)
+    inside = inside_strings(text, len(lines))
     defs = [
         (index, match.group(1), match.group(2))
         for index, line in enumerate(lines)
@@ -112,7 +113,7 @@ def _methods(lines: list[str]) -> list[tuple[int, int, str, str]]:
         while end < len(lines) and _continues(lines[end], inside[end], indent):
             end += 1
         method = "\n".join(lines[index:end])
-        if len(_TRIPLE_QUOTE.findall(method)) % 2:
+        if len(TRIPLE_QUOTE.findall(method)) % 2:
             return []
         found.append((index, end, indent, name))
     return found
@@ -125,17 +126,3 @@ def _continues(line: str, inside: int, indent: str) -> bool:
     if inside or not stripped or stripped[0] in "#)]}":
         return True
     return len(line) - len(stripped) > len(indent) and line.startswith(indent)
-
-
-def _inside_strings(lines: list[str]) -> bytearray:
-    """Per line: 1 where it starts inside a triple-quoted string (paired as census.parsing pairs them)."""
-    inside = bytearray(len(lines))
-    open_quote = ""
-    for index, line in enumerate(lines):
-        inside[index] = 1 if open_quote else 0
-        for match in _TRIPLE_QUOTE.finditer(line):
-            if not open_quote:
-                open_quote = match.group()
-            elif match.group() == open_quote:
-                open_quote = ""
-    return inside
