@@ -21,11 +21,15 @@ _CLASS_LINE = re.compile(rb"^class[ \t]+(\w+)", re.MULTILINE)
 _WORD = re.compile(rb"\w+")
 
 
-def scheduler_built_classes(texts: dict[str, bytes], patterns: tuple[str, ...]) -> frozenset[str]:
-    """Top-level classes of `texts` whose every mention there is a construction in scheduler-only code."""
+def scheduler_built_classes(
+    texts: dict[str, bytes], patterns: tuple[str, ...], type_names: frozenset[str] | None = None
+) -> frozenset[str]:
+    """Top-level classes of `texts` whose every mention there is a construction in scheduler-only code;
+    `type_names`: the spec classes a type test can name (the tree's hierarchy; None: any class)."""
     # The candidates: classes of modules that read KV cache groups (where a group-spec check can be) whose text
     # could test a spec's type (the only classes KV101 asks this about).
-    defined = {name for data in texts.values() if b"kv_cache_groups" in data for name in _testing_classes(data)}
+    names = None if type_names is None else [name.encode() for name in sorted(type_names)]
+    defined = {name for data in texts.values() if b"kv_cache_groups" in data for name in _testing_classes(data, names)}
     if not defined:
         return frozenset()
     built: set[str] = set()
@@ -50,16 +54,16 @@ def scheduler_built_classes(texts: dict[str, bytes], patterns: tuple[str, ...]) 
     return frozenset(built - elsewhere)
 
 
-def _testing_classes(data: bytes) -> list[bytes]:
+def _testing_classes(data: bytes, names: list[bytes] | None) -> list[bytes]:
     """The module's top-level classes whose text, up to the next top-level class, could hold KV101's test of a
-    spec's type (its module-level words, rules/kv101_container_isinstance.TRIGGERS, within the class)."""
+    spec's type: it says `isinstance` or `type` and names one of `names` (None: any)."""
     starts = list(_CLASS_LINE.finditer(data))
     ends = [match.start() for match in starts[1:]] + [len(data)]
     return [
         match.group(1)
         for match, end in zip(starts, ends)
-        if data.find(b"Spec", match.end(), end) >= 0
-        and (data.find(b"isinstance(", match.end(), end) >= 0 or data.find(b"type(", match.end(), end) >= 0)
+        if (data.find(b"isinstance", match.end(), end) >= 0 or data.find(b"type", match.end(), end) >= 0)
+        and (names is None or any(data.find(name, match.end(), end) >= 0 for name in names))
     ]
 
 

@@ -211,7 +211,7 @@ def build_tree_index(
             files=files,
         )
     consumed = scheduler_consumed_members(consumer_texts, scheduler_only_paths)
-    built = scheduler_built_classes(builder_texts, scheduler_only_paths)
+    built = scheduler_built_classes(builder_texts, scheduler_only_paths, frozenset(hierarchy.bases))
     roles = read_tree_roles(role_texts, scheduler_only_paths)
     workers = {r: d for r in files.relatives() if is_worker_module(r) and (d := files.read(r)) is not None}
     runners = read_runner_selection(workers)
