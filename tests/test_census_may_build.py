@@ -268,3 +268,17 @@ def test_a_definition_on_a_modules_first_line_is_read_from_its_first_character()
     assert _could_build(program, "Block")
     program = _program(m="Block = Attention\n\n\nfrom pkg.layers import Attention\n")
     assert _could_build(program, "Block")
+
+
+def test_a_definition_naming_more_modules_than_any_vllm_class_is_left_to_the_walk():
+    # Every word is read in every module a definition names (`modN.Inert`): past 16 modules the sieve says
+    # "could" rather than pay their product; the walk then reads only the attributes it calls.
+    def program(count: int) -> Program:
+        modules = {f"ns__mod{i}": "class Inert:\n    pass\n" for i in range(count)}
+        imports = "".join(f"from ns import mod{i}\n" for i in range(count))
+        calls = "".join(f"        self.part{i} = mod{i}.Inert()\n" for i in range(count))
+        return _program(m=f"{imports}\nclass Plain:\n    def __init__(self):\n{calls}", **modules)
+
+    assert not _could_build(program(16), "Plain")
+    assert _could_build(program(17), "Plain")
+    assert _built(program(17), "Plain") == set()

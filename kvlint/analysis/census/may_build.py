@@ -25,6 +25,10 @@ from kvlint.analysis.census.resolution import Resolver
 _WORD = re.compile(r"[^\W\d]\w*")
 # Definitions followed inside one another by the sieve: past this, "could build" (the walk decides).
 _MAX_DEPTH = 60
+# Modules one definition names (`linear.X`, `mamba.Y`): vLLM's most is a handful; past this, "could build".
+_MAX_MODULES = 16
+# What `_mentioned` gives when it cannot tell: a definition that could build a layer.
+_ANY = object()
 
 
 class LayerReach:
@@ -73,7 +77,7 @@ class LayerReach:
         if not self._layers.isdisjoint(words):
             return True
         for where, target in self._mentioned(module, words):
-            if getattr(target, "name", None) in self._layers:
+            if target is _ANY or getattr(target, "name", None) in self._layers:
                 return True
             other = _key(where, target)
             if other in self._known:
@@ -105,6 +109,10 @@ class LayerReach:
                 modules.append(found[0])
             else:
                 yield found[0], found[2]
+        modules = list(dict.fromkeys(modules))
+        if len(modules) > _MAX_MODULES:  # every word read in each: a crafted text's cost grows as their product
+            yield module, _ANY
+            return
         for other in modules:
             for word in words:
                 found = self._resolver.binding(other, word)  # type: ignore[union-attr]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 
 from kvlint.analysis.census.quotes import TRIPLE_QUOTE, inside_strings
 
@@ -84,13 +85,20 @@ def _parse_method(text: str, line: int, class_text: str, class_first: int) -> as
         return method if isinstance(method, ast.FunctionDef) and method.lineno == line else None
     except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
         pass
-    try:
-        module = ast.parse("\n" * (class_first - 1) + class_text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    cls = module.body[0]
-    body = cls.body if isinstance(cls, ast.ClassDef) else []
+    body = _whole_class(class_text, class_first)
     return next((s for s in body if isinstance(s, ast.FunctionDef) and s.lineno == line), None)
+
+
+@lru_cache(maxsize=2)
+def _whole_class(text: str, first: int) -> list[ast.stmt]:
+    """The class's statements, parsed whole (once for all its methods that need it: a crafted class of many
+    methods that do not parse alone costs one parse, not one per method); [] when it does not parse."""
+    try:
+        module = ast.parse("\n" * (first - 1) + text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    cls = module.body[0] if module.body else None
+    return cls.body if isinstance(cls, ast.ClassDef) else []
 
 
 def _methods(text: str, lines: list[str]) -> list[tuple[int, int, str, str]]:
