@@ -6,7 +6,7 @@ A rule writes `from kvlint import Example, Rule`. The names load on first use (m
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (6 ms): a replayed run needs none of it
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,4 @@
-from kvlint.cli import main
+from kvlint.launch import main
 
 if __name__ == "__main__":
     main()

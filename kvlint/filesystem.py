@@ -42,6 +42,10 @@ SKIPPED_FOLDERS = frozenset(
     }
 )
 
+# Told of every folder a walk lists, every file it finds and every path a lookup asks about, while a run is
+# recorded to be replayed (kvlint.scan.replay): what the run's output depends on in the filesystem. None: no one asks.
+_observer: Callable[[str, str], None] | None = None
+
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 _READ_CHUNK = 1 << 20
 
@@ -61,6 +65,22 @@ class FileTooLarge(OSError):
         super().__init__(errno.EFBIG, f"too large ({size / 2**20:.1f} MiB > {limit // 2**20} MiB)", path)
         self.size = size
         self.limit = limit
+
+
+def observe(observer: Callable[[str, str], None] | None) -> None:
+    """Tell `observer(kind, path)` — kind "folder" (listed), "file" (found or read) or "probe" (asked whether it
+    is a file) — of what the walks and lookups of this process touch from now on; None stops it."""
+    global _observer
+    _observer = observer
+
+
+def probe_file(path: str | os.PathLike) -> bool:
+    """Whether `path` is a regular file (or a link to one), as `Path.is_file` says: the lookup a search for a
+    marker file (a configuration, a tree's root) makes, told to the observer whatever the answer."""
+    name = os.fspath(path)
+    if _observer is not None:
+        _observer("probe", name)
+    return os.path.isfile(name)
 
 
 def file_kind(mode: int) -> str:
@@ -185,6 +205,8 @@ def walk_python(
         if (info.st_dev, info.st_ino) in visited:  # a symlink loop, or a second link to it: already walked
             continue
         visited.add((info.st_dev, info.st_ino))
+        if _observer is not None:
+            _observer("folder", folder)
         try:
             with os.scandir(folder) as listing:
                 entries = list(listing)
@@ -207,6 +229,8 @@ def walk_python(
         for entry in names:
             found = _python_file(entry, real_folder, boundary, problems)
             if found is not None:
+                if _observer is not None:
+                    _observer("file", found[0])
                 yield found
         folders.sort(key=lambda e: e.name, reverse=True)
         for entry in folders:

@@ -61,7 +61,7 @@ def test_sarif_carries_the_rule_documentation_and_no_link_to_another_project():
 
 def test_the_distribution_is_not_named_kvlint():
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert '\nname = "vllm-kvlint"\n' in pyproject and 'kvlint = "kvlint.cli:main"' in pyproject
+    assert '\nname = "vllm-kvlint"\n' in pyproject and 'kvlint = "kvlint.launch:main"' in pyproject
     readme = (ROOT / "README.md").read_text()
     assert "`vllm-kvlint`" in readme and "do not `pip install kvlint`" in readme
     assert readme.count("pip install kvlint") == 1  # that warning, never an instruction

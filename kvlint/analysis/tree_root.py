@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kvlint.analysis.vocabulary import INTERFACE_MODULE
+from kvlint.filesystem import probe_file
 
 
 def find_tree_root(path: Path) -> Path | None:
@@ -15,6 +16,6 @@ def find_tree_root(path: Path) -> Path | None:
     path = path.resolve()
     start = path if path.is_dir() else path.parent
     for candidate in (start, *start.parents):
-        if (candidate / INTERFACE_MODULE).is_file():
+        if probe_file(candidate / INTERFACE_MODULE):
             return candidate
     return None

@@ -23,6 +23,7 @@ from kvlint.escaping import printable
 from kvlint.reporters import Reporter, load_reporter
 from kvlint.reporters.colour import use_colour
 from kvlint.reporters.wrap import terminal_width
+from kvlint.scan.replay import keep_run
 
 
 @click.command()
@@ -85,7 +86,14 @@ def check(
             if file_result.detail:
                 click.echo(f"kvlint: details for {printable(file_result.path)}:\n{file_result.detail}", err=True)
     # A cross-file analysis that failed is an error, not a clean result.
-    sys.exit(summary.exit_code(exit_zero, error=say_degradations(result)))
+    degraded = say_degradations(result)
+    status = summary.exit_code(exit_zero, error=degraded)
+    # Kept to be replayed (kvlint.scan.replay) only when the same files are sure to give the same output.
+    repeatable = not (degraded or verbose or release or baseline or options.references) and not any(
+        file_result.detail for file_result in result.files
+    )
+    keep_run(status, options.cache_dir, repeatable)
+    sys.exit(status)
 
 
 def chosen_reporter(output_format: str, base, color: str) -> Reporter:

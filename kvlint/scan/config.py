@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS
 from kvlint.errors import ConfigError
-from kvlint.filesystem import describe, read_regular_file
+from kvlint.filesystem import describe, probe_file, read_regular_file
 from kvlint.types import Severity
 
 KNOWN_KEYS = {"select", "ignore", "exclude", "per-file-ignores", "scheduler-only-paths", "fail-on", "vllm"}
@@ -36,7 +36,7 @@ def find_pyproject(start: Path) -> Path | None:
     start = start.resolve()
     for folder in (start if start.is_dir() else start.parent, *start.parents):
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
+        if probe_file(candidate):
             return candidate
     return None
 

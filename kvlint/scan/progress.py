@@ -57,8 +57,7 @@ class Progress:
     def phase(self, text: str) -> None:
         """A phase begins: one line in a log; on a terminal the counter says enough."""
         if self.display is Display.LINES:
-            sys.stderr.write(f"kvlint: {text}…\n")
-            sys.stderr.flush()
+            _write(f"kvlint: {text}…\n")
 
     def counting(self, total: int) -> None:
         """The files to settle are known: `linting N files`."""
@@ -86,8 +85,7 @@ class Progress:
             return
         self.drawn_at = now
         self.visible = True
-        sys.stderr.write(f"\r{self.live_line(now)}\x1b[K")
-        sys.stderr.flush()
+        _write(f"\r{self.live_line(now)}\x1b[K")
 
     def live_line(self, now: float) -> str:
         line = f"kvlint: checked {self.done}/{self.total} files"
@@ -99,6 +97,13 @@ class Progress:
 
     def close(self) -> None:
         if self.visible:
-            sys.stderr.write("\r\x1b[K")  # leave the line empty for what the command prints next
-            sys.stderr.flush()
+            _write("\r\x1b[K")  # leave the line empty for what the command prints next
             self.visible = False
+
+
+def _write(text: str) -> None:
+    """To stderr, as a transient line: a recorded run (kvlint.scan.replay) does not keep it, since its replay
+    has no phases to show."""
+    write = getattr(sys.stderr, "write_transient", sys.stderr.write)
+    write(text)
+    sys.stderr.flush()

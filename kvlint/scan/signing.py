@@ -24,11 +24,16 @@ import os
 import stat
 import sys
 from functools import lru_cache
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvlint.scan.ownership import others_may_write
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 KEY_BYTES = 32
+# The layout of a signed record file; bumped when it changes (older files are then "not cached").
+RECORD_FORMAT = 1
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 # Never through a link, never waiting (a FIFO named like the key is refused by its fstat, not waited on).
@@ -37,9 +42,15 @@ _KEY_FLAGS = (
 )
 
 
-def key_path() -> Path:
+def key_file() -> str:
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "kvlint" / "cache-key"
+    return os.path.join(base, "kvlint", "cache-key")
+
+
+def key_path() -> Path:
+    from pathlib import Path  # not at the top: a replayed run (kvlint.scan.replay) never needs pathlib
+
+    return Path(key_file())
 
 
 def sign(key: bytes, *parts: bytes) -> str:
@@ -55,9 +66,24 @@ def verify(key: bytes, signature: bytes, *parts: bytes) -> bool:
     return hmac.compare_digest(signature, sign(key, *parts).encode())
 
 
+def signed_record(secret: bytes, kind: str, key: str, document: bytes) -> bytes:
+    """A record file's bytes: a header line with the signature of `document` for this kind and key, then it."""
+    signature = sign(secret, kind.encode(), key.encode(), document)
+    return f"kvlint-cache {RECORD_FORMAT} {signature}\n".encode() + document
+
+
+def signed_document(secret: bytes, kind: str, key: str, data: bytes) -> bytes | None:
+    """The document of a record file's bytes `data` when this kvlint signed it for this kind and key, else None."""
+    header, _, document = data.partition(b"\n")
+    words = header.split(b" ")
+    if len(words) != 3 or words[0] != b"kvlint-cache" or words[1] != str(RECORD_FORMAT).encode():
+        return None
+    return document if verify(secret, words[2], kind.encode(), key.encode(), document) else None
+
+
 def cache_key() -> bytes | None:
     """This user's cache key (created on first use); None when there is no trustworthy one."""
-    return _cache_key(str(key_path()))
+    return _cache_key(key_file())
 
 
 @lru_cache(maxsize=4)

@@ -26,15 +26,13 @@ import kvlint
 import kvlint.rules
 from kvlint.filesystem import read_regular_file, walk_python
 from kvlint.scan.ownership import make_folders
-from kvlint.scan.signing import cache_key, sign, verify
+from kvlint.scan.signing import cache_key, signed_document, signed_record
 
 # A file modified this close to (or after) the scan's start may change again within the same
 # timestamp tick without its stat changing ("racily clean" in git's words): its stat is not trusted.
 RACY_WINDOW_NS = 2_000_000_000
 # Parts of kvlint that never change a file's result: editing them keeps the cache.
 _NOT_IN_RESULTS = ("verify", "reporters", "commands", "cli.py", "__main__.py")
-# The layout of a record file; bumped when it changes (older files are then "not cached").
-RECORD_FORMAT = 1
 # A manifest holds about 250 bytes per file scanned: this is room for a tree of several hundred thousand.
 MAX_RECORD_BYTES = 256 * 1024 * 1024
 
@@ -131,11 +129,8 @@ def load_record(path: Path, kind: str, key: str) -> object | None:
         data = read_regular_file(path, MAX_RECORD_BYTES, follow_symlinks=False)
     except OSError:
         return None
-    header, _, document = data.partition(b"\n")
-    words = header.split(b" ")
-    if len(words) != 3 or words[0] != b"kvlint-cache" or words[1] != str(RECORD_FORMAT).encode():
-        return None
-    if not verify(secret, words[2], kind.encode(), key.encode(), document):
+    document = signed_document(secret, kind, key, data)
+    if document is None:
         return None
     try:
         return json.loads(document)
@@ -153,7 +148,6 @@ def save_record(path: Path, kind: str, key: str, value: object) -> bool:
         document = json.dumps(value, separators=(",", ":")).encode("ascii")
     except (TypeError, ValueError, RecursionError):
         return False  # something that is not data: not cached
-    signature = sign(secret, kind.encode(), key.encode(), document)
     try:
         make_folders(path.parent)  # never group-writable, whatever the umask: releases/ beside it must not be
         import tempfile  # only when something is written
@@ -161,7 +155,7 @@ def save_record(path: Path, kind: str, key: str, value: object) -> bool:
         handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(handle, "wb") as stream:
-                stream.write(f"kvlint-cache {RECORD_FORMAT} {signature}\n".encode() + document)
+                stream.write(signed_record(secret, kind, key, document))
             os.replace(temporary, path)  # a link or FIFO planted at `path` is replaced, never written through
         except BaseException:
             try:

@@ -9,11 +9,12 @@ from pathlib import Path
 
 from kvlint.analysis.tree_root import find_tree_root
 from kvlint.errors import ConfigError, TargetError
+from kvlint.filesystem import probe_file
 
 
 def default_target(cwd: Path) -> tuple[Path, str]:
     """(path to scan, one line saying which tree it is)."""
-    if (cwd / "vllm" / "v1" / "kv_cache_interface.py").is_file() or find_tree_root(cwd) is not None:
+    if probe_file(cwd / "vllm" / "v1" / "kv_cache_interface.py") or find_tree_root(cwd) is not None:
         root = find_tree_root(cwd) or cwd
         return root / "vllm", f"kvlint: scanning the vLLM checkout at {root}"
     spec = importlib.util.find_spec("vllm")  # locates the package without importing it

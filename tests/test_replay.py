@@ -1,0 +1,160 @@
+"""A kept `kvlint check` run is replayed only while nothing it read changed, and says what a run would say.
+
+Real runs of the program (`python -m kvlint`, as the `kvlint` script runs it) on the miniature vLLM tree, each with
+its own cache key. A run is known to be a replay by what it imported (`-X importtime`, an interpreter flag, so the
+run's key is the same): a replay never loads the command line (kvlint.cli).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from mini_vllm import CONFIG_PATH, MINI_VLLM, write_tree
+
+BUGGY_LINE = "group.kv_cache_spec.block_size * (dcp if isinstance(group.kv_cache_spec, AttentionSpec) else 1)"
+OLD_NS = 3_600_000_000_000  # an hour: stats older than the racy window (kvlint.scan.replay.RACY_WINDOW_NS)
+
+
+@dataclass
+class Run:
+    status: int
+    stdout: str
+    stderr: str
+    replayed: bool
+
+
+def age(root: Path) -> None:
+    """Every file and folder under `root` (and it) an hour old, as in a checkout: a stat newer than the racy
+    window is never trusted, and a run that read one is not kept."""
+    for path in [root, *root.rglob("*")]:
+        info = path.stat()
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns - OLD_NS))
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    tree = write_tree(tmp_path / "checkout", MINI_VLLM)
+    (tree / "vllm" / "empty").mkdir()
+    age(tmp_path)
+    return tree
+
+
+@pytest.fixture
+def kvlint(checkout, tmp_path):
+    state = tmp_path / "state"
+
+    def run(*arguments: str, cache: str = "cache", **environment: str) -> Run:
+        env = {**os.environ, "XDG_STATE_HOME": str(state), **environment}
+        completed = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "kvlint", "check", "--cache-dir", str(tmp_path / cache)]
+            + list(arguments),
+            cwd=checkout,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        lines = completed.stderr.splitlines(keepends=True)
+        imported = {line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")}
+        # What a run says; not its progress (a phase begins: `kvlint: linting 11 files…`), which a replay, having no
+        # phases, does not show.
+        stderr = "".join(line for line in lines if not line.startswith("import time:") and not line.endswith("…\n"))
+        return Run(completed.returncode, completed.stdout, stderr, "kvlint.cli" not in imported)
+
+    return run
+
+
+def test_an_unchanged_tree_is_replayed_as_a_run_would_say_it(kvlint):
+    first, second = kvlint("vllm"), kvlint("vllm")
+    assert not first.replayed and second.replayed
+    assert "KV102" in first.stdout and first.status == 1  # an error
+    assert (second.status, second.stdout, second.stderr) == (first.status, first.stdout, first.stderr)
+    fresh = kvlint("vllm", "--no-cache")
+    assert not fresh.replayed and (fresh.status, fresh.stdout, fresh.stderr) == (
+        first.status,
+        first.stdout,
+        first.stderr,
+    )
+
+
+def test_an_exit_status_is_replayed(kvlint):
+    first, second = kvlint("vllm", "--exit-zero"), kvlint("vllm", "--exit-zero")
+    assert first.status == 0 and second.replayed and second.status == 0
+
+
+def test_an_edited_file_is_checked_again(kvlint, checkout):
+    kvlint("vllm")
+    config = checkout / CONFIG_PATH
+    config.write_text(config.read_text().replace(BUGGY_LINE, "group.kv_cache_spec.block_size"))
+    age(config)  # an old mtime again: its ctime and size are what changed
+    after = kvlint("vllm")
+    assert not after.replayed and "KV102" not in after.stdout
+    assert kvlint("vllm").replayed
+
+
+def test_a_file_added_to_a_folder_is_seen(kvlint, checkout):
+    before = kvlint("vllm")
+    copy = checkout / "vllm" / "empty" / "copy.py"  # in a folder that held no Python file when the run was kept
+    copy.write_text((checkout / CONFIG_PATH).read_text())
+    age(copy)
+    after = kvlint("vllm")
+    assert not after.replayed and "vllm/empty/copy.py" in after.stdout and after.stdout != before.stdout
+
+
+def test_a_configuration_appearing_above_the_working_folder_is_seen(kvlint, checkout):
+    before = kvlint("vllm")
+    assert "KV102" in before.stdout
+    settings = checkout.parent / "pyproject.toml"  # where no configuration was found the first time
+    settings.write_text('[tool.kvlint]\nignore = ["KV102"]\n')
+    age(settings)
+    after = kvlint("vllm")
+    assert not after.replayed and "KV102" not in after.stdout
+
+
+def test_a_module_only_the_tree_index_reads_is_a_dependency(kvlint, checkout):
+    """Scanning one folder reads the whole tree's index: the resolver's module, outside that folder, decides
+    what the config's hand-written scaling is compared with."""
+    folder = str(Path(CONFIG_PATH).parent)
+    before = kvlint(folder)
+    resolver = checkout / "vllm" / "v1" / "core" / "kv_cache_utils.py"
+    resolver.write_text(resolver.read_text().replace("resolve_dcp_kv_block_size", "resolve_block_size"))
+    age(resolver)
+    after = kvlint(folder)
+    assert not after.replayed and after.stdout != before.stdout
+    assert after.stdout == kvlint(folder, "--no-cache").stdout
+
+
+def test_environment_and_arguments_are_part_of_the_key(kvlint):
+    kvlint("vllm")
+    assert not kvlint("vllm", NO_COLOR="1").replayed
+    assert kvlint("vllm", NO_COLOR="1").replayed
+    assert not kvlint("vllm", "--select", "KV102").replayed
+
+
+def test_a_record_this_user_did_not_sign_is_never_replayed(kvlint, tmp_path):
+    honest = kvlint("vllm")
+    (record,) = (tmp_path / "cache" / "results" / "runs").iterdir()
+    header, _, document = record.read_bytes().partition(b"\n")
+    forged = json.loads(document)
+    forged["stdout"], forged["status"] = "", 0
+    record.write_bytes(header + b"\n" + json.dumps(forged, separators=(",", ":")).encode())
+    after = kvlint("vllm")
+    assert not after.replayed and after.stdout == honest.stdout
+    other_key = kvlint("vllm", XDG_STATE_HOME=str(tmp_path / "other-state"))
+    assert not other_key.replayed and other_key.stdout == honest.stdout
+
+
+def test_a_run_that_read_a_file_changed_just_before_it_is_not_kept(kvlint, checkout):
+    (checkout / CONFIG_PATH).touch()  # its stat could still change without its content's being seen to
+    kvlint("vllm")
+    assert not kvlint("vllm").replayed
+    age(checkout / CONFIG_PATH)
+    kvlint("vllm")
+    assert kvlint("vllm").replayed
