@@ -74,6 +74,13 @@ def observe(observer: Callable[[str, str], None] | None) -> None:
     _observer = observer
 
 
+def notice(kind: str, path: str | os.PathLike) -> None:
+    """Tell the observer, if any, of a folder listed, a file read or a path looked up some other way (a glob, a
+    stat) than this module's walk and read."""
+    if _observer is not None:
+        _observer(kind, os.fspath(path))
+
+
 def probe_file(path: str | os.PathLike) -> bool:
     """Whether `path` is a regular file (or a link to one), as `Path.is_file` says: the lookup a search for a
     marker file (a configuration, a tree's root) makes, told to the observer whatever the answer."""
@@ -114,6 +121,8 @@ def read_regular_file(path: str | os.PathLike, limit: int = MAX_FILE_BYTES, *, f
     open descriptor (it may have been swapped in between); the open never waits; nothing past `limit` is read.
     """
     name = os.fspath(path)
+    if _observer is not None:
+        _observer("file", name)
     before = os.stat(name, follow_symlinks=follow_symlinks)
     _check_kind(name, before, limit)
     flags = _OPEN_FLAGS | (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
@@ -269,5 +278,7 @@ def _python_file(
 
 
 def _note(problems: list[PathProblem] | None, path: str, cause: str) -> None:
+    if _observer is not None:  # a dangling link, a link out of the tree, …: what it leads to may change
+        _observer("probe", path)
     if problems is not None:
         problems.append(PathProblem(os.path.normpath(path), cause))

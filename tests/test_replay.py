@@ -19,7 +19,13 @@ import pytest
 from mini_vllm import CONFIG_PATH, MINI_VLLM, write_tree
 
 BUGGY_LINE = "group.kv_cache_spec.block_size * (dcp if isinstance(group.kv_cache_spec, AttentionSpec) else 1)"
-OLD_NS = 3_600_000_000_000  # an hour: stats older than the racy window (kvlint.scan.replay.RACY_WINDOW_NS)
+# How a phase line ends, in UTF-8 and as an ASCII stream escapes it.
+PROGRESS = ("…\n", "\\u2026\n")
+OLD_NS = 3_600_000_000_000
+CONCISE = (
+    "--output-format",
+    "concise",
+)  # an hour: stats older than the racy window (kvlint.scan.replay.RACY_WINDOW_NS)
 
 
 @dataclass
@@ -34,8 +40,8 @@ def age(root: Path) -> None:
     """Every file and folder under `root` (and it) an hour old, as in a checkout: a stat newer than the racy
     window is never trusted, and a run that read one is not kept."""
     for path in [root, *root.rglob("*")]:
-        info = path.stat()
-        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns - OLD_NS))
+        info = path.lstat()
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns - OLD_NS), follow_symlinks=False)
 
 
 @pytest.fixture
@@ -65,7 +71,7 @@ def kvlint(checkout, tmp_path):
         imported = {line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")}
         # What a run says; not its progress (a phase begins: `kvlint: linting 11 files…`), which a replay, having no
         # phases, does not show.
-        stderr = "".join(line for line in lines if not line.startswith("import time:") and not line.endswith("…\n"))
+        stderr = "".join(line for line in lines if not line.startswith("import time:") and not line.endswith(PROGRESS))
         return Run(completed.returncode, completed.stdout, stderr, "kvlint.cli" not in imported)
 
     return run
@@ -158,3 +164,91 @@ def test_a_run_that_read_a_file_changed_just_before_it_is_not_kept(kvlint, check
     age(checkout / CONFIG_PATH)
     kvlint("vllm")
     assert kvlint("vllm").replayed
+
+
+def test_a_file_named_on_the_command_line_is_a_dependency(kvlint, checkout):
+    """As pre-commit runs it: the files, not their folder; here one of the tree's outside vllm/, which the tree's
+    index does not list. A named file is read in a worker, where no observer sees it."""
+    named = checkout / "examples" / "plugin.py"
+    named.parent.mkdir()
+    named.write_text("x = 1\n")
+    age(named.parent)
+    before = kvlint(str(named))
+    assert kvlint(str(named)).replayed
+    named.write_text((checkout / CONFIG_PATH).read_text())
+    age(named)
+    after = kvlint(str(named))
+    assert not after.replayed and after.stdout != before.stdout and "KV102" in after.stdout
+
+
+def test_the_configuration_named_by_config_is_a_dependency(kvlint, checkout):
+    settings = checkout.parent / "settings.toml"
+    settings.write_text('[tool.kvlint]\nfail-on = "error"\n')
+    age(settings)
+    assert "KV102" in kvlint("--config", str(settings), "vllm").stdout
+    settings.write_text('[tool.kvlint]\nignore = ["KV102"]\n')
+    age(settings)
+    after = kvlint("--config", str(settings), "vllm")
+    assert not after.replayed and "KV102" not in after.stdout
+
+
+def test_what_a_run_wrote_as_bytes_is_replayed_as_bytes(kvlint):
+    """click writes bytes to a stream whose encoding it distrusts (ASCII): they are kept too."""
+    first = kvlint("vllm", PYTHONIOENCODING="ascii")
+    second = kvlint("vllm", PYTHONIOENCODING="ascii")
+    assert second.replayed and "KV102" in first.stdout
+    assert (second.status, second.stdout, second.stderr) == (first.status, first.stdout, first.stderr)
+
+
+def test_a_dangling_link_is_a_dependency(kvlint, checkout):
+    """Its target may appear where no walk looks (build/ is never walked): the link's own lookup is recorded (in
+    the concise format, which reads no source for a frame)."""
+    (checkout / "vllm" / "empty" / "generated.py").symlink_to(checkout / "build" / "generated.py")
+    age(checkout)
+    before = kvlint("vllm", *CONCISE)
+    assert "dangling" in before.stdout and kvlint("vllm", *CONCISE).replayed
+    (checkout / "build").mkdir()
+    (checkout / "build" / "generated.py").write_text((checkout / CONFIG_PATH).read_text())
+    age(checkout / "build")
+    after = kvlint("vllm", *CONCISE)
+    assert not after.replayed and "dangling" not in after.stdout
+
+
+def test_a_file_changed_while_the_run_read_it_is_not_kept(checkout, tmp_path, monkeypatch):
+    """Even with its mtime put back (rsync -a, cp -p, tar x): what the run saw is not what is there now."""
+    from kvlint import filesystem
+    from kvlint.scan import replay
+
+    monkeypatch.chdir(checkout)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    recording = replay._Recording(["check", "vllm"])
+    config = checkout / CONFIG_PATH
+    try:
+        replay.start_recording(["check", "vllm"])
+        filesystem.read_regular_file(config)
+        recording.seen = replay._recording.seen
+    finally:
+        replay._recording = None
+        filesystem.observe(None)
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    assert replay._dependencies(recording, str(tmp_path / "cache")) is not None  # unchanged: kept
+    before = config.stat()
+    config.write_text(config.read_text().replace("dcp", "DCP"))
+    os.utime(config, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert replay._dependencies(recording, str(tmp_path / "cache")) is None
+
+
+def test_a_requirement_file_appearing_beside_the_project_is_seen(tmp_path):
+    """The release code outside the tree is judged against comes from its requirement files, found by a glob."""
+    from kvlint import filesystem
+    from kvlint.scan.vllm_requirement import find_vllm_requirement
+
+    project = tmp_path / "plugin"
+    project.mkdir()
+    seen: list[tuple[str, str]] = []
+    filesystem.observe(lambda kind, path: seen.append((kind, path)))
+    try:
+        assert find_vllm_requirement(project) is None
+    finally:
+        filesystem.observe(None)
+    assert ("folder", str(project.resolve())) in seen and ("folder", str(project.resolve() / "requirements")) in seen

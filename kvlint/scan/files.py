@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from kvlint.filesystem import SKIPPED_FOLDERS, PathProblem, file_kind, walk_python
+from kvlint.filesystem import SKIPPED_FOLDERS, PathProblem, file_kind, notice, walk_python
 
 __all__ = ["SKIPPED_FOLDERS", "PathProblem", "SourceFile", "collect_files", "is_excluded", "walk_python"]
 
@@ -85,6 +85,7 @@ def collect_files(
 def _given_kind(path: Path) -> str:
     """ "file", "folder", or why a path the user named cannot be scanned (a name too long for this system,
     a FIFO or a device such as /dev/stdin, which would block or never end, …)."""
+    notice("probe", path)  # a named file is read in a worker: this is what the run depends on
     try:
         mode = os.stat(path).st_mode
     except OSError as error:

@@ -78,6 +78,7 @@ def run_key(argv: list[str], environ) -> str:
         width = os.get_terminal_size(1).columns if ttys[1] else None
     except OSError:
         width = None
+    streams = [(getattr(s, "encoding", None), getattr(s, "errors", None)) for s in (sys.stdin, sys.stdout, sys.stderr)]
     parts = [
         RUN_FORMAT,
         argv,
@@ -85,6 +86,9 @@ def run_key(argv: list[str], environ) -> str:
         sorted((k, v) for k, v in environ.items() if k not in _VOLATILE),
         ttys,
         width,
+        streams,  # how text is written: click writes bytes to a stream it thinks misconfigured (ASCII)
+        repr(sys.flags),  # -X utf8, -I, … (an interpreter flag is not in the environment)
+        sys.path,  # where the default target's installed vllm is found (.pth files included)
         sys.version,
         sys.executable,
         os.path.dirname(os.path.abspath(__file__)),
@@ -138,11 +142,21 @@ def replayed(argv: list[str]) -> int | None:
     for path, before in depends.items():
         if signature(path) != before:
             return None
-    sys.stdout.write(stdout)
-    sys.stdout.flush()
-    sys.stderr.write(stderr)
-    sys.stderr.flush()
+    _write_bytes(sys.stdout, stdout.encode("utf-8", "surrogateescape"))
+    _write_bytes(sys.stderr, stderr.encode("utf-8", "surrogateescape"))
     return status
+
+
+def _write_bytes(stream, data: bytes) -> None:
+    """The bytes a recorded run wrote to this stream, as they were (its encoding is part of the key)."""
+    stream.flush()
+    binary = getattr(stream, "buffer", None)
+    if binary is not None:
+        binary.write(data)
+        binary.flush()
+    else:  # a text-only stream (a test harness's): its own encoding, which the key fixed
+        stream.write(data.decode(getattr(stream, "encoding", None) or "utf-8", "replace"))
+        stream.flush()
 
 
 class _Recording:
@@ -151,28 +165,50 @@ class _Recording:
         self.key = run_key(argv, os.environ)
         self.folder = run_folder(argv, os.environ)
         self.started_ns = time.time_ns()
-        self.paths: set[str] = set()
+        # Each path observed, with its signature when first observed: a path whose signature differs at the
+        # end changed while the run read it (even with its mtime put back), and the run is not kept.
+        self.seen: dict[str, list | None] = {}
         self.stdout = _Tee(sys.stdout)
         self.stderr = _Tee(sys.stderr)
 
 
 class _Tee:
-    """A text stream that writes through to `stream` and keeps what was written (str only: writing bytes fails,
-    as on any text stream, which is how click tells a text stream from a binary one)."""
+    """A text stream that writes through to `stream` and keeps the bytes written, as the stream encodes them;
+    its `buffer` keeps what is written there too (click writes bytes to a stream whose encoding it distrusts).
+    Writing bytes to it fails, as on any text stream: that is how click tells a text stream from a binary one."""
 
     def __init__(self, stream):
         self._stream = stream
-        self.kept: list[str] = []
+        self.kept: list[bytes] = []
+        self._encoding = getattr(stream, "encoding", None) or "utf-8"
+        self._errors = getattr(stream, "errors", None) or "strict"
+        binary = getattr(stream, "buffer", None)
+        self.buffer = _BinaryTee(binary, self.kept) if binary is not None else None
 
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        self.kept.append(text)
-        return self._stream.write(text)
+        written = self._stream.write(text)  # first: text the stream cannot encode fails here, as it would
+        self.kept.append(text.encode(self._encoding, self._errors))
+        return written
 
     def write_transient(self, text: str) -> int:
         """Written, not kept: progress, which a replay (it has no phases) does not show."""
         return self._stream.write(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+class _BinaryTee:
+    def __init__(self, stream, kept: list[bytes]):
+        self._stream = stream
+        self._kept = kept
+
+    def write(self, data) -> int:
+        written = self._stream.write(data)
+        self._kept.append(bytes(data))
+        return written
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
@@ -189,7 +225,14 @@ def start_recording(argv: list[str]) -> None:
     from kvlint import filesystem
 
     recording = _Recording(argv)
-    filesystem.observe(lambda kind, path: recording.paths.add(path))
+    seen = recording.seen
+
+    def observed(kind: str, path: str) -> None:
+        path = os.path.abspath(path)
+        if path not in seen:
+            seen[path] = _signature(path)
+
+    filesystem.observe(observed)
     sys.stdout, sys.stderr = recording.stdout, recording.stderr
     _recording = recording
 
@@ -215,8 +258,8 @@ def keep_run(status: int, cache_dir, repeatable: bool) -> None:
 
     value = {
         "depends": depends,
-        "stdout": "".join(recording.stdout.kept),
-        "stderr": "".join(recording.stderr.kept),
+        "stdout": b"".join(recording.stdout.kept).decode("utf-8", "surrogateescape"),
+        "stderr": b"".join(recording.stderr.kept).decode("utf-8", "surrogateescape"),
         "status": status,
     }
     save_record(Path(recording.folder) / f"{recording.key}.json", "run", recording.key, value)
@@ -224,8 +267,7 @@ def keep_run(status: int, cache_dir, repeatable: bool) -> None:
 
 def _dependencies(recording: _Recording, cache_dir: str) -> dict[str, list | None] | None:
     """Each path the run depended on with its signature; None when one changed too recently to be trusted."""
-    paths = {os.path.abspath(p) for p in recording.paths}
-    paths.update(_own_sources())
+    paths = {*recording.seen, *_own_sources()}
     # kvlint's own state is not what the output depends on: the caches answer as the scan would, and the key
     # decides whether they are read at all.
     own = (cache_dir + os.sep, os.path.dirname(key_file()) + os.sep)
@@ -237,6 +279,8 @@ def _dependencies(recording: _Recording, cache_dir: str) -> dict[str, list | Non
         signature = _signature(path)
         if signature is not None and signature[2] >= racy:
             return None
+        if path in recording.seen and recording.seen[path] != signature:
+            return None  # changed while the run read it
         depends[path] = signature
     return depends
 

@@ -18,7 +18,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from kvlint.errors import ConfigError
-from kvlint.filesystem import describe, read_regular_file
+from kvlint.filesystem import describe, notice, probe_file, read_regular_file
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,9 @@ def find_vllm_requirement(start: Path) -> VllmRequirement | None:
     for folder in (start if start.is_dir() else start.parent, *start.parents):
         pyproject = folder / "pyproject.toml"
         files = _requirement_files(folder)
-        if not pyproject.is_file() and not files:
+        if not probe_file(pyproject) and not files:
             continue
-        found = _from_pyproject(pyproject) if pyproject.is_file() else None
+        found = _from_pyproject(pyproject) if probe_file(pyproject) else None
         for path in files:
             found = found or _from_requirements(path)
         return found
@@ -67,6 +67,8 @@ def find_vllm_requirement(start: Path) -> VllmRequirement | None:
 
 
 def _requirement_files(folder: Path) -> list[Path]:
+    notice("folder", folder)  # listed by the globs: a requirements file appearing changes what is found
+    notice("folder", folder / "requirements")
     candidates = [*folder.glob("requirements*.txt"), *(folder / "requirements").glob("*.txt")]
     return sorted(path for path in candidates if path.is_file())
 
