@@ -22,3 +22,16 @@ def freeze_before_fork() -> None:
     a worker would otherwise write to each inherited object's header and copy its page (the index, shared
     read-only, would be copied into every worker)."""
     gc.freeze()
+
+
+def return_free_memory() -> None:
+    """Give what the C allocator holds free back to the system (glibc's `malloc_trim`) before a child is forked: a
+    child shares its parent's resident pages, and after a `fix` the parser's freed buffers are half of them (106 →
+    58 MiB on vLLM 0.34.0). Elsewhere (no glibc) nothing is done."""
+    try:
+        import ctypes
+
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)

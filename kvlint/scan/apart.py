@@ -18,6 +18,8 @@ import pickle
 from collections.abc import Callable
 from typing import TypeVar
 
+from kvlint.collector import return_free_memory
+
 T = TypeVar("T")
 
 
@@ -27,6 +29,7 @@ def run_apart(function: Callable[[], T]) -> T:
 
     if not hasattr(os, "fork") or multiprocessing.get_start_method() != "fork":
         return function()
+    return_free_memory()  # the child starts with what this process holds resident, shared or not
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: compute, send, and leave without running the parent's exit handlers

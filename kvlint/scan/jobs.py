@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvlint.collector import freeze_before_fork, tune_collector
+from kvlint.collector import freeze_before_fork, return_free_memory, tune_collector
 from kvlint.engine.registry import rules_for_codes
 from kvlint.scan.config import Config
 from kvlint.scan.files import is_excluded
@@ -228,6 +228,7 @@ def _pool_round(
     # No `with`: its exit joins the pool's manager thread, which on Python 3.10 can wait forever for workers
     # that were terminated mid-file; an interrupted scan must not wait on them.
     freeze_before_fork()
+    return_free_memory()
     pool = ProcessPoolExecutor(
         max_workers=workers, initializer=_start_worker, initargs=(state, started, _worker_memory())
     )
