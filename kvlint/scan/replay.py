@@ -286,7 +286,8 @@ def _dependencies(recording: _Recording, cache_dir: str) -> dict[str, list | Non
 
 
 def _own_sources() -> list[str]:
-    """kvlint's own source files and folders (the rules included): an edited kvlint replays nothing it recorded."""
+    """kvlint's own source files and folders (the rules included), and the source of every module this run
+    imported (click, libcst, packaging, …): an edited kvlint, or an upgraded dependency, replays nothing it recorded."""
     import kvlint
     import kvlint.rules
 
@@ -296,4 +297,8 @@ def _own_sources() -> list[str]:
             folders[:] = [name for name in folders if name != "__pycache__"]
             found.append(folder)
             found.extend(os.path.join(folder, name) for name in names if name.endswith(".py"))
+    for module in list(sys.modules.values()):
+        source = getattr(module, "__file__", None)
+        if isinstance(source, str):
+            found.append(os.path.abspath(source))
     return found
