@@ -7,8 +7,10 @@ and every command runs with the tree's root as its working folder. Scenarios, ea
 the release's sources (so a file can be edited and nothing is written into the release cache):
 
   kvlint cold        `kvlint check --no-cache`: every file read, the index built, candidates parsed
-  kvlint warm        `kvlint check --cache-dir C` with a primed cache and nothing changed
-  edit: other file   one module that nothing sizing-related mentions gets a new line, then a warm scan
+  kvlint warm        `kvlint check --cache-dir C` with a primed cache and nothing changed: the kept run is
+                     replayed (kvlint.scan.replay) after a stat of what it read
+  edit: other file   one module that nothing sizing-related mentions gets a new line, then a warm scan (no
+                     replay: the edit is within the racy window, so this run is not kept either)
   edit: sizing file  the offloading connector's config.py gets a new first line: the project index is
                      rebuilt, the analysis' findings there move, that module is parsed again
   kvlint fix --diff  `kvlint fix --diff --no-cache`: scan + rewrite + re-lint, writes nothing
