@@ -1,6 +1,6 @@
-"""The `kvlint` program: a `check` whose kept run still holds is replayed (kvlint.scan.replay) before the command
-line, click or any analysis is imported; every other run goes to the command group (kvlint.cli), recorded when it
-is a check that could be replayed next time."""
+"""The `kvlint` program: a `check` (or `fix --diff`) whose kept run still holds is replayed (kvlint.scan.replay)
+before the command line, click or any analysis is imported; every other run goes to the command group
+(kvlint.cli), recorded when it is one that could be replayed next time."""
 
 from __future__ import annotations
 

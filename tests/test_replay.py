@@ -56,10 +56,10 @@ def checkout(tmp_path) -> Path:
 def kvlint(checkout, tmp_path):
     state = tmp_path / "state"
 
-    def run(*arguments: str, cache: str = "cache", **environment: str) -> Run:
+    def run(*arguments: str, cache: str = "cache", command: str = "check", **environment: str) -> Run:
         env = {**os.environ, "XDG_STATE_HOME": str(state), **environment}
         completed = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "kvlint", "check", "--cache-dir", str(tmp_path / cache)]
+            [sys.executable, "-X", "importtime", "-m", "kvlint", command, "--cache-dir", str(tmp_path / cache)]
             + list(arguments),
             cwd=checkout,
             capture_output=True,
@@ -74,6 +74,7 @@ def kvlint(checkout, tmp_path):
         stderr = "".join(line for line in lines if not line.startswith("import time:") and not line.endswith(PROGRESS))
         return Run(completed.returncode, completed.stdout, stderr, "kvlint.cli" not in imported)
 
+    run.fix = lambda *arguments, **environment: run(*arguments, command="fix", **environment)
     return run
 
 
@@ -252,3 +253,16 @@ def test_a_requirement_file_appearing_beside_the_project_is_seen(tmp_path):
     finally:
         filesystem.observe(None)
     assert ("folder", str(project.resolve())) in seen and ("folder", str(project.resolve() / "requirements")) in seen
+
+
+def test_a_fix_diff_is_replayed_and_a_fix_that_writes_never_is(kvlint, checkout):
+    diff = kvlint.fix("--diff", "vllm")
+    again = kvlint.fix("--diff", "vllm")
+    assert diff.stdout.startswith("---") and again.replayed
+    assert (again.status, again.stdout, again.stderr) == (diff.status, diff.stdout, diff.stderr)
+    config = checkout / CONFIG_PATH
+    written = kvlint.fix("vllm")
+    assert not written.replayed and "resolve_dcp_kv_block_size" in config.read_text()
+    age(checkout)
+    after = kvlint.fix("--diff", "vllm")
+    assert not after.replayed and after.stdout == ""  # the file on disk changed: nothing left to fix

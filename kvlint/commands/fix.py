@@ -19,6 +19,7 @@ from kvlint.commands.options import (
 from kvlint.engine.summary import FixSummary
 from kvlint.escaping import printable
 from kvlint.reporters.text import finding_lines
+from kvlint.scan.replay import keep_run
 from kvlint.types import Applicability, Finding
 
 
@@ -79,7 +80,14 @@ def fix(
         len(fixed_files), left, failed, diff_only=show_diff, fail_on=resolve_fail_on(fail_on, options.config)
     )
     click.echo(summary.line(), err=True)
-    sys.exit(summary.exit_code(error=say_degradations(result)))
+    degraded = say_degradations(result)
+    status = summary.exit_code(error=degraded)
+    if show_diff:  # writes nothing: kept to be replayed (kvlint.scan.replay) when the same files give the same patch
+        repeatable = not (failed or degraded or verbose or release or options.references) and not any(
+            file_result.detail for file_result in result.files
+        )
+        keep_run(status, options.cache_dir, repeatable)
+    sys.exit(status)
 
 
 class PatchNames:

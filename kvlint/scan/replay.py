@@ -1,5 +1,5 @@
-"""A whole `kvlint check` run kept and replayed while nothing it read has changed: a warm check of an unchanged
-tree costs the stat of what the run depended on, not the scan's start-up.
+"""A whole `kvlint check` (or `kvlint fix --diff`) run kept and replayed while nothing it read has changed: a warm
+check of an unchanged tree costs the stat of what the run depended on, not the scan's start-up.
 
 A run is recorded (`start_recording`, then `keep_run` by the check command) with what it wrote to stdout and
 stderr, its exit status, and the stat of everything its output depended on in the filesystem, as
@@ -50,9 +50,10 @@ def _signature(path: str) -> list | None:
 
 
 def _replayable(argv: list[str]) -> bool:
-    """`kvlint check …` that may use the caches (the key covers every argument: this only says where to look)."""
+    """`kvlint check …` or `kvlint fix --diff …` (which writes nothing) that may use the caches. The key covers
+    every argument: this only says where to look, and a run the command does not keep is never replayed."""
     command = next((a for a in argv if not a.startswith("-")), None)
-    return command == "check" and "--no-cache" not in argv
+    return (command == "check" or (command == "fix" and "--diff" in argv)) and "--no-cache" not in argv
 
 
 def run_folder(argv: list[str], environ) -> str:
