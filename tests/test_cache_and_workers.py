@@ -254,6 +254,27 @@ def test_a_model_module_matters_only_through_what_the_census_reads_of_it(tree, t
     assert len(built) == 2, "a new class in a model module may be a layer the census counts: index rebuilt"
 
 
+def test_a_line_added_above_what_the_census_reads_of_a_model_module_rebuilds_the_index(tree, tmp_path, monkeypatch):
+    """The census names the lines of what it reads (a layer's class, the call that builds it: a KV101 witness says
+    `deepseek_v2.py:731`): a line added above them moves them, and an index kept from before would name the old
+    lines (found on vLLM 0.34.0: a warm check said :731 where a fresh one said :732)."""
+    cache = tmp_path / "cache"
+    built = []
+    real_build = index_cache._build_index
+    monkeypatch.setattr(
+        index_cache, "_build_index", lambda root, *more, **named: built.append(root) or real_build(root, *more, **named)
+    )
+    model = tree / "vllm" / "models" / "model.py"
+    model.write_text(model.read_text() + "\nclass Layer(AttentionLayerBase):\n    pass\n")
+    run(tree, cache)
+    model.write_text(model.read_text() + "\n# a comment below everything\n")
+    run(tree, cache)
+    assert len(built) == 1, "below every line the census reads: the index is reused"
+    model.write_text("# a comment above everything\n" + model.read_text())
+    run(tree, cache)
+    assert len(built) == 2, "every line the census reads moved: index rebuilt"
+
+
 @pytest.mark.parametrize(
     "garbage",
     [

@@ -73,14 +73,14 @@ _SHAPE_LINES = re.compile(
 
 
 def census_fingerprint(data: bytes) -> str:
-    """What the census reads of a model or layer module it selects by path alone: class statements, imports,
-    defs, constant returns, attribute assignments and the classes it constructs. A change elsewhere (a
-    comment, a function body's arithmetic) leaves it, and the tree index, as they were."""
+    """What the census reads of a model or layer module it selects by path alone, each at its line (it names sites
+    by it): class statements, imports, defs, constant returns, attribute assignments, the classes it builds."""
     digest = hashlib.sha256()
-    for line in _SHAPE_LINES.findall(data):
-        digest.update(line.strip() + b"\n")
-    for name in sorted(set(_CALLED_BYTES.findall(data))):
-        digest.update(name + b"(")
+    for pattern, group in ((_SHAPE_LINES, 0), (_CALLED_BYTES, 1)):
+        line = start = 0  # the line of each match, counted on from the last one: one pass over the text
+        for match in pattern.finditer(data):
+            line, start = line + data.count(b"\n", start, match.start()), match.start()
+            digest.update(b"%d:%s\n" % (line, match.group(group).strip()))
     return digest.hexdigest()[:16]
 
 
