@@ -34,21 +34,6 @@ def test_an_edit_of_a_connector_keeps_the_census(tmp_path):
     assert after == build_tree_index(tree)
 
 
-def test_a_comment_below_what_the_census_reads_of_a_model_module_keeps_the_census(tmp_path):
-    """A module the census selects by its folder alone is read as far as its fingerprint says (the index cache's
-    staleness rests on it too): a comment at its end keeps the census; one above its classes moves every line
-    the census names, and reads it again."""
-    tree = cpu_tree(tmp_path)
-    model = tree / "vllm/model_executor/models/dsa.py"
-    before = build_tree_index(tree)
-    model.write_text(model.read_text() + "\n# a note below everything\n")
-    after = build_tree_index(tree, earlier=before)
-    assert after.census is before.census and after == build_tree_index(tree)
-    model.write_text("# a note above everything\n" + model.read_text())
-    moved = build_tree_index(tree, earlier=after)
-    assert moved.census is not after.census and moved == build_tree_index(tree)
-
-
 def test_an_edit_of_a_layer_reads_the_census_again(tmp_path):
     tree = cpu_tree(tmp_path)
     before = build_tree_index(tree)

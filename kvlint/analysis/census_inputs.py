@@ -3,8 +3,7 @@ because a sizing or connector file changed keeps the census of the index before 
 same (the census is most of an index build on a large tree, and an edit outside the model and layer code
 cannot change it).
 
-The digest covers every input of those readers: the texts the census selects (`could_shape_census`; of a model
-or layer module selected by its folder alone, what `census_fingerprint` says the census reads of it), the
+The digest covers every input of those readers: the texts the census selects (`could_shape_census`), the
 platform modules the reach parses, the tree's file listing (the reach asks whether a module a platform names
 exists, and lists its folder), and the spec hierarchy the census classifies layers by. Anything else they
 read is kvlint's own code, which the index cache's key already holds.
@@ -15,7 +14,6 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from kvlint.analysis.census.reading import census_fingerprint, census_words
 from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.platform_reach import PLATFORMS_DIR
 from kvlint.analysis.tree_files import TreeFiles, python_files
@@ -33,10 +31,7 @@ def census_inputs_digest(census_texts: dict[str, bytes], files: TreeFiles, hiera
 
     add("census", str(len(census_texts)))
     for relative in sorted(census_texts):
-        data = census_texts[relative]
-        # A model or layer module the census selects by its folder alone is read only as far as its fingerprint
-        # says (the index cache's staleness rests on the same claim): a comment there keeps the census.
-        add(relative, hashlib.sha256(data).digest() if census_words(data) else census_fingerprint(data))
+        add(relative, hashlib.sha256(census_texts[relative]).digest())
     listing = python_files(Path(files.root))
     add("listing", str(len(listing)), *sorted(listing))
     platforms = sorted(r for r in listing if r.startswith(f"{PLATFORMS_DIR}/") and r.count("/") == 2)
