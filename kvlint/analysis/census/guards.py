@@ -21,6 +21,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from kvlint.analysis.ast_helpers import walk
+
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -39,7 +41,7 @@ class Guards:
 def functions_of(tree: ast.Module) -> dict[str, Function]:
     """Every function of a module by name (the first definition), nested ones too."""
     found: dict[str, Function] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             found.setdefault(node.name, node)
     return found
@@ -96,9 +98,9 @@ def _refuses(function: Function) -> frozenset[str]:
 
 
 def _returns_container(function: Function, line: int) -> bool:
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.If) and any(isinstance(s, ast.Return) for s in node.body):
-            if any(getattr(inner, "lineno", None) == line for inner in ast.walk(node.test)):
+            if any(getattr(inner, "lineno", None) == line for inner in walk(node.test)):
                 return True
     return False
 
@@ -106,7 +108,7 @@ def _returns_container(function: Function, line: int) -> bool:
 def _page_size_sets(function: Function) -> set[str]:
     """Names assigned a comprehension over the layers' `page_size_bytes`."""
     names = set()
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Assign) and isinstance(node.value, (ast.SetComp, ast.ListComp)):
             element = node.value.elt
             if isinstance(element, ast.Attribute) and element.attr == "page_size_bytes":
@@ -119,7 +121,7 @@ def _page_gated(function: Function) -> bool:
     for statement in _top_ifs(function):
         if not _returns_none(statement.body):
             continue
-        for node in ast.walk(statement.test):
+        for node in walk(statement.test):
             if (
                 isinstance(node, ast.Compare)
                 and isinstance(node.left, ast.Call)
@@ -139,13 +141,13 @@ def _page_gated(function: Function) -> bool:
 def _called(node: ast.AST) -> list[str]:
     return [
         n.func.id if isinstance(n.func, ast.Name) else n.func.attr
-        for n in ast.walk(node)
+        for n in walk(node)
         if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))
     ]
 
 
 def _after_failure(tree: ast.Module, name: str) -> str:
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.Try):
             continue
         for handler in node.handlers:
@@ -190,7 +192,7 @@ def _promotions(function: Function, functions: dict[str, Function], spec_classes
     reached = [function] + [functions[n] for n in dict.fromkeys(_called(function)) if n in functions]
     for candidate in reached:
         pairs: list[tuple[str, str]] = []
-        for node in ast.walk(candidate):
+        for node in walk(candidate):
             if isinstance(node, ast.Dict) and node.keys and all(isinstance(k, ast.Name) for k in node.keys):
                 found = [(k.id, v.id) for k, v in zip(node.keys, node.values) if isinstance(v, ast.Name)]  # type: ignore[union-attr]
                 if len(found) == len(node.keys) and all(a in spec_classes and b in spec_classes for a, b in found):
@@ -232,7 +234,7 @@ def _assigned_spec(statement: ast.stmt) -> str | None:
 def filled_only(function: Function, argument: str) -> frozenset[str]:
     """The classes a `for argument in D.values()` loop sees, when D is filled only under
     `if isinstance(spec, C): D[…][name] = spec` (layers grouped by a key first)."""
-    for node in ast.walk(function):
+    for node in walk(function):
         if (
             isinstance(node, ast.For)
             and isinstance(node.target, ast.Name)
@@ -245,7 +247,7 @@ def filled_only(function: Function, argument: str) -> frozenset[str]:
             source = node.iter.func.value.id
             return frozenset(
                 tested
-                for branch in ast.walk(function)
+                for branch in walk(function)
                 if isinstance(branch, ast.If) and (tested := _isinstance_test(branch.test)) is not None
                 if any(_fills(statement, source) for statement in branch.body)
             )

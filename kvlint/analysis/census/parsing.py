@@ -17,6 +17,7 @@ import re
 from array import array
 from dataclasses import dataclass
 
+from kvlint.analysis.ast_helpers import walk
 from kvlint.analysis.census.quotes import inside_strings
 from kvlint.analysis.census.skeletons import complete, parse_skeleton
 
@@ -72,7 +73,7 @@ class ModuleTrees:
         key = (relative, statement.lineno)
         if key not in self._calls:
             by_line: dict[int, list[ast.Call]] = {}
-            for node in ast.walk(statement):
+            for node in walk(statement):
                 if isinstance(node, ast.Call):
                     by_line.setdefault(node.lineno, []).append(node)
             self._calls[key] = by_line
@@ -93,7 +94,7 @@ class ModuleTrees:
         """The class `name` whose statement is on `line` (top-level or nested in the statement there)."""
         statement = self.block_at(relative, line)
         return next(
-            (n for n in ast.walk(statement) if isinstance(n, ast.ClassDef) and n.name == name and n.lineno == line)
+            (n for n in walk(statement) if isinstance(n, ast.ClassDef) and n.name == name and n.lineno == line)
             if statement is not None
             else (),
             None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from kvlint.analysis.ast_helpers import walk
 from kvlint.analysis.sizing import sites
 from kvlint.analysis.sizing.evaluator import Evaluator
 from kvlint.analysis.sizing.program import Module, Program
@@ -28,7 +29,7 @@ def handing(program: Program) -> tuple[Module, Candidate, ast.expr] | None:
         if MANAGER_FACTORY not in module.text:
             continue
         for qualname, function, classes in sites.functions(module):
-            for node in ast.walk(function):
+            for node in walk(function):
                 if not (isinstance(node, ast.Call) and called_name(node) == MANAGER_FACTORY):
                     continue
                 for keyword in node.keywords:
@@ -67,7 +68,7 @@ def held_values(program: Program, evaluator: Evaluator, spec, handed) -> list:
                 continue
             assigned = {
                 id(n.value): n.value
-                for n in ast.walk(function)
+                for n in walk(function)
                 if isinstance(n, ast.Assign) and any(_is_self_attribute(t, HANDED) for t in n.targets)
             }
             if not assigned:

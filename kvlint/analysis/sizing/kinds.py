@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, replace
 
-from kvlint.analysis.ast_helpers import dotted
+from kvlint.analysis.ast_helpers import dotted, walk
 from kvlint.analysis.sizing import sites
 from kvlint.analysis.sizing.evaluator import Evaluator
 from kvlint.analysis.sizing.frame import Frame
@@ -104,7 +104,7 @@ def coordinator_checks(program: Program) -> list[tuple[frozenset[str], str]]:
         if "kv_cache_groups" not in module.text:  # the loop's iterable names it, as written in the source
             continue
         for qualname, function, _ in sites.functions(module):
-            for branch in ast.walk(function):
+            for branch in walk(function):
                 if not (isinstance(branch, ast.If) and _dcp_above_one(branch.test, module)):
                     continue
                 for loop in branch.body:
@@ -193,7 +193,7 @@ def _passed_sizes(program: Program, function: ast.FunctionDef, parameter: str) -
         if f".{method}(" not in module.text:
             continue
         for node in module.tree.body:
-            for call in ast.walk(node):
+            for call in walk(node):
                 if not (
                     isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == method
                 ):
@@ -216,7 +216,7 @@ def _passes_one(evaluator: Evaluator, passed: tuple, parameter: str, cls: str, h
     # The names the expression tests the kind of stand for a group of `cls`.
     env = {
         n.args[0].id: Layer(cls)
-        for n in ast.walk(value)
+        for n in walk(value)
         if isinstance(n, ast.Call) and dotted(n.func) == "isinstance" and n.args and isinstance(n.args[0], ast.Name)
     }
     return evaluator.eval(value, env, Frame(module)) == 1
@@ -231,7 +231,7 @@ def _held_size(value: ast.expr, parameter: str, scope: ast.stmt) -> bool:
         return True  # another object's: a manager's
     assigned = [
         n.value
-        for n in ast.walk(scope)
+        for n in walk(scope)
         if isinstance(n, ast.Assign) and any(dotted(t) == f"self.{parameter}" for t in n.targets)
     ]
     return bool(assigned) and all(
