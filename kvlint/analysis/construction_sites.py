@@ -67,6 +67,9 @@ def _testing_classes(data: bytes, names: list[bytes] | None) -> list[bytes]:
     ]
 
 
+_METHODS: dict[type, object] = {}  # node type → the _Sites method that visits it
+
+
 class _Sites(ast.NodeVisitor):
     """Sorts one module's mentions of `named` into scheduler-only constructions and anything else."""
 
@@ -74,6 +77,24 @@ class _Sites(ast.NodeVisitor):
         self.relative, self.patterns, self.named = relative, patterns, named
         self.built, self.elsewhere = built, elsewhere
         self.classes: list[str] = []
+
+    def visit(self, node: ast.AST) -> None:
+        # ast.NodeVisitor's, its method found once per node type instead of by name per node.
+        method = _METHODS.get(type(node))
+        if method is None:
+            method = _METHODS[type(node)] = getattr(type(self), f"visit_{type(node).__name__}", _Sites.generic_visit)
+        method(self, node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        # ast.NodeVisitor's, without its generator per node: every child field in order.
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for child in [*node.bases, *node.keywords, *node.decorator_list]:

@@ -10,14 +10,14 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from kvlint.analysis.ast_helpers import dotted
+from kvlint.analysis.ast_helpers import dotted, walk
 from kvlint.analysis.sizing.program import Module
 from kvlint.analysis.sizing.values import Opaque
 from kvlint.analysis.vocabulary import is_dcp_name, sees_only_scheduler_config
 
 
 def _mentions_dcp(node: ast.AST, module: Module) -> bool:
-    for child in ast.walk(node):
+    for child in walk(node):
         name = child.id if isinstance(child, ast.Name) else child.attr if isinstance(child, ast.Attribute) else None
         if name is not None and is_dcp_name(name, module.dcp_aliases):
             return True
@@ -53,7 +53,7 @@ def sizing_sites(function: ast.FunctionDef, module: Module, helpers: set[str]) -
     segment = module.segment(function)
     if "block_size" not in segment and not any(name in segment for name in helpers):
         return sites
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
             for spec_side, other in ((node.left, node.right), (node.right, node.left)):
                 if _is_block_size_of_spec(spec_side) and _mentions_dcp(other, module):
@@ -82,7 +82,7 @@ def has_dcp_param(function: ast.FunctionDef, module: Module) -> bool:
 def site_spec_from_parameter(site: ast.AST, spec_params: set[str]) -> bool:
     """Whether the spec a site sizes is the enclosing function's own parameter (a helper, not a path)."""
     target = site.args[0] if isinstance(site, ast.Call) else site
-    for child in ast.walk(target):
+    for child in walk(target):
         if isinstance(child, ast.Name) and child.id in spec_params:
             return True
         if isinstance(child, ast.Attribute) and child.attr == "kv_cache_spec":
@@ -92,7 +92,7 @@ def site_spec_from_parameter(site: ast.AST, spec_params: set[str]) -> bool:
 
 def _parents(function: ast.FunctionDef) -> dict[int, ast.AST]:
     parents: dict[int, ast.AST] = {}
-    for node in ast.walk(function):
+    for node in walk(function):
         for child in ast.iter_child_nodes(node):
             parents[id(child)] = node
     return parents
@@ -113,14 +113,14 @@ def widen(sites: dict[int, ast.AST], function: ast.FunctionDef) -> dict[int, ast
             node, parent = parent, parents.get(id(parent))
         widened[id(node)] = node
     # A site inside another site is part of it.
-    inner = {id(c) for s in widened.values() for c in ast.walk(s) if c is not s}
+    inner = {id(c) for s in widened.values() for c in walk(s) if c is not s}
     return {k: v for k, v in widened.items() if k not in inner}
 
 
 def gates(function: ast.FunctionDef, module: Module) -> dict[int, ast.IfExp]:
     """`dcp if <test on a spec> else 1` and kin: inline predicates that decide DCP sharding."""
     found: dict[int, ast.IfExp] = {}
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.IfExp) and "spec" in ast.unparse(node.test).lower():
             body, orelse = _mentions_dcp(node.body, module), _mentions_dcp(node.orelse, module)
             if body != orelse and not _mentions_dcp(node.test, module):
@@ -131,7 +131,7 @@ def gates(function: ast.FunctionDef, module: Module) -> dict[int, ast.IfExp]:
 def first_layer_picks(function: ast.FunctionDef) -> list[ast.Call]:
     """`next(iter(X.kv_cache_specs.values()))`."""
     picks = []
-    for node in ast.walk(function):
+    for node in walk(function):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
