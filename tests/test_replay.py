@@ -266,3 +266,21 @@ def test_a_fix_diff_is_replayed_and_a_fix_that_writes_never_is(kvlint, checkout)
     age(checkout)
     after = kvlint.fix("--diff", "vllm")
     assert not after.replayed and after.stdout == ""  # the file on disk changed: nothing left to fix
+
+
+def test_the_kept_runs_stay_few_and_recent(tmp_path):
+    """One record per way kvlint was invoked would grow without end: the newest MAX_RUNS stay, none a month old."""
+    from kvlint.scan import replay
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    now = 2_000_000_000
+    for number in range(replay.MAX_RUNS + 6):
+        record = folder / f"{number:03}.json"
+        record.write_text("{}")
+        os.utime(record, (now - number, now - number))  # 000 is the newest
+    stale = folder / "stale.json"
+    stale.write_text("{}")
+    os.utime(stale, (0, 0))
+    replay._prune(str(folder))
+    assert sorted(p.name for p in folder.iterdir()) == [f"{n:03}.json" for n in range(replay.MAX_RUNS)]

@@ -35,6 +35,8 @@ from kvlint.scan.signing import cache_key, key_file, signed_document
 RUN_FORMAT = 1
 RACY_WINDOW_NS = 2_000_000_000  # as kvlint.scan.storage's: a stat this recent may not change when the file does
 MAX_RUN_BYTES = 64 * 1024 * 1024
+MAX_RUNS = 64  # records kept in the folder, newest first
+MAX_AGE_S = 30 * 24 * 3600  # a record older than this is dropped when another is kept (as result_cache drops its own)
 # Variables a shell changes between commands that nothing of kvlint reads.
 _VOLATILE = frozenset({"_", "OLDPWD", "SHLVL"})
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -263,7 +265,26 @@ def keep_run(status: int, cache_dir, repeatable: bool) -> None:
         "stderr": b"".join(recording.stderr.kept).decode("utf-8", "surrogateescape"),
         "status": status,
     }
-    save_record(Path(recording.folder) / f"{recording.key}.json", "run", recording.key, value)
+    if save_record(Path(recording.folder) / f"{recording.key}.json", "run", recording.key, value):
+        _prune(recording.folder)
+
+
+def _prune(folder: str) -> None:
+    """Keep the folder of kept runs bounded: the newest MAX_RUNS records (one per way kvlint was invoked; ~0.5 MB
+    each on vLLM 0.34.0), none older than MAX_AGE_S, and no temporary file a killed run left."""
+    try:
+        with os.scandir(folder) as listing:
+            found = [(entry.stat(follow_symlinks=False).st_mtime, entry.path) for entry in listing]
+    except OSError:
+        return
+    cutoff = time.time() - MAX_AGE_S
+    found.sort(reverse=True)
+    for position, (modified, path) in enumerate(found):
+        if position >= MAX_RUNS or modified < cutoff:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 def _dependencies(recording: _Recording, cache_dir: str) -> dict[str, list | None] | None:
