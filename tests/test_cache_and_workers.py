@@ -207,13 +207,19 @@ def test_project_index_change_invalidates_results(tree, tmp_path):
     assert outcome(without) != outcome(with_resolver)
 
 
-def test_project_index_is_reused_unless_a_file_that_matters_changed(tree, tmp_path, monkeypatch):
-    cache = tmp_path / "cache"
-    built = []
-    real_build = index_cache._build_index  # the one place the scan builds a tree's index
+def counted_builds(monkeypatch) -> list:
+    """The roots of the tree indexes built from now on: `_build_index` is the one place the scan builds one."""
+    built: list = []
+    real_build = index_cache._build_index
     monkeypatch.setattr(
         index_cache, "_build_index", lambda root, *more, **named: built.append(root) or real_build(root, *more, **named)
     )
+    return built
+
+
+def test_project_index_is_reused_unless_a_file_that_matters_changed(tree, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    built = counted_builds(monkeypatch)
 
     run(tree, cache)
     assert len(built) == 1
@@ -239,11 +245,7 @@ def test_project_index_is_reused_unless_a_file_that_matters_changed(tree, tmp_pa
 
 def test_a_model_module_matters_only_through_what_the_census_reads_of_it(tree, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
-    built = []
-    real_build = index_cache._build_index
-    monkeypatch.setattr(
-        index_cache, "_build_index", lambda root, *more, **named: built.append(root) or real_build(root, *more, **named)
-    )
+    built = counted_builds(monkeypatch)
     model = tree / "vllm" / "models" / "model.py"
     run(tree, cache)
     model.write_text(model.read_text() + "\n# a comment\n")
@@ -259,11 +261,7 @@ def test_a_line_added_above_what_the_census_reads_of_a_model_module_rebuilds_the
     `deepseek_v2.py:731`): a line added above them moves them, and an index kept from before would name the old
     lines (found on vLLM 0.34.0: a warm check said :731 where a fresh one said :732)."""
     cache = tmp_path / "cache"
-    built = []
-    real_build = index_cache._build_index
-    monkeypatch.setattr(
-        index_cache, "_build_index", lambda root, *more, **named: built.append(root) or real_build(root, *more, **named)
-    )
+    built = counted_builds(monkeypatch)
     model = tree / "vllm" / "models" / "model.py"
     model.write_text(model.read_text() + "\nclass Layer(AttentionLayerBase):\n    pass\n")
     run(tree, cache)
