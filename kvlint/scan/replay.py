@@ -129,7 +129,7 @@ def _load(path: str, key: str) -> dict | None:
 def replayed(argv: list[str]) -> int | None:
     """Replay the kept run with these arguments when nothing it depended on changed: its output written, its exit
     status returned. None: the run must happen."""
-    if not _replayable(argv):
+    if not _replayable(argv) or sys.stdout is None or sys.stderr is None:  # a closed stream: the run says why
         return None
     try:
         key = run_key(argv, os.environ)
@@ -223,7 +223,7 @@ _recording: _Recording | None = None
 def start_recording(argv: list[str]) -> None:
     """Record this run, when it is one `replayed` could answer next time: its output and what it depends on."""
     global _recording
-    if not _replayable(argv):
+    if not _replayable(argv) or sys.stdout is None or sys.stderr is None:
         return
     from kvlint import filesystem
 
