@@ -10,7 +10,6 @@ import pytest
 import kvlint.analysis.tree_index as tree_index
 from kvlint.analysis.tree_index import build_tree_index
 from kvlint.scan.index_cache import open_project_index
-from kvlint.scan.tree_snapshot import could_matter
 from tests.test_compositions import CONNECTOR
 from tests.test_platform_reach import CPU_PLATFORM, cpu_tree
 
@@ -88,29 +87,6 @@ def test_the_index_cache_hands_the_kept_index_to_the_rebuild(tmp_path, monkeypat
     assert second.census == first.census and second.compositions == first.compositions
     monkeypatch.undo()
     assert second.census == build_tree_index(tree).census
-
-
-def test_a_model_module_counts_for_the_census_by_what_the_census_reads_of_it(tmp_path, monkeypatch):
-    """A comment in a model module the census selects by its folder keeps the index (its fingerprint is the same);
-    the next rebuild, for an edit of a connector, keeps the census too: the census's inputs count that module by
-    the fingerprint the index cache's snapshot holds, not by its whole text (which cost that rebuild the census)."""
-    tree = cpu_tree(tmp_path, CPU_PLATFORM)
-    cache = tmp_path / "cache"
-    model = tree / "vllm/model_executor/models/dsa.py"
-    assert isinstance(could_matter(model.relative_to(tree).as_posix(), model.read_bytes()), str)
-    first = open_project_index([tree / CONNECTOR], cache).index
-    model.write_text(model.read_text() + "\n# a note below everything the census reads\n")
-    (tree / CONNECTOR).write_text((tree / CONNECTOR).read_text() + "\n\ndef spans(spec, dcp):\n    return 1\n")
-
-    def refused(*args, **kwargs):
-        raise AssertionError("the census was read again though nothing it reads changed")
-
-    monkeypatch.setattr(tree_index, "read_census", refused)
-    second = open_project_index([tree / CONNECTOR], cache).index
-    assert second.census == first.census and second.compositions == first.compositions
-    monkeypatch.undo()
-    fresh = build_tree_index(tree)  # what the census kept is what a fresh read gives
-    assert (second.census, second.compositions) == (fresh.census, fresh.compositions)
 
 
 @pytest.mark.parametrize("damage", ["gone", "garbled"])

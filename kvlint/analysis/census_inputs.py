@@ -12,7 +12,6 @@ read is kvlint's own code, which the index cache's key already holds.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from pathlib import Path
 
 from kvlint.analysis.hierarchy import SpecHierarchy
@@ -20,16 +19,7 @@ from kvlint.analysis.platform_reach import PLATFORMS_DIR
 from kvlint.analysis.tree_files import TreeFiles, python_files
 
 
-def census_inputs_digest(
-    census_texts: dict[str, bytes],
-    files: TreeFiles,
-    hierarchy: SpecHierarchy,
-    fingerprints: Mapping[str, str] | None = None,
-) -> str:
-    """`fingerprints`: the census fingerprint of the model and layer modules the census selects by their folder
-    alone, where the index cache's snapshot already holds it (kvlint.scan.tree_snapshot.could_matter): such a
-    module counts by what the census reads of it, as the index's staleness does, so a comment there keeps the
-    census on the next rebuild. Without it (no cache), each text counts whole."""
+def census_inputs_digest(census_texts: dict[str, bytes], files: TreeFiles, hierarchy: SpecHierarchy) -> str:
     digest = hashlib.sha256()
 
     def add(*parts: bytes | str) -> None:
@@ -41,8 +31,7 @@ def census_inputs_digest(
 
     add("census", str(len(census_texts)))
     for relative in sorted(census_texts):
-        fingerprint = fingerprints.get(relative) if fingerprints else None
-        add(relative, f"fingerprint {fingerprint}" if fingerprint else hashlib.sha256(census_texts[relative]).digest())
+        add(relative, hashlib.sha256(census_texts[relative]).digest())
     listing = python_files(Path(files.root))
     add("listing", str(len(listing)), *sorted(listing))
     platforms = sorted(r for r in listing if r.startswith(f"{PLATFORMS_DIR}/") and r.count("/") == 2)

@@ -171,20 +171,18 @@ def build_tree_index(
     could_matter_files: frozenset[str] | None = None,
     overlay: dict[str, bytes] | None = None,
     earlier: TreeIndex | None = None,
-    fingerprints: dict[str, str] | None = None,
 ) -> TreeIndex:
     """The index of the tree at `root`. `could_matter_files`: when known, the only files (relative to
     root) whose text the sizing analysis needs to read; `scheduler_only_paths` decides its roles;
     `overlay` (relative path → bytes): texts that stand in for those files of the tree (see TreeFiles);
-    `earlier`: an index of this tree before a change, whose census is kept when its inputs are the same;
-    `fingerprints`: the census fingerprints the index cache's snapshot holds (census_inputs_digest)."""
+    `earlier`: an index of this tree before a change, whose census is kept when its inputs are the same."""
     files = TreeFiles(root, could_matter_files, overlay)
     hierarchy = hierarchy_of_source(files.read_if_present(INTERFACE_MODULE), str(root / INTERFACE_MODULE))
     census_wanted = CONTAINER_CLASS in hierarchy.bases
     census_texts, consumer_texts, builder_texts, role_texts, sizing_texts, cleared = _selected_texts(
         files, census_wanted
     )
-    inputs = census_inputs_digest(census_texts, files, hierarchy, fingerprints) if census_wanted else ""
+    inputs = census_inputs_digest(census_texts, files, hierarchy) if census_wanted else ""
     if earlier is not None and inputs and earlier.census_inputs == inputs and not earlier.failures:
         census, compositions, reach = earlier.census, earlier.compositions, earlier.platform_reach
     else:

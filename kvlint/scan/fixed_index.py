@@ -15,7 +15,6 @@ from kvlint.scan.index_cache import (
     _digest,
     _digests_from_data,
     _digests_to_data,
-    census_fingerprints,
     index_digests,
 )
 from kvlint.scan.storage import content_digest, load_record, own_source_digest, save_record
@@ -37,27 +36,22 @@ def fixed_tree_index(
     root = Path(str(before.root))
     in_place = {} if written else overlay
 
-    def build(could_matter_files: frozenset[str] | None, fingerprints: dict[str, str] | None = None) -> TreeIndex:
+    def build(could_matter_files: frozenset[str] | None) -> TreeIndex:
         # The census of the tree before the fix is kept when no file it reads changed (tree_index: `earlier`;
         # asked only here: a fixed index the cache keeps needs no index of the tree before); the build runs
         # apart (scan.apart), so that the workers that lint the fixed files start small.
         earlier = before.index
-        return run_apart(lambda: _build_index(root, roles, could_matter_files, in_place, earlier, fingerprints))
+        return run_apart(lambda: _build_index(root, roles, could_matter_files, in_place, earlier))
 
     if cache_dir is None or before.tree is None:
         index = build(None)
         return IndexHandle(str(root), lambda: index, index=index)
     files = {relative: digest for relative, (digest, _) in before.tree.items()}
     matters = {relative for relative, (_, could) in before.tree.items() if could}
-    verdicts = {relative: could for relative, (_, could) in before.tree.items()}
     for relative, data in overlay.items():
         files[relative] = content_digest(data)
-        verdicts[relative] = could_matter(relative, data)
-        if verdicts[relative]:
+        if could_matter(relative, data):
             matters.add(relative)
-    # As the tree's own index counted its census inputs (index_cache._open_cached): the census before the fix is
-    # kept when what it reads is the same.
-    fingerprints = census_fingerprints(verdicts)
     key = _digest((_FIXED_FORMAT, str(root), own_source_digest(), roles, files))
     path = cache_dir / f"project-fixed-{key}.json"
     kept = load_record(path, "fixed-index", key)
@@ -68,10 +62,10 @@ def fixed_tree_index(
             try:
                 return index_from_data(kept.get("index"))
             except CodecError:  # damaged: the same files build the same index
-                return build(frozenset(matters), fingerprints)
+                return build(frozenset(matters))
 
         return IndexHandle(str(root), load, digests=digests)
-    index = build(frozenset(matters), fingerprints)
+    index = build(frozenset(matters))
     digests = index_digests(index)
     if not index.failures:
         try:

@@ -211,24 +211,14 @@ def _build_index(
     could_matter_files: frozenset[str] | None = None,
     overlay: dict[str, bytes] | None = None,
     earlier: TreeIndex | None = None,
-    fingerprints: dict[str, str] | None = None,
 ) -> TreeIndex:
     """The tree's index, built by kvlint.analysis.tree_index, which is imported here, on first use: a warm
     scan, whose index the cache vouches for, never loads the analysis (a sixth of its time). `overlay`:
     texts standing in for some of the tree's files (a fix not written: kvlint.scan.fixed_index); `earlier`:
-    the kept index of this tree before a change (its census is reused when its inputs did not change);
-    `fingerprints`: the census fingerprints a snapshot holds (`census_fingerprints`)."""
+    the kept index of this tree before a change (its census is reused when its inputs did not change)."""
     from kvlint.analysis.tree_index import build_tree_index
 
-    return build_tree_index(
-        root, scheduler_only_paths, could_matter_files, overlay=overlay, earlier=earlier, fingerprints=fingerprints
-    )
-
-
-def census_fingerprints(verdicts: dict[str, bool | str]) -> dict[str, str]:
-    """Per file, its census fingerprint where its snapshot verdict is one (a model or layer module the census
-    selects by its folder alone: kvlint.scan.tree_snapshot.could_matter)."""
-    return {relative: verdict for relative, verdict in verdicts.items() if isinstance(verdict, str)}
+    return build_tree_index(root, scheduler_only_paths, could_matter_files, overlay=overlay, earlier=earlier)
 
 
 def _digests_from_data(data: object) -> IndexDigests | None:
@@ -261,7 +251,6 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_
     # leaves it unknown).
     tree = {relative: (record[1], record[2]) for relative, record in snapshots.items()}
     whole = tree if len(tree) == len(current) else None
-    fingerprints = census_fingerprints({relative: record[2] for relative, record in snapshots.items()})
 
     if digests is not None and old is not None and not stale:
         kept_digests = digests
@@ -274,7 +263,7 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_
                 except CodecError:
                     pass
             # The index file is gone or damaged: the unchanged tree rebuilds the same index.
-            return _build_index(root, scheduler_only_paths, fingerprints=fingerprints)
+            return _build_index(root, scheduler_only_paths)
 
         if snapshots != old:
             save_record(snapshot_path, "snapshot", key, {"digests": _digests_to_data(digests), "files": snapshots})
@@ -286,7 +275,6 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_
         scheduler_only_paths,
         frozenset(relative for relative, snapshot in snapshots.items() if snapshot[2]),
         earlier=_kept_index(index_path, key, digests) if digests is not None else None,
-        fingerprints=fingerprints,
     )
     digests = index_digests(index)
     if not index.failures:  # an analysis that failed is tried again, and said again, next time
