@@ -256,6 +256,22 @@ def test_a_model_module_matters_only_through_what_the_census_reads_of_it(tree, t
     assert len(built) == 2, "a new class in a model module may be a layer the census counts: index rebuilt"
 
 
+def test_a_class_a_model_module_names_without_calling_it_is_read_by_the_census(tree, tmp_path, monkeypatch):
+    """The census reads a class a module names in any way — `attn_cls = MLAAttention`, a call `Layer ()` with a
+    space — so changing one rebuilds the index (a kept one would keep the old layers)."""
+    cache = tmp_path / "cache"
+    built = counted_builds(monkeypatch)
+    model = tree / "vllm" / "models" / "model.py"
+    model.write_text(model.read_text() + "\nlayer_class = FullAttentionSpec\nbuilt = make ()\n")
+    run(tree, cache)
+    model.write_text(model.read_text().replace("layer_class = FullAttentionSpec", "layer_class = MambaSpec"))
+    run(tree, cache)
+    assert len(built) == 2, "a class named by reference changed: index rebuilt"
+    model.write_text(model.read_text().replace("built = make ()", "built = other ()"))
+    run(tree, cache)
+    assert len(built) == 3, "a function called with a space before its parenthesis changed: index rebuilt"
+
+
 def test_a_line_added_above_what_the_census_reads_of_a_model_module_rebuilds_the_index(tree, tmp_path, monkeypatch):
     """The census names the lines of what it reads (a layer's class, the call that builds it: a KV101 witness says
     `deepseek_v2.py:731`): a line added above them moves them, and an index kept from before would name the old

@@ -52,7 +52,7 @@ _DRAFT_TABLE = re.compile(r"SPECULATIVE|DRAFT", re.IGNORECASE)
 # but generate no tokens, so a maintainer reads a connector's or offloader's witness among them as far-fetched.
 _POOLING_TABLE = re.compile(r"EMBEDDING|POOLING|LATE_INTERACTION|CLASSIFICATION|REWARD|SCORING|CROSS_ENCODER", re.I)
 _CALLED = re.compile(r"\b([A-Z]\w*)\s*\(")
-_CALLED_BYTES = re.compile(rb"\b([A-Z]\w*)\(")
+_NAMED_BYTES = re.compile(rb"\b[A-Z]\w*|\b[a-z_]\w*[ \t]*[(=]|\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'")
 _KEYWORD_FROM_SELF = re.compile(r"\b(\w+)\s*=\s*self\.(\w+)\b(?!\s*\()")
 
 
@@ -66,7 +66,7 @@ def census_words(data: bytes) -> bool:
 
 
 _SHAPE_LINES = re.compile(
-    rb"^[ \t]*(?:class[ \t].*|(?:from|import)[ \t].*|def[ \t]+\w+|return[ \t]+[\w.]+[ \t]*)$"
+    rb"^[ \t]*(?:class[ \t].*|(?:from|import)[ \t].*|def[ \t]+\w+.*|return[ \t]+[\w.]+[ \t]*)$"
     rb"|self\.\w+[ \t]*(?::[^=\n]{1,200})?=(?!=)|^[ \t]+\w+[ \t]*(?::[^=\n]{1,200})?=[ \t]*(?:True|False|None)\b",
     re.MULTILINE,
 )
@@ -74,13 +74,13 @@ _SHAPE_LINES = re.compile(
 
 def census_fingerprint(data: bytes) -> str:
     """What the census reads of a model or layer module it selects by path alone, each at its line (it names sites
-    by it): class statements, imports, defs, constant returns, attribute assignments, the classes it builds."""
+    by it): class, import and def lines, constant returns and assignments, every class name, call, keyword, string."""
     digest = hashlib.sha256()
-    for pattern, group in ((_SHAPE_LINES, 0), (_CALLED_BYTES, 1)):
-        line = start = 0  # the line of each match, counted on from the last one: one pass over the text
+    for pattern in (_SHAPE_LINES, _NAMED_BYTES):
+        line = start = 0  # the line of each match, counted on from the last one: one pass per pattern
         for match in pattern.finditer(data):
             line, start = line + data.count(b"\n", start, match.start()), match.start()
-            digest.update(b"%d:%s\n" % (line, match.group(group).strip()))
+            digest.update(b"%d:%s\n" % (line, match.group().strip()))
     return digest.hexdigest()[:16]
 
 
