@@ -284,3 +284,24 @@ def test_the_kept_runs_stay_few_and_recent(tmp_path):
     os.utime(stale, (0, 0))
     replay._prune(str(folder))
     assert sorted(p.name for p in folder.iterdir()) == [f"{n:03}.json" for n in range(replay.MAX_RUNS)]
+
+
+def test_a_path_through_a_link_and_up_is_watched_where_it_leads(kvlint, checkout, tmp_path):
+    """`link/..` is the folder above where the link leads, not the link's own folder: what was read there is what
+    the run depends on (a path normalised by its text watched a folder that does not exist)."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "inner").mkdir(parents=True)
+    (elsewhere / "benchmarks").mkdir()
+    bench = elsewhere / "benchmarks" / "bench.py"
+    bench.write_text((checkout / CONFIG_PATH).read_text())
+    # Outside the vLLM tree: a project of its own, where the search for its vLLM requirement stops.
+    (elsewhere / "pyproject.toml").write_text('[project]\nname = "elsewhere"\n')
+    (checkout / "vllm" / "empty" / "link").symlink_to(elsewhere / "inner")
+    age(tmp_path)
+    target = "vllm/empty/link/../benchmarks"
+    before = kvlint(target)
+    assert "bench.py" in before.stdout and before.status == 1 and kvlint(target).replayed
+    bench.write_text(bench.read_text().replace(BUGGY_LINE, "group.kv_cache_spec.block_size"))
+    age(bench)
+    after = kvlint(target)
+    assert not after.replayed and after.stdout != before.stdout

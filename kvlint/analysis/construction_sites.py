@@ -67,7 +67,7 @@ def _testing_classes(data: bytes, names: list[bytes] | None) -> list[bytes]:
     ]
 
 
-_METHODS: dict[type, object] = {}  # node type → the _Sites method that visits it
+_METHODS: dict[tuple[type, type], object] = {}  # (visitor class, node type) → the method that visits it
 
 
 class _Sites(ast.NodeVisitor):
@@ -80,9 +80,10 @@ class _Sites(ast.NodeVisitor):
 
     def visit(self, node: ast.AST) -> None:
         # ast.NodeVisitor's, its method found once per node type instead of by name per node.
-        method = _METHODS.get(type(node))
+        key = (type(self), type(node))
+        method = _METHODS.get(key)
         if method is None:
-            method = _METHODS[type(node)] = getattr(type(self), f"visit_{type(node).__name__}", _Sites.generic_visit)
+            method = _METHODS[key] = getattr(type(self), f"visit_{type(node).__name__}", type(self).generic_visit)
         method(self, node)
 
     def generic_visit(self, node: ast.AST) -> None:

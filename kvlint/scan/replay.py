@@ -1,7 +1,7 @@
 """A whole `kvlint check` (or `kvlint fix --diff`) run kept and replayed while nothing it read has changed: a warm
 check of an unchanged tree costs the stat of what the run depended on, not the scan's start-up.
 
-A run is recorded (`start_recording`, then `keep_run` by the check command) with what it wrote to stdout and
+A run is recorded (`start_recording`, then `keep_run` by the `check` or `fix --diff` command) with what it wrote to stdout and
 stderr, its exit status, and the stat of everything its output depended on in the filesystem, as
 kvlint.filesystem's observer saw it: each folder a walk listed (a file added, removed or renamed there changes
 its stat), each file found or read, and each lookup of a marker file (a pyproject.toml, a tree's root: the answer
@@ -231,7 +231,9 @@ def start_recording(argv: list[str]) -> None:
     seen = recording.seen
 
     def observed(kind: str, path: str) -> None:
-        path = os.path.abspath(path)
+        # Joined, not normalised: `link/../x` is where the link leads, not `x` beside it (abspath would drop the
+        # `..` by its text and watch a path that was never read).
+        path = os.path.join(os.getcwd(), path)
         if path not in seen:
             seen[path] = _signature(path)
 
@@ -296,7 +298,8 @@ def _dependencies(recording: _Recording, cache_dir: str) -> dict[str, list | Non
     depends: dict[str, list | None] = {}
     racy = recording.started_ns - RACY_WINDOW_NS
     for path in sorted(paths):
-        if path.startswith(own) or path + os.sep in own:
+        plain = os.path.normpath(path)  # only to tell kvlint's own state apart
+        if plain.startswith(own) or plain + os.sep in own:
             continue
         signature = _signature(path)
         if signature is not None and signature[2] >= racy:

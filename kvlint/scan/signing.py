@@ -24,10 +24,10 @@ import os
 import stat
 import sys
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from kvlint.scan.ownership import others_may_write
 
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run (kvlint.scan.replay) needs none of it
 if TYPE_CHECKING:
     from pathlib import Path
 
