@@ -305,3 +305,24 @@ def test_a_path_through_a_link_and_up_is_watched_where_it_leads(kvlint, checkout
     age(bench)
     after = kvlint(target)
     assert not after.replayed and after.stdout != before.stdout
+
+
+@pytest.mark.parametrize(
+    "environment",
+    [{}, {"XDG_CACHE_HOME": "/x/cache"}, {"KVLINT_CACHE_DIR": "/y/kvlint"}, {"KVLINT_CACHE_DIR": "relative"}],
+)
+def test_a_kept_run_is_looked_for_where_the_scan_keeps_its_results(environment, monkeypatch):
+    """The replay finds its folder without importing the scan (start-up cost): it must be the scan's own, or a
+    kept run is never found (keep_run refuses to keep one elsewhere)."""
+    from kvlint.commands.options import _cache_folder
+    from kvlint.scan import replay
+
+    for name in ("XDG_CACHE_HOME", "KVLINT_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    scan_folder = os.path.join(os.path.abspath(_cache_folder(False, None)), "runs")
+    assert replay.run_folder(["check", "vllm"], os.environ) == scan_folder
+    given = os.path.join(os.path.abspath(_cache_folder(False, "here")), "runs")
+    assert replay.run_folder(["check", "--cache-dir", "here", "vllm"], os.environ) == given
+    assert replay.run_folder(["check", "--cache-dir=here", "vllm"], os.environ) == given
