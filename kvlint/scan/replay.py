@@ -164,7 +164,6 @@ def _write_bytes(stream, data: bytes) -> None:
 
 class _Recording:
     def __init__(self, argv: list[str]):
-        self.argv = argv
         self.key = run_key(argv, os.environ)
         self.folder = run_folder(argv, os.environ)
         self.started_ns = time.time_ns()
@@ -229,11 +228,12 @@ def start_recording(argv: list[str]) -> None:
 
     recording = _Recording(argv)
     seen = recording.seen
+    working_folder = os.getcwd()  # part of the key: the run's relative paths are read from it
 
     def observed(kind: str, path: str) -> None:
         # Joined, not normalised: `link/../x` is where the link leads, not `x` beside it (abspath would drop the
         # `..` by its text and watch a path that was never read).
-        path = os.path.join(os.getcwd(), path)
+        path = os.path.join(working_folder, path)
         if path not in seen:
             seen[path] = _signature(path)
 
