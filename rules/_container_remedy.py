@@ -12,10 +12,10 @@ from kvlint import Message, Severity
 from kvlint.analysis.ast_candidates import tests_a_layer_class
 from kvlint.analysis.branch_taken import raised_when_false
 from kvlint.analysis.deliberate import benchmark_only, comments_at, fail_closed
-from kvlint.analysis.dominance import dominated, related_to
-from kvlint.analysis.layer_selection import LayerSelection, accepted_under_dcp, built_containers, reaching
+from kvlint.analysis.flow.dominance import dominated, related_to
+from kvlint.analysis.flow.layer_selection import LayerSelection, accepted_under_dcp, built_containers, reaching
+from kvlint.analysis.flow.provenance import dotted
 from kvlint.analysis.own_specs import judged_as
-from kvlint.analysis.provenance import dotted
 from kvlint.analysis.scaling import is_dcp_size, match_scaling
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, dcp_aliases, scheduler_only_paths
 from kvlint.rules._scaling_verdict import one_line
@@ -107,7 +107,7 @@ def built_by(composition) -> dict[str, str]:
 
 def counterexamples(rule, node: cst.CSTNode, built, subject: str, function):
     """Of the containers whose layers answer the check True, those that reach it and get another answer than
-    their layers (kvlint.analysis.layer_selection.reaching); for the gate of a DCP scaling, which matters only
+    their layers (kvlint.analysis.flow.layer_selection.reaching); for the gate of a DCP scaling, which matters only
     under DCP, only those of a checkpoint vLLM accepts under DCP."""
     built = reaching(built, rule.context.project.census, rule.hierarchy, node, subject, function, rule.flow.parent)
     table = rule.context.project.kind_table()

@@ -16,7 +16,8 @@ from itertools import chain, count
 
 import libcst as cst
 
-from kvlint.analysis.cst_bindings import (
+from kvlint.analysis.cst_walk import children, preorder, walk
+from kvlint.analysis.flow.cst_bindings import (
     COMPREHENSIONS,
     BindingCollector,
     all_params,
@@ -24,9 +25,8 @@ from kvlint.analysis.cst_bindings import (
     dotted,
     target_names,
 )
-from kvlint.analysis.cst_walk import children, preorder, walk
+from kvlint.analysis.flow.provenance import STATEMENTS
 from kvlint.analysis.layer_helpers import LAYER_ITERATOR
-from kvlint.analysis.provenance import STATEMENTS
 from kvlint.analysis.vocabulary import INTERFACE_MODULE
 
 # The names a rewrite may call that live in no import: the builtins it relies on.

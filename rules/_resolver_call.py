@@ -8,8 +8,8 @@ import libcst as cst
 
 from kvlint import Applicability, Fix, ImportChange, Rule, TextEdit
 from kvlint.analysis.agreement import Verdict, judge
-from kvlint.analysis.cst_bindings import argument_for, is_static, positional_index
-from kvlint.analysis.provenance import dotted
+from kvlint.analysis.flow.cst_bindings import argument_for, is_static, positional_index
+from kvlint.analysis.flow.provenance import dotted
 from kvlint.analysis.scaling import Scaling
 from kvlint.analysis.vocabulary import RESOLVER_NAME, dcp_aliases, scheduler_only_paths
 

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 import libcst as cst
 
 from kvlint import Applicability, Fix, ImportChange, Rule, TextEdit
-from kvlint.analysis.cst_bindings import argument_for, is_static, positional_index
 from kvlint.analysis.cst_walk import preorder
+from kvlint.analysis.flow.cst_bindings import argument_for, is_static, positional_index
+from kvlint.analysis.flow.provenance import Kind
 from kvlint.analysis.layer_helpers import LAYER_ITERATOR, QUANTIFIERS
 from kvlint.analysis.layer_mixes import class_test, spec_class_mixes, split_composition
-from kvlint.analysis.provenance import Kind
 from kvlint.analysis.scaling import class_names
 from kvlint.analysis.target_names import dotted as dotted_module
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, INTERFACE_MODULE, RESOLVER_NAME

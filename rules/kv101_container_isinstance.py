@@ -29,7 +29,7 @@ most of the tree's models build by default, a model whose own module defines one
 proven default is still a warning when no user meets it as a defect: a deliberate fail-closed check (the
 way a container takes refuses, and its docstring or comment says it is conservative, fails closed, refuses
 or rejects on purpose), or code whose docstring says it exists for benchmarks (analysis.deliberate), quoted.
-Not reported: a worker-side answer no one consumes (analysis.consumers), a check no container reaches after an
+Not reported: a worker-side answer no one consumes (analysis.flow.consumers), a check no container reaches after an
 earlier one (its related location), what an `assert` of test code asserts (the test's expectation: a container
 fails it loudly), the gate of a DCP scaling for containers only checkpoints vLLM refuses under DCP build (a
 sliding-window MLA layer beside them). Without a model registry, the classes the tree builds layers of stand in.
@@ -71,12 +71,12 @@ from dataclasses import replace
 import libcst as cst
 
 from kvlint import Example, Message, Rule, Severity
-from kvlint.analysis.consumers import unconsumed_divergence
 from kvlint.analysis.deliberate import test_assertion
-from kvlint.analysis.layer_selection import built_containers, rank_witnesses, selection_at
+from kvlint.analysis.flow.consumers import unconsumed_divergence
+from kvlint.analysis.flow.layer_selection import built_containers, rank_witnesses, selection_at
+from kvlint.analysis.flow.provenance import Kind, dotted
 from kvlint.analysis.own_specs import judged_as, judged_note
 from kvlint.analysis.plugin_roles import OutsideRoles
-from kvlint.analysis.provenance import Kind, dotted
 from kvlint.analysis.scaling import class_names
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, scheduler_only_paths, sees_only_scheduler_config
 from kvlint.rules._container_remedy import (

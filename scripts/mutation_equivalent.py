@@ -93,27 +93,27 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
         "if-branch never taken",
     ): "a fast path: a source without the word holds no directive",
     (
-        "kvlint/analysis/dominance.py",
+        "kvlint/analysis/flow/dominance.py",
         54,
         "and -> or",
     ): "a guard that only saves work: `_exits` is False for all it lets through (an expression, an `else` or "
     "`elif` clause, None), none of them a block ending in an exit",
-    ("kvlint/analysis/layer_selection.py", 222, "1 -> 2"): "a maxsplit: a checkpoint's kind is `Layer:Spec`, "
+    ("kvlint/analysis/flow/layer_selection.py", 222, "1 -> 2"): "a maxsplit: a checkpoint's kind is `Layer:Spec`, "
     "one colon, so the part after it is the same",
-    ("kvlint/analysis/layer_selection.py", 181, "0 -> 1"): "every layer set's count shifted by one: the order of "
+    ("kvlint/analysis/flow/layer_selection.py", 181, "0 -> 1"): "every layer set's count shifted by one: the order of "
     "witnesses, which alone uses it, is the same",
-    ("kvlint/analysis/layer_selection.py", 181, "1 -> 2"): "every count doubled: the same order of witnesses",
-    ("kvlint/analysis/layer_selection.py", 186, "0 -> 1"): "without a census every witness is equally near: "
+    ("kvlint/analysis/flow/layer_selection.py", 181, "1 -> 2"): "every count doubled: the same order of witnesses",
+    ("kvlint/analysis/flow/layer_selection.py", 186, "0 -> 1"): "without a census every witness is equally near: "
     "any constant gives the same order",
-    ("kvlint/analysis/layer_selection.py", 197, "0 -> 1"): "a composition always has layers: the default of "
+    ("kvlint/analysis/flow/layer_selection.py", 197, "0 -> 1"): "a composition always has layers: the default of "
     "an empty max is never read",
-    ("kvlint/analysis/consumers.py", 50, "if-branch never taken"): "a fast path: with no accessor the empty "
+    ("kvlint/analysis/flow/consumers.py", 50, "if-branch never taken"): "a fast path: with no accessor the empty "
     "pattern's reads name no accessor, and none is consumed",
-    ("kvlint/analysis/consumers.py", 58, "if-branch never taken"): "a fast path: a name read by the worker "
+    ("kvlint/analysis/flow/consumers.py", 58, "if-branch never taken"): "a fast path: a name read by the worker "
     "once stays so",
-    ("kvlint/analysis/consumers.py", 79, "0 -> 1"): "only a read on line 2 after an empty line 1 differs, "
+    ("kvlint/analysis/flow/consumers.py", 79, "0 -> 1"): "only a read on line 2 after an empty line 1 differs, "
     "and nothing above it can enclose it",
-    ("kvlint/analysis/consumers.py", 84, "if-branch never taken"): "a fast exit: no class indentation is "
+    ("kvlint/analysis/flow/consumers.py", 84, "if-branch never taken"): "a fast exit: no class indentation is "
     "below 0, so a line at the margin gets no class either way",
     ("kvlint/analysis/census/compositions.py", 67, "1 -> 2"): "a maxsplit: the first part is the same",
     ("kvlint/analysis/census/compositions.py", 70, "1 -> 2"): "a maxsplit from the right: the last part is the same",
@@ -177,7 +177,7 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("rules/_unwrap_fix.py", 224, "if-branch never taken"): "a fast exit: an expression that is not a name "
     "has no binding (`bindings_of` looks its `.value` node up among names and finds none)",
     ("rules/_unwrap_fix.py", 227, "or -> and"): "a binding has both a parameter and its function or neither "
-    "(kvlint.analysis.provenance sets them together)",
+    "(kvlint.analysis.flow.provenance sets them together)",
     ("rules/_unwrap_fix.py", 294, "0 -> 1"): "a line break at offset 0 makes the second line start at 1: "
     "loops there would need their call on the first line, which is empty; any line after starts past 1",
     ("rules/_unwrap_fix.py", 309, "< -> <="): "the loops follow the skipped space: a code character is always "
@@ -214,45 +214,45 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     'parameters is only ever tested for membership (`"**" in parameters`); no name a value reads is `**`, so its '
     "None-by-default flag is never read",
     (
-        "kvlint/analysis/provenance.py",
+        "kvlint/analysis/flow/provenance.py",
         326,
         "if-branch never taken",
     ): "the walrus holders only let the reaching walk skip expressions with no `:=` under them; with none (None) it searches every expression and finds the same",
     (
-        "kvlint/analysis/provenance.py",
+        "kvlint/analysis/flow/provenance.py",
         326,
         "if-condition negated",
     ): "the walrus holders only let the reaching walk skip expressions with no `:=` under them; with none (None) it searches every expression and finds the same",
     (
-        "kvlint/analysis/provenance.py",
+        "kvlint/analysis/flow/provenance.py",
         326,
         "is -> is not",
     ): "the walrus holders only let the reaching walk skip expressions with no `:=` under them; with none (None) it searches every expression and finds the same",
     (
-        "kvlint/analysis/provenance.py",
+        "kvlint/analysis/flow/provenance.py",
         329,
         "if-condition negated",
     ): "marking more nodes as holding a `:=` makes the reaching walk search more expressions, finding the same walruses",
     (
-        "kvlint/analysis/provenance.py",
+        "kvlint/analysis/flow/provenance.py",
         329,
         "is -> is not",
     ): "marking more nodes as holding a `:=` makes the reaching walk search more expressions, finding the same walruses",
     (
-        "kvlint/analysis/provenance.py",
+        "kvlint/analysis/flow/provenance.py",
         332,
         "and -> or",
     ): "past the first marked node the loop goes on to the root (and marks None): more nodes marked, the same walruses found",
-    ("kvlint/analysis/provenance.py", 193, "if-branch never taken"): "a fast exit: with no binding no result "
+    ("kvlint/analysis/flow/provenance.py", 193, "if-branch never taken"): "a fast exit: with no binding no result "
     "is collected, and the end answers UNKNOWN too",
-    ("kvlint/analysis/provenance.py", 201, "if-branch never taken"): "a binding without a value is UNKNOWN on "
+    ("kvlint/analysis/flow/provenance.py", 201, "if-branch never taken"): "a binding without a value is UNKNOWN on "
     "every branch after it: `classify(None)` and `element_of(None, …)` match no node kind and answer UNKNOWN",
-    ("kvlint/analysis/provenance.py", 231, "if-branch never taken"): "a parameter's binding is only made with its "
+    ("kvlint/analysis/flow/provenance.py", 231, "if-branch never taken"): "a parameter's binding is only made with its "
     "function (`_function_bindings`), so it is never None here",
-    ("kvlint/analysis/provenance.py", 241, "if-branch never taken"): "a call that passes nothing for the "
+    ("kvlint/analysis/flow/provenance.py", 241, "if-branch never taken"): "a call that passes nothing for the "
     "parameter: `classify(None)` is UNKNOWN, which the kind test after it skips as well",
-    ("kvlint/analysis/provenance.py", 273, "if-branch never taken"): "a cache: the bindings collected again are "
+    ("kvlint/analysis/flow/provenance.py", 273, "if-branch never taken"): "a cache: the bindings collected again are "
     "equal, and only their nodes, the same ones, are keyed on (`_classify_param`)",
-    ("kvlint/analysis/provenance.py", 279, "False -> True"): "a parameter's binding is read as a parameter "
+    ("kvlint/analysis/flow/provenance.py", 279, "False -> True"): "a parameter's binding is read as a parameter "
     "before `is_loop` is looked at, by every reader (provenance, kvlint.analysis.dcp_factor and scaling)",
 }

@@ -149,7 +149,7 @@ def test_unreadable_file(tmp_path, monkeypatch):
 
 
 def test_internal_error_is_one_line_with_a_hint(monkeypatch):
-    from kvlint.analysis import provenance as flow
+    from kvlint.analysis.flow import provenance as flow
     from kvlint.engine.lint import lint_bytes
 
     def explode(self, node, depth=0):

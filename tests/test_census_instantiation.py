@@ -249,7 +249,7 @@ def test_the_registry_s_speculative_decoding_models_are_drafts(tmp_path):
 
 
 def test_a_main_model_is_named_before_a_draft_model_building_the_same_container(tmp_path):
-    from kvlint.analysis.layer_selection import rank_witnesses
+    from kvlint.analysis.flow.layer_selection import rank_witnesses
 
     _, index = _census_with_drafts(tmp_path)
     found = tuple(c for c in index.container_compositions() if c.layer_classes == {"MLAAttention", "IndexerCache"})
@@ -307,7 +307,7 @@ class DsaHybridForCausalLM:
 
 def test_a_generating_model_is_named_before_a_pooling_model_building_the_same_container(tmp_path):
     from kvlint.analysis.census.reading import witness_order
-    from kvlint.analysis.layer_selection import rank_witnesses
+    from kvlint.analysis.flow.layer_selection import rank_witnesses
 
     registry = REGISTRY_WITH_DRAFTS.replace("_SPECULATIVE_DECODING_MODELS", "_EMBEDDING_MODELS").replace(
         '"EagleDsaForCausalLM"', '"AaaDsaEmbeddingModel"'

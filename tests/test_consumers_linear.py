@@ -1,4 +1,4 @@
-"""The scheduler-consumed reading (kvlint.analysis.consumers) costs time linear in a file a pull request
+"""The scheduler-consumed reading (kvlint.analysis.flow.consumers) costs time linear in a file a pull request
 controls: a file's class and def lines are found once, not once per read of an accessor (20,000 reads in one
 file took minutes when each re-scanned the text above it)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from kvlint.analysis.consumers import scheduler_consumed_members
+from kvlint.analysis.flow.consumers import scheduler_consumed_members
 
 ACCESSOR = "class Half:\n    def pulls(self):\n        return self._pulls\n\n\nclass Other:\n    def pulls(self):\n"
 

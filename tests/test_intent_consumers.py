@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kvlint.analysis.consumers import scheduler_consumed_members, unconsumed_divergence
 from kvlint.analysis.cst_walk import parent_map
-from kvlint.analysis.provenance import SpecFlow
+from kvlint.analysis.flow.consumers import scheduler_consumed_members, unconsumed_divergence
+from kvlint.analysis.flow.provenance import SpecFlow
 from tests.test_witness_semantics import _isinstance_call
 
 STORED = """

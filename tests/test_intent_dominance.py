@@ -1,4 +1,4 @@
-"""Whether a container that meets an earlier check ever reaches a later one (kvlint.analysis.dominance): one
+"""Whether a container that meets an earlier check ever reaches a later one (kvlint.analysis.flow.dominance): one
 snippet per shape, the earlier check on `C`, the later on `D`. Written against the mutants scripts/mutation.py
 made of that module (issue 31)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from kvlint.analysis.dominance import dominated, related_to
+from kvlint.analysis.flow.dominance import dominated, related_to
 from tests.test_witness_semantics import _first, _parsed
 
 

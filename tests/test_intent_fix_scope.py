@@ -8,7 +8,7 @@ import libcst as cst
 import pytest
 
 from kvlint.analysis.cst_walk import parent_map, preorder
-from kvlint.analysis.provenance import SpecFlow
+from kvlint.analysis.flow.provenance import SpecFlow
 from kvlint.rules._fix_scope import free_name, guarded_use, rebinding, resolved_calls
 from tests.test_witness_semantics import _isinstance_call
 

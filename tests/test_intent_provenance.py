@@ -1,4 +1,4 @@
-"""Where a spec expression comes from (kvlint.analysis.provenance): one snippet per way a value flows, the
+"""Where a spec expression comes from (kvlint.analysis.flow.provenance): one snippet per way a value flows, the
 expression asked about is the argument of the last `probe(…)`. Written against the mutants
 scripts/mutation.py made of that module (issue 31)."""
 
@@ -9,7 +9,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from kvlint.analysis.provenance import Kind, SpecFlow
+from kvlint.analysis.flow.provenance import Kind, SpecFlow
 from kvlint.engine.lint import collect_parents
 
 GROUP_LIST, GROUP, GROUP_SPEC, LAYER, UNKNOWN = (

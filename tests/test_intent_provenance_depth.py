@@ -1,4 +1,4 @@
-"""The depth bound of kvlint.analysis.provenance: every step a value takes to reach where it is read (an
+"""The depth bound of kvlint.analysis.flow.provenance: every step a value takes to reach where it is read (an
 alias, a loop, a call, a subscript, …) costs one, and a chain of more steps than the bound is UNKNOWN.
 Each shape below is followed by `x1 = x0`, … `probe(xN)`: N aliases resolve, N + 1 do not. A step that cost
 two, or a bound one larger, moves that edge. Written against the mutants scripts/mutation.py made of that
@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from kvlint.analysis.provenance import Kind
+from kvlint.analysis.flow.provenance import Kind
 from tests.test_intent_provenance import calls_named, flow_of, probed
 
 # shape (its chain of aliases at CHAIN) → the most aliases after it that still resolve.

@@ -8,14 +8,14 @@ import libcst as cst
 
 from kvlint.analysis.census.compositions import ContainerComposition
 from kvlint.analysis.census.reading import Census, LayerClass, Model
-from kvlint.analysis.hierarchy import SpecHierarchy
-from kvlint.analysis.layer_selection import (
+from kvlint.analysis.flow.layer_selection import (
     LayerSelection,
     built_containers,
     rank_witnesses,
     reaching,
     selection_at,
 )
+from kvlint.analysis.hierarchy import SpecHierarchy
 from tests.test_witness_semantics import _first, _isinstance_call, _parsed
 
 HIERARCHY = SpecHierarchy(
@@ -245,7 +245,7 @@ def test_a_container_the_whole_expression_answers_as_its_layers_does_not_reach_e
 def test_a_container_is_a_dcp_witness_when_some_checkpoint_building_it_is_accepted_under_dcp():
     from dataclasses import replace
 
-    from kvlint.analysis.layer_selection import accepted_under_dcp
+    from kvlint.analysis.flow.layer_selection import accepted_under_dcp
 
     refused = frozenset({"SlidingWindowSpec"})
     beside = ("Mla:MLAAttentionSpec", "Swa:SlidingWindowSpec")

@@ -1,4 +1,4 @@
-"""Flow-sensitive provenance (kvlint.analysis.reaching): what a name holds where it is read."""
+"""Flow-sensitive provenance (kvlint.analysis.flow.reaching): what a name holds where it is read."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from kvlint.analysis.provenance import Kind, SpecFlow
+from kvlint.analysis.flow.provenance import Kind, SpecFlow
 from kvlint.engine.lint import collect_parents
 
 

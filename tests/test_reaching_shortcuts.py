@@ -9,10 +9,10 @@ import textwrap
 import libcst as cst
 import pytest
 
-from kvlint.analysis.cst_bindings import Binding
 from kvlint.analysis.cst_walk import ModuleShape
-from kvlint.analysis.provenance import Kind, SpecFlow
-from kvlint.analysis.reaching import merge
+from kvlint.analysis.flow.cst_bindings import Binding
+from kvlint.analysis.flow.provenance import Kind, SpecFlow
+from kvlint.analysis.flow.reaching import merge
 from tests.test_intent_provenance import calls_named
 
 # A walrus rebinds `spec` in a test, a call's argument, an assert: the read after it sees the group spec only

@@ -21,9 +21,9 @@ import libcst as cst
 
 from kvlint.analysis.cst_walk import preorder
 from kvlint.analysis.dcp_factor import CALLERS, GATED, HANDED, ONE, PLAIN, FactorOrigins, Origin
+from kvlint.analysis.flow.provenance import Kind, SpecFlow, dotted
 from kvlint.analysis.kind_table import KindRow
 from kvlint.analysis.kind_tests import answer, tested_spec
-from kvlint.analysis.provenance import Kind, SpecFlow, dotted
 from kvlint.analysis.scaling import Scaling, is_dcp_size
 from kvlint.analysis.sizing.handing import HANDED as HANDED_PARAMETER
 from kvlint.analysis.tree_index import TreeIndex

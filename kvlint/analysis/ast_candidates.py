@@ -5,7 +5,7 @@ hold nothing it reports. These tests are what the rules' libcst visitors ask fir
 `ast` tree instead: a file where none holds is left unparsed by libcst. Each test may answer yes where the
 rule then finds nothing, never no where it would report (tests/test_preparse.py holds them to that): the
 shapes are the libcst ones (`kvlint.analysis.scaling.match_scaling`'s block size and DCP factor, KV101's
-`isinstance` and `type(x) is` tests of a subject a group's spec may reach, `kvlint.analysis.ast_group_flow`),
+`isinstance` and `type(x) is` tests of a subject a group's spec may reach, `kvlint.analysis.flow.ast_group_flow`),
 every name compared as libcst spells it — the caller hands a tree only when the file's code
 (strings and comments aside) is ASCII, where Python's normalised identifiers are the written ones.
 """
@@ -16,7 +16,7 @@ import ast
 import re
 from collections.abc import Callable, Iterator, Mapping
 
-from kvlint.analysis.ast_group_flow import GroupFlow
+from kvlint.analysis.flow.ast_group_flow import GroupFlow
 from kvlint.analysis.vocabulary import dcp_aliases, is_dcp_name, sees_only_scheduler_config
 
 # `type(x) <op> C`: the operators KV101 reads as a type test.
@@ -194,7 +194,7 @@ def tests_a_layer_class(
     module `scheduler_paths` names, a class named `…Scheduler`), does it test a layer class, can a container
     the tree builds (`containers`: a ContainerReachability; None: not read, any can) hold one, does one the
     census builds answer it apart from its layers (`can_differ`, given the classes tested; None: yes), and can
-    its subject be a KV cache group's spec (`kvlint.analysis.ast_group_flow`)? No tree (`nodes` of `tree`): yes."""
+    its subject be a KV cache group's spec (`kvlint.analysis.flow.ast_group_flow`)? No tree (`nodes` of `tree`): yes."""
     if sees_only_scheduler_config(module_path, [], scheduler_paths):
         return False
     if tree is None or nodes is None:

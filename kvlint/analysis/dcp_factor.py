@@ -3,7 +3,7 @@
 `spec.block_size * self.dcp_world_size` reads nothing about the spec on its own line, yet the factor may
 be decided earlier: `self.dcp_world_size = dcp_world_size if kv_cache_spec.dcp_sharded else 1` in the
 constructor, `factor = dcp if spec.dcp_sharded else 1` two lines up, or a caller that passes such a size.
-Followed through the names that reach the read (kvlint.analysis.reaching), the `self.` attributes its class
+Followed through the names that reach the read (kvlint.analysis.flow.reaching), the `self.` attributes its class
 assigns, and the calls of the function in the same module, at most a few steps deep:
 
 - PLAIN: the DCP size itself, whatever the kind (a config field, a name holding one);
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from kvlint.analysis.cst_bindings import argument_for, is_static, positional_index
 from kvlint.analysis.cst_walk import walk
-from kvlint.analysis.provenance import SpecFlow, dotted
+from kvlint.analysis.flow.cst_bindings import argument_for, is_static, positional_index
+from kvlint.analysis.flow.provenance import SpecFlow, dotted
 from kvlint.analysis.scaling import is_dcp_size
 
 PLAIN, GATED, ONE, CALLERS, UNKNOWN, HANDED = "plain", "gated", "one", "callers", "unknown", "handed"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from kvlint.analysis.provenance import Kind, SpecFlow, call_name, dotted
+from kvlint.analysis.flow.provenance import Kind, SpecFlow, call_name, dotted
 from kvlint.analysis.vocabulary import is_dcp_name
 
 

@@ -18,8 +18,8 @@ from kvlint.analysis.census.reading import Census, could_shape_census, read_cens
 from kvlint.analysis.census.uniformity import uniform_bases
 from kvlint.analysis.census_inputs import census_inputs_digest
 from kvlint.analysis.construction_sites import scheduler_built_classes
-from kvlint.analysis.consumers import scheduler_consumed_members
 from kvlint.analysis.containers import ContainerReachability, container_reachability
+from kvlint.analysis.flow.consumers import scheduler_consumed_members
 from kvlint.analysis.hierarchy import SpecHierarchy, hierarchy_of_source
 from kvlint.analysis.kind_table import KindTable, table_from_hierarchy, table_from_sizing
 from kvlint.analysis.platform_reach import PlatformReach, read_platform_reach
@@ -94,7 +94,7 @@ class TreeIndex:
     census: Census | None = None
     # The containers its models build, path by path (kvlint.analysis.census.compositions); None: not read.
     compositions: tuple[ContainerComposition, ...] | None = None
-    # Connector members only scheduler-side code reads (kvlint.analysis.consumers).
+    # Connector members only scheduler-side code reads (kvlint.analysis.flow.consumers).
     scheduler_consumed: frozenset[str] = frozenset()
     # Classes only scheduler-only code constructs: they see the scheduler's config (construction_sites).
     scheduler_built: frozenset[str] = frozenset()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import libcst as cst
 
 from kvlint.analysis.cst_walk import preorder
-from kvlint.analysis.provenance import dotted
+from kvlint.analysis.flow.provenance import dotted
 
 
 def index_tests(spec: cst.BaseExpression | None, function: cst.CSTNode | None) -> list[cst.BaseExpression]:

@@ -77,7 +77,7 @@ def dcp_aliases(source: str) -> frozenset[str]:
 
 def could_consume(relative: str, data: bytes) -> bool:
     """A connector module, or one that mentions a connector: where a connector member may be read
-    (kvlint.analysis.consumers reads these; the project cache rebuilds the index when one changes)."""
+    (kvlint.analysis.flow.consumers reads these; the project cache rebuilds the index when one changes)."""
     return "/kv_connector/" in relative or b"connector" in data
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from kvlint.analysis.flow.provenance import dotted
 from kvlint.analysis.hierarchy import SpecHierarchy
-from kvlint.analysis.provenance import dotted
 from kvlint.analysis.scaling import class_names
 from kvlint.analysis.vocabulary import CONTAINER_CLASS
 

@@ -13,7 +13,7 @@ from libcst.metadata import MetadataWrapper
 
 from kvlint.analysis.cst_positions import StatementPositions
 from kvlint.analysis.cst_walk import ModuleShape, parent_map, walk_batched
-from kvlint.analysis.provenance import SpecFlow
+from kvlint.analysis.flow.provenance import SpecFlow
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.engine.copies import judged_as_originals
 from kvlint.engine.grouping import fold_root_causes, function_spans, root_cause_roles

@@ -15,7 +15,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from kvlint.analysis.cst_walk import code_positions
-from kvlint.analysis.provenance import SpecFlow
+from kvlint.analysis.flow.provenance import SpecFlow
 from kvlint.analysis.tree_index import TreeIndex as ProjectIndex
 from kvlint.engine.prefilter import Triggers, triggers_match
 from kvlint.engine.preparse import PreParse

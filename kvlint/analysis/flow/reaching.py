@@ -23,8 +23,8 @@ from collections.abc import Container, Iterable, Sequence
 
 import libcst as cst
 
-from kvlint.analysis.cst_bindings import Binding, call_name, dotted, target_names
 from kvlint.analysis.cst_walk import walk
+from kvlint.analysis.flow.cst_bindings import Binding, call_name, dotted, target_names
 from kvlint.analysis.vocabulary import CONTAINER_CLASS
 
 # name or dotted chain → the bindings live there; None: the point cannot be reached.

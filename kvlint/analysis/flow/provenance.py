@@ -3,7 +3,7 @@
 The question every KV rule asks. Answered inside one module from what flows into the expression where it
 is read: loops over `kv_cache_groups`, `.kv_cache_spec` of a group, names assigned from those, and
 parameters whose callers in the same module pass group specs. A name holds what reaches the statement
-that reads it (kvlint.analysis.reaching): `spec = _unwrap_spec(spec)` makes it a layer spec from that
+that reads it (kvlint.analysis.flow.reaching): `spec = _unwrap_spec(spec)` makes it a layer spec from that
 line on, and an `isinstance(spec, UniformTypeKVCacheSpecs)` test narrows it on the branch where it is not
 a container. A call of a function of the module that returns a layer spec (it unwraps) gives a layer
 spec. Anything else is UNKNOWN, and rules stay quiet on it.
@@ -17,7 +17,8 @@ from enum import Enum
 
 import libcst as cst
 
-from kvlint.analysis.cst_bindings import (
+from kvlint.analysis.cst_walk import preorder, walk
+from kvlint.analysis.flow.cst_bindings import (
     COMPREHENSIONS,
     Binding,
     BindingCollector,
@@ -32,8 +33,7 @@ from kvlint.analysis.cst_bindings import (
     positional_index,
     returned_values,
 )
-from kvlint.analysis.cst_walk import preorder, walk
-from kvlint.analysis.reaching import ReachingDefinitions
+from kvlint.analysis.flow.reaching import ReachingDefinitions
 from kvlint.analysis.vocabulary import GROUP_LIST_ATTRIBUTES, LAYER_ITERATORS
 
 __all__ = ["UNKNOWN", "Kind", "Provenance", "SpecFlow", "call_name", "dotted"]  # rules read dotted names here too
@@ -302,7 +302,7 @@ class SpecFlow:
                 self._functions.setdefault(node.name.value, []).append(node)
 
     def reaching_state(self, function: cst.FunctionDef, node: cst.CSTNode):
-        """What reaches the statement holding `node` in `function` (kvlint.analysis.reaching.State); None
+        """What reaches the statement holding `node` in `function` (kvlint.analysis.flow.reaching.State); None
         when unreachable, False when the walk has no answer."""
         reaching = self._reaching.get(function)
         if reaching is None:

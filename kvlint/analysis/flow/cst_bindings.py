@@ -1,7 +1,7 @@
 """The syntax provenance reads with libcst: dotted names, the bindings a name has in a scope (assignments,
 loops, parameters, comprehensions), the calls of a function and the container checks on a variable.
 
-Plain helpers without any notion of groups or layers; kvlint.analysis.provenance gives them meaning.
+Plain helpers without any notion of groups or layers; kvlint.analysis.flow.provenance gives them meaning.
 """
 
 from __future__ import annotations

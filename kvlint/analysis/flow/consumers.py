@@ -24,7 +24,7 @@ import libcst as cst
 
 from kvlint.analysis.census.class_texts import classes_of
 from kvlint.analysis.cst_walk import preorder
-from kvlint.analysis.provenance import call_name, dotted
+from kvlint.analysis.flow.provenance import call_name, dotted
 from kvlint.analysis.vocabulary import sees_only_scheduler_config
 
 _ACCESSOR = re.compile(r"^\s*(?:async\s+)?def\s+\w+\(self\)")

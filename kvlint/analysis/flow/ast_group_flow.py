@@ -1,7 +1,7 @@
 """Which expressions of a module may hold a KV cache group, their list or a group's spec, read from Python's
 own syntax tree before libcst parses the file.
 
-KV101 reports a type test only where `kvlint.analysis.provenance` classifies its subject as a group's spec,
+KV101 reports a type test only where `kvlint.analysis.flow.provenance` classifies its subject as a group's spec,
 and every such answer starts at an attribute named after the group lists (`kv_cache_groups`) or at a
 parameter annotated `KVCacheGroupSpec`, and travels through the module's own bindings (assignments, loops,
 `:=`, callers' arguments). This is the same flow with every condition dropped: a name read in a scope may
@@ -144,7 +144,7 @@ def _bound(target: ast.AST) -> list[str]:
 
 
 def _call_name(call: ast.Call) -> str | None:
-    """`kvlint.analysis.provenance.call_name` for `ast`: a call's function's last name."""
+    """`kvlint.analysis.flow.provenance.call_name` for `ast`: a call's function's last name."""
     if isinstance(call.func, ast.Name):
         return call.func.id
     if isinstance(call.func, ast.Attribute):

@@ -20,8 +20,8 @@ import libcst as cst
 from kvlint.analysis.census.compositions import ContainerComposition
 from kvlint.analysis.census.reading import Census
 from kvlint.analysis.cst_walk import preorder
+from kvlint.analysis.flow.provenance import dotted
 from kvlint.analysis.hierarchy import SpecHierarchy
-from kvlint.analysis.provenance import dotted
 from kvlint.analysis.value_uses import first_group_fallback, past_single_group_exit, single_group_binding
 from kvlint.analysis.whole_answer import answers_alike, refused_with_a_layer
 
