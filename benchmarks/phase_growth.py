@@ -37,7 +37,7 @@ def timed(name):
         finally:
             spent[name] = spent.get(name, 0.0) + time.process_time() - started
     setattr(tree_index, name, wrapper)
-for name in ("_read_compositions", "read_platform_reach", "build_sizing_analysis", "scheduler_built_classes",
+for name in ("_read_compositions", "read_platform_reach", "build_sizing_analysis", "read_construction_sites",
              "build_tree_index"):
     timed(name)
 from kvlint.cli import main
@@ -54,7 +54,7 @@ _ROWS = (
     ("census (models, grouping paths, compositions)", "_read_compositions"),
     ("platform reach", "read_platform_reach"),
     ("sizing analysis", "build_sizing_analysis"),
-    ("construction sites", "scheduler_built_classes"),
+    ("construction sites", "read_construction_sites"),
 )
 
 

@@ -12,13 +12,34 @@ base, tested with isinstance — could construct it elsewhere: such a class is n
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from collections import Counter
+from dataclasses import dataclass
 
 from kvlint.analysis.vocabulary import sees_only_scheduler_config
 
 _CLASS_LINE = re.compile(rb"^class[ \t]+(\w+)", re.MULTILINE)
+# A class whose name ends so (a connector's scheduler half): what is built inside it sees the scheduler's config.
+_SCHEDULER_CLASS = re.compile(rb"^[ \t]*class[ \t]+\w*Scheduler\b", re.MULTILINE)
 _WORD = re.compile(rb"\w+")
+# Text that never holds a mention the visitor reads: a line that is a comment (or a string's line starting so),
+# and a word between quotes (`"KVCacheManager"`: a string, or an annotation as a string), which no code can be.
+_COMMENT_LINE = re.compile(rb"^[ \t]*#[^\n]*", re.MULTILINE)
+_QUOTED_WORD = re.compile(rb"[\"'](\w+)[\"']")
+
+
+@dataclass(frozen=True)
+class ModuleSites:
+    """What one module says of the classes it was asked about: those it builds only in scheduler-only code and
+    those it mentions otherwise. Plain data kept in the tree index, so that the next build after an edit parses
+    again only the modules whose text (or question) changed."""
+
+    module: str
+    digest: str  # of the module's text
+    asked: tuple[str, ...]  # the candidate classes it was read for, sorted
+    built: tuple[str, ...]
+    elsewhere: tuple[str, ...]
 
 
 def scheduler_built_classes(
@@ -26,32 +47,80 @@ def scheduler_built_classes(
 ) -> frozenset[str]:
     """Top-level classes of `texts` whose every mention there is a construction in scheduler-only code;
     `type_names`: the spec classes a type test can name (the tree's hierarchy; None: any class)."""
+    return read_construction_sites(texts, patterns, type_names)[0]
+
+
+def read_construction_sites(
+    texts: dict[str, bytes],
+    patterns: tuple[str, ...],
+    type_names: frozenset[str] | None = None,
+    earlier: tuple[ModuleSites, ...] = (),
+) -> tuple[frozenset[str], tuple[ModuleSites, ...]]:
+    """(scheduler_built_classes' answer, what each module read said); `earlier`: what a build of the same tree
+    with the same `patterns` said before, reused for a module whose text and question are the same."""
     # The candidates: classes of modules that read KV cache groups (where a group-spec check can be) whose text
     # could test a spec's type (the only classes KV101 asks this about).
     names = None if type_names is None else [name.encode() for name in sorted(type_names)]
     defined = {name for data in texts.values() if b"kv_cache_groups" in data for name in _testing_classes(data, names)}
+    # Only a class some scheduler-only code calls can be claimed: the others are not looked for (each module's
+    # mentions are judged one class at a time, so leaving a class out changes nothing for the rest).
+    defined = _called_where_scheduler_only(texts, defined, patterns)
     if not defined:
-        return frozenset()
+        return frozenset(), ()
+    kept = {(sites.module, sites.digest, sites.asked): sites for sites in earlier}
     built: set[str] = set()
     elsewhere: set[str] = set()
+    read: list[ModuleSites] = []
     # A class mentioned outside scheduler-only code once is out for good: modules most likely to rule
     # classes out are read first, and a module that mentions only classes already out is not parsed.
-    for relative in sorted(texts, key=lambda r: (sees_only_scheduler_config(r, [], patterns), r)):
+    for relative in sorted(texts, key=lambda r: (sees_only_scheduler_config(r, [], patterns), len(texts[r]), r)):
         data = texts[relative]
-        # A class's own `class X` line is no mention (the visitor never reads a definition's name).
-        # Every word counted, then the candidates kept: as `\bName\b` would find them, four times faster.
-        found = Counter(word for word in _WORD.findall(data) if word in defined)
-        found.subtract(m.group(1) for m in _CLASS_LINE.finditer(data))
+        # A class's own `class X` line is no mention (the visitor never reads a definition's name), nor a comment
+        # line or a quoted word. Every word counted, then the candidates kept: as `\bName\b` would find them, four
+        # times faster; what is subtracted is counted once (comment lines are gone before).
+        code = _COMMENT_LINE.sub(b"", data)
+        found = Counter(word for word in _WORD.findall(code) if word in defined)
+        found.subtract(m.group(1) for m in _CLASS_LINE.finditer(code))
+        found.subtract(m.group(1) for m in _QUOTED_WORD.finditer(code))
         named = {name.decode() for name, count in found.items() if count > 0} - elsewhere
         if not named:
             continue
-        try:
-            tree = ast.parse(data, filename=relative)
-        except (SyntaxError, ValueError, RecursionError):
-            elsewhere.update(named)  # unread: any of them may be built there
-            continue
-        _Sites(relative, patterns, named, built, elsewhere).visit(tree)
-    return frozenset(built - elsewhere)
+        digest, asked = hashlib.blake2b(data, digest_size=16).hexdigest(), tuple(sorted(named))
+        sites = kept.get((relative, digest, asked)) or _module_sites(relative, data, digest, asked, patterns)
+        read.append(sites)
+        built.update(sites.built)
+        elsewhere.update(sites.elsewhere)
+    return frozenset(built - elsewhere), tuple(read)
+
+
+def _called_where_scheduler_only(texts: dict[str, bytes], names: set[bytes], patterns: tuple[str, ...]) -> set[bytes]:
+    """The `names` some text that may hold scheduler-only code (a scheduler-only path, or a module with a
+    `class …Scheduler`) calls as `Name(` or `x.Name(`: a superset of those the visitor can find built there
+    (whitespace, a line continuation, a comment or a closing bracket may stand between the name and its call)."""
+    texts_of_scheduler = [
+        data
+        for relative, data in texts.items()
+        if sees_only_scheduler_config(relative, [], patterns) or _SCHEDULER_CLASS.search(data)
+    ]
+    if not texts_of_scheduler:
+        return set()
+    alternatives = b"|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    call = re.compile(rb"\b(" + alternatives + rb")\b(?=(?:[\s)\\]|#[^\n]*)*\()")
+    return {match.group(1) for data in texts_of_scheduler for match in call.finditer(data)}
+
+
+def _module_sites(
+    relative: str, data: bytes, digest: str, asked: tuple[str, ...], patterns: tuple[str, ...]
+) -> ModuleSites:
+    built: set[str] = set()
+    elsewhere: set[str] = set()
+    try:
+        tree = ast.parse(data, filename=relative)
+    except (SyntaxError, ValueError, RecursionError):
+        elsewhere.update(asked)  # unread: any of them may be built there
+    else:
+        _Sites(relative, patterns, set(asked), built, elsewhere).visit(tree)
+    return ModuleSites(relative, digest, asked, tuple(sorted(built)), tuple(sorted(elsewhere)))
 
 
 def _testing_classes(data: bytes, names: list[bytes] | None) -> list[bytes]:
@@ -123,6 +192,9 @@ class _Sites(ast.NodeVisitor):
         if name in self.named:
             scheduler = sees_only_scheduler_config(self.relative, list(reversed(self.classes)), self.patterns)
             (self.built if scheduler else self.elsewhere).add(name)
+            if isinstance(node.func, ast.Attribute):
+                # `A.B(…)` builds B and mentions A: each class is judged by its own mentions alone.
+                self.visit(node.func.value)
         else:
             self.visit(node.func)
         for child in [*node.args, *node.keywords]:

@@ -17,7 +17,7 @@ from kvlint.analysis.census.paths import read_grouping_paths
 from kvlint.analysis.census.reading import Census, could_shape_census, read_census
 from kvlint.analysis.census.uniformity import uniform_bases
 from kvlint.analysis.census_inputs import census_inputs_digest
-from kvlint.analysis.construction_sites import scheduler_built_classes
+from kvlint.analysis.construction_sites import ModuleSites, read_construction_sites
 from kvlint.analysis.containers import ContainerReachability, container_reachability
 from kvlint.analysis.flow.consumers import scheduler_consumed_members
 from kvlint.analysis.hierarchy import SpecHierarchy, hierarchy_of_source
@@ -114,6 +114,9 @@ class TreeIndex:
     # The digest of what the census, compositions and platform reach were read from (census_inputs): the
     # next build of this tree keeps them when it is unchanged. Not part of what a file's result depends on.
     census_inputs: str = ""
+    # What each module read for `scheduler_built` said (construction_sites): the next build reads again only the
+    # modules that changed. Like census_inputs, not part of what a file's result depends on.
+    construction_sites: tuple[ModuleSites, ...] = ()
 
     def lacked_by(self, module: str, name: str) -> tuple[str, ...]:
         """The targeted releases that lack `name` in `module` (dotted): a remedy or fix must not name it."""
@@ -211,7 +214,9 @@ def build_tree_index(
             files=files,
         )
     consumed = scheduler_consumed_members(consumer_texts, scheduler_only_paths)
-    built = scheduler_built_classes(builder_texts, scheduler_only_paths, frozenset(hierarchy.bases))
+    built, sites = read_construction_sites(
+        builder_texts, scheduler_only_paths, frozenset(hierarchy.bases), earlier.construction_sites if earlier else ()
+    )
     roles = read_tree_roles(role_texts, scheduler_only_paths)
     workers = {r: d for r in files.relatives() if is_worker_module(r) and (d := files.read(r)) is not None}
     runners = read_runner_selection(workers)
@@ -233,6 +238,7 @@ def build_tree_index(
             runner_selection=runners,
             roles=roles,
             census_inputs=inputs,
+            construction_sites=sites,
         )
     relative = resolver_path.relative_to(root)
     rule = read_resolver_rule(resolver_path, files.overlay.get(relative.as_posix()))
@@ -258,6 +264,7 @@ def build_tree_index(
         runner_selection=runners,
         roles=roles,
         census_inputs=inputs,
+        construction_sites=sites,
     )
 
 

@@ -60,6 +60,7 @@ def _with_index_records() -> type:
     """Add the tree index's record classes to RECORDS (once); the TreeIndex class."""
     from kvlint.analysis.census.compositions import ContainerComposition
     from kvlint.analysis.census.reading import Census, LayerClass, Model
+    from kvlint.analysis.construction_sites import ModuleSites
     from kvlint.analysis.containers import ContainerReachability
     from kvlint.analysis.hierarchy import SpecHierarchy
     from kvlint.analysis.kind_table import KindRow, KindTable
@@ -75,6 +76,7 @@ def _with_index_records() -> type:
     index_records = (TreeIndex, SpecHierarchy, ContainerReachability, KindTable, KindRow, SizingAnalysis, SizingPath)
     index_records += (SpecKind, Layer, Container, PathDivergence, PredicateDivergence, FirstLayerPick)
     index_records += (Census, LayerClass, Model, ContainerComposition, TargetNames, PlatformReach, TreeRoles)
+    index_records += (ModuleSites,)
     RECORDS.update((cls.__name__, cls) for cls in index_records)
     return TreeIndex
 

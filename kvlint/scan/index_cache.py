@@ -137,8 +137,8 @@ def index_digests(index: TreeIndex) -> IndexDigests:
     by_module: dict[str, list] = {}
     for divergence in sizing.divergences if sizing is not None else ():
         by_module.setdefault(divergence.module_path, []).append(divergence)
-    # census_inputs only says what the census was read from; what it read is in the index's other fields.
-    shared = _digest((replace(index, sizing=None, census_inputs=""), sizing is not None))
+    # census_inputs and construction_sites only say what was read from; what it said is in the other fields.
+    shared = _digest((replace(index, sizing=None, census_inputs="", construction_sites=()), sizing is not None))
     return IndexDigests(shared, {module: _digest(found) for module, found in by_module.items()})
 
 

@@ -1,0 +1,128 @@
+"""What kvlint.analysis.construction_sites reads as a mention of a candidate class, what it never parses, and what a
+later build of the same tree takes from the earlier one (its `ModuleSites`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kvlint.analysis.construction_sites import read_construction_sites, scheduler_built_classes
+from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS as PATHS
+
+# The candidate: a class of a module that reads KV cache groups and tests a spec's type.
+MANAGER = b"""
+class Manager:
+    def __init__(self, kv_cache_config):
+        self.groups = [g for g in kv_cache_config.kv_cache_groups if isinstance(g.kv_cache_spec, AttentionSpec)]
+"""
+HOME = "vllm/v1/worker/manager.py"
+SCHEDULER = "vllm/v1/core/sched/scheduler.py"
+WORKER = "vllm/v1/worker/runner.py"
+BUILT = b"def build(kv_cache_config):\n    return Manager(kv_cache_config)\n"
+SPECS = frozenset({"AttentionSpec"})
+
+
+def built(**others: bytes) -> frozenset[str]:
+    texts = {HOME: MANAGER, SCHEDULER: BUILT, **{path.replace("__", "/"): text for path, text in others.items()}}
+    return scheduler_built_classes(texts, PATHS, SPECS)
+
+
+def test_a_class_only_the_scheduler_builds_is_claimed():
+    assert built() == {"Manager"}
+    assert scheduler_built_classes({HOME: MANAGER}, PATHS, SPECS) == frozenset()  # built nowhere: not claimed
+
+
+@pytest.mark.parametrize(
+    "mention",
+    [
+        "def build(c):\n    return Manager(c)\n",  # built by the worker
+        "def build(c):\n    return make(Manager, c)\n",  # handed on: may be built anywhere
+        "def build(c):\n    return isinstance(c, Manager)\n",
+        "class Sub(Manager):\n    pass\n",
+        "import m\nx = m.Manager\n",
+        # `Manager.Inner(…)` builds Inner and mentions Manager, whether or not Inner is a candidate too.
+        "def build(c):\n    return Manager.Inner(c)\n",
+        "def build(c):\n    return Manager.Manager(c)\n",
+    ],
+)
+def test_any_other_mention_in_worker_code_rules_the_class_out(mention):
+    assert built(vllm__v1__worker__runner_py=mention.encode()) == frozenset()
+
+
+@pytest.mark.parametrize(
+    "mention",
+    [
+        "from vllm.v1.worker.manager import Manager\n",
+        "def build(c: Manager) -> Manager:\n    manager: Manager = c\n    return manager\n",
+        "# Manager(kv_cache_config) is built by the scheduler only\n",
+        "def build(c):\n    '''Manager is built elsewhere.'''\n    return c\n",
+        'def bind(self, manager: "Manager") -> None:\n    log("Manager")\n',
+        "class Manager:\n    pass\n",  # a class of the same name defined here is no mention
+    ],
+)
+def test_what_is_no_mention_leaves_the_class_claimed(mention):
+    assert built(vllm__v1__worker__runner_py=mention.encode()) == {"Manager"}
+
+
+def test_a_connector_half_named_scheduler_builds_with_the_schedulers_config():
+    half = b"class FooConnector:\n    class FooConnectorScheduler:\n        def make(self, c):\n            return Manager(c)\n"
+    assert scheduler_built_classes({HOME: MANAGER, WORKER: half}, PATHS, SPECS) == {"Manager"}
+    # The same call in the connector's other half is the worker's.
+    other = half.replace(b"FooConnectorScheduler", b"FooConnectorWorker")
+    assert scheduler_built_classes({HOME: MANAGER, WORKER: other}, PATHS, SPECS) == frozenset()
+
+
+def test_a_module_that_does_not_parse_may_build_any_class_it_names():
+    assert built(vllm__v1__worker__runner_py=b"def build(c:\n    return Manager(c)\n") == frozenset()
+
+
+def test_a_class_no_scheduler_code_calls_is_not_looked_for():
+    # Called only by the worker: no module is parsed for it, and nothing is claimed.
+    texts = {HOME: MANAGER, WORKER: BUILT, SCHEDULER: b"def step(manager):\n    return manager\n"}
+    claimed, sites = read_construction_sites(texts, PATHS, SPECS)
+    assert claimed == frozenset() and sites == ()
+    # A call spread over lines, behind a comment, or through an attribute still makes it a candidate.
+    for call in (b"(Manager  # the manager\n(c))", b"Manager \\\n(c)", b"(Manager)(c)", b"m.Manager(c)"):
+        texts[SCHEDULER] = b"def build(c):\n    return " + call + b"\n"
+        claimed, sites = read_construction_sites({**texts, WORKER: b""}, PATHS, SPECS)
+        assert claimed == {"Manager"}, call
+        assert [s.module for s in sites] == [SCHEDULER]
+
+
+def test_the_order_modules_are_read_in_changes_nothing():
+    inner = b"class Inner:\n    def __init__(self, kv_cache_config):\n        kv_cache_config.kv_cache_groups\n"
+    inner += b"        isinstance(x, AttentionSpec)\n"
+    texts = {
+        HOME: MANAGER + inner,
+        SCHEDULER: b"def build(c):\n    return Manager(c), Inner(c)\n",
+        WORKER: b"def build(c):\n    return Manager.Inner(c)" + b"  # padding\n" * 40,
+        "vllm/v1/worker/small.py": b"x = Inner(c)\n",
+    }
+    forward = scheduler_built_classes(texts, PATHS, SPECS)
+    backward = scheduler_built_classes(dict(reversed(list(texts.items()))), PATHS, SPECS)
+    assert forward == backward == frozenset()
+
+
+def test_a_later_build_reads_again_only_what_changed():
+    texts = {HOME: MANAGER, SCHEDULER: BUILT, WORKER: b"def build(c: Manager):\n    return c\n"}
+    claimed, sites = read_construction_sites(texts, PATHS, SPECS)
+    assert claimed == {"Manager"}
+    assert {s.module: s.asked for s in sites} == {WORKER: ("Manager",), SCHEDULER: ("Manager",)}
+    # The same texts: what the earlier build said of each module is taken, not read again (a planted answer shows it).
+    planted = tuple(replace(s, built=(), elsewhere=("Manager",)) if s.module == WORKER else s for s in sites)
+    # (The worker's module is read first; the scheduler's then names no class left to claim: it is not read.)
+    assert read_construction_sites(texts, PATHS, SPECS, planted) == (frozenset(), planted[:1])
+    assert planted[0].module == WORKER
+    # The module edited is read again: its new mention rules the class out, whatever the earlier build said.
+    edited = {**texts, WORKER: b"def build(c):\n    return Manager(c)\n"}
+    claimed, again = read_construction_sites(edited, PATHS, SPECS, sites)
+    assert claimed == frozenset()
+    assert next(s for s in again if s.module == WORKER).elsewhere == ("Manager",)
+    assert again == read_construction_sites(edited, PATHS, SPECS)[1]
+    # Asked about other classes, a module is read again too.
+    wider = {**texts, HOME: MANAGER + MANAGER.replace(b"Manager", b"Keeper"), SCHEDULER: BUILT + b"Keeper(c)\n"}
+    wider[WORKER] = texts[WORKER] + b"def keep(k: Keeper):\n    return k\n"
+    claimed, widened = read_construction_sites(wider, PATHS, SPECS, planted)
+    assert claimed == {"Manager", "Keeper"}
+    assert next(s for s in widened if s.module == WORKER).asked == ("Keeper", "Manager")
