@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORE = (
     "kvlint/analysis/census",
     "kvlint/analysis/layer_mixes.py",
+    "kvlint/analysis/construction_sites.py",
     "kvlint/analysis/flow/provenance.py",
     "kvlint/analysis/flow/consumers.py",
     "kvlint/analysis/flow/dominance.py",

@@ -78,6 +78,20 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "does not mention matches neither pattern",
     ("kvlint/analysis/census/class_texts.py", 146, "4 -> 5"): "the default depth is used only when every body line "
     "is blank or a comment, where no line assigns the attribute at any depth",
+    ("kvlint/analysis/construction_sites.py", 68, "if-branch never taken"): "a fast exit: with no candidate the "
+    "pattern of calls is empty, every module names none, none is read",
+    ("kvlint/analysis/construction_sites.py", 88, "16 -> 17"): "a digest's size: any size tells two texts apart "
+    "here as well",
+    ("kvlint/analysis/construction_sites.py", 105, "if-branch never taken"): "a fast exit: over no text the "
+    "pattern finds no call",
+    ("kvlint/analysis/construction_sites.py", 134, ">= -> >"): "`find` from a class's end, past its `class` "
+    "line (offset 1 or more): it returns -1 or an offset of at least 1",
+    ("kvlint/analysis/construction_sites.py", 134, "0 -> 1"): "`find` from a class's end, past its `class` "
+    "line (offset 1 or more): it returns -1 or an offset of at least 1",
+    ("kvlint/analysis/construction_sites.py", 135, ">= -> >"): "`find` from a class's end, past its `class` "
+    "line (offset 1 or more): it returns -1 or an offset of at least 1",
+    ("kvlint/analysis/construction_sites.py", 135, "0 -> 1"): "`find` from a class's end, past its `class` "
+    "line (offset 1 or more): it returns -1 or an offset of at least 1",
     ("kvlint/analysis/census/budget.py", 11, "400000000 -> 400000001"): "the census's budget: a bound against "
     "crafted trees, its size a cost, not a decision (its own tests bound it)",
     ("kvlint/analysis/census/layouts.py", 17, "if-branch never taken"): "a fast path: a module without the "

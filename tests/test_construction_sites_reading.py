@@ -40,6 +40,7 @@ def test_a_class_only_the_scheduler_builds_is_claimed():
         "def build(c):\n    return make(Manager, c)\n",  # handed on: may be built anywhere
         "def build(c):\n    return isinstance(c, Manager)\n",
         "class Sub(Manager):\n    pass\n",
+        "def build(c, *, k=None):\n    manager: Manager = Manager(c)\n    return manager\n",
         "import m\nx = m.Manager\n",
         # `Manager.Inner(…)` builds Inner and mentions Manager, whether or not Inner is a candidate too.
         "def build(c):\n    return Manager.Inner(c)\n",
@@ -126,3 +127,28 @@ def test_a_later_build_reads_again_only_what_changed():
     claimed, widened = read_construction_sites(wider, PATHS, SPECS, planted)
     assert claimed == {"Manager", "Keeper"}
     assert next(s for s in widened if s.module == WORKER).asked == ("Keeper", "Manager")
+
+
+def test_a_call_through_a_class_mentions_the_class():
+    # Both are candidates the scheduler builds; the worker builds Inner through Manager: both are ruled out.
+    inner = MANAGER.replace(b"class Manager", b"class Inner")
+    texts = {HOME: MANAGER + inner, SCHEDULER: b"def build(c):\n    return Manager(c), Inner(c)\n"}
+    assert scheduler_built_classes(texts, PATHS, SPECS) == {"Manager", "Inner"}
+    texts[WORKER] = b"def build(c):\n    return Manager.Inner(c)\n"
+    assert scheduler_built_classes(texts, PATHS, SPECS) == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("home", "claimed"),
+    [
+        (MANAGER, {"Manager"}),
+        (MANAGER.replace(b"AttentionSpec", b"Widget"), set()),  # its type test names no spec class
+        (MANAGER.replace(b"isinstance(g.kv_cache_spec, AttentionSpec)", b"g.kv_cache_spec is AttentionSpec"), set()),
+        (MANAGER.replace(b"kv_cache_groups", b"layers"), set()),  # its module reads no group
+    ],
+)
+def test_a_candidate_is_a_class_that_could_test_a_groups_spec(home, claimed):
+    assert scheduler_built_classes({HOME: home, SCHEDULER: BUILT}, PATHS, SPECS) == claimed
+    # Without the tree's spec classes, a type test of any class makes a candidate.
+    widget = MANAGER.replace(b"AttentionSpec", b"Widget")
+    assert scheduler_built_classes({HOME: widget, SCHEDULER: BUILT}, PATHS, None) == {"Manager"}

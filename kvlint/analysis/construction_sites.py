@@ -104,7 +104,7 @@ def _called_where_scheduler_only(texts: dict[str, bytes], names: set[bytes], pat
     ]
     if not texts_of_scheduler:
         return set()
-    alternatives = b"|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    alternatives = b"|".join(re.escape(name) for name in sorted(names))  # `\b` after: any order finds the whole word
     call = re.compile(rb"\b(" + alternatives + rb")\b(?=(?:[\s)\\]|#[^\n]*)*\()")
     return {match.group(1) for data in texts_of_scheduler for match in call.finditer(data)}
 
