@@ -3,11 +3,12 @@ later build of the same tree takes from the earlier one (its `ModuleSites`)."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 
 import pytest
 
-from kvlint.analysis.construction_sites import read_construction_sites, scheduler_built_classes
+from kvlint.analysis.construction_sites import _Sites, read_construction_sites, scheduler_built_classes
 from kvlint.analysis.vocabulary import DEFAULT_SCHEDULER_ONLY_PATHS as PATHS
 
 # The candidate: a class of a module that reads KV cache groups and tests a spec's type.
@@ -52,30 +53,53 @@ def test_any_other_mention_in_worker_code_rules_the_class_out(mention):
 
 
 @pytest.mark.parametrize(
-    "mention",
+    ("mention", "parsed"),
     [
-        "from vllm.v1.worker.manager import Manager\n",
-        "def build(c: Manager) -> Manager:\n    manager: Manager = c\n    return manager\n",
-        "# Manager(kv_cache_config) is built by the scheduler only\n",
-        "def build(c):\n    '''Manager is built elsewhere.'''\n    return c\n",
-        'def bind(self, manager: "Manager") -> None:\n    log("Manager")\n',
-        "class Manager:\n    pass\n",  # a class of the same name defined here is no mention
+        # What only the parser tells from a mention: the module is read.
+        ("from vllm.v1.worker.manager import Manager\n", True),
+        ("def build(c: Manager) -> Manager:\n    manager: Manager = c\n    return manager\n", True),
+        ("def build(c):\n    '''Manager is built elsewhere.'''\n    return c\n", True),
+        # What the text tells: the module is not even parsed.
+        ("# Manager(kv_cache_config) is built by the scheduler only\n", False),
+        ("  # see {the manager}: Manager(kv_cache_config)\n", True),  # a `{`: it may be an f-string's line
+        ("def bind(self, manager: \"Manager\") -> None:\n    log('Manager')\n", False),
+        ("class Manager:\n    pass\n", False),  # a class of the same name defined here is no mention
     ],
 )
-def test_what_is_no_mention_leaves_the_class_claimed(mention):
-    assert built(vllm__v1__worker__runner_py=mention.encode()) == {"Manager"}
+def test_what_is_no_mention_leaves_the_class_claimed(mention, parsed):
+    texts = {HOME: MANAGER, SCHEDULER: BUILT, WORKER: mention.encode()}
+    claimed, sites = read_construction_sites(texts, PATHS, SPECS)
+    assert claimed == {"Manager"}
+    assert (WORKER in [s.module for s in sites]) is parsed
 
 
-def test_a_connector_half_named_scheduler_builds_with_the_schedulers_config():
-    half = b"class FooConnector:\n    class FooConnectorScheduler:\n        def make(self, c):\n            return Manager(c)\n"
+def test_an_f_strings_line_that_starts_like_a_comment_may_hold_code():
+    assert built(vllm__v1__worker__runner_py=b'def report(c):\n    return f"""\n# {Manager(c)}\n"""\n') == frozenset()
+
+
+@pytest.mark.parametrize(
+    "half",
+    [
+        b"class FooConnector:\n    class FooConnectorScheduler:\n        def make(self, c):\n            return Manager(c)\n",
+        b"class \\\n  FooConnectorScheduler:\n    def make(self, c):\n        return Manager(c)\n",
+        b"\fclass FooConnectorScheduler:\n    def make(self, c):\n        return Manager(c)\n",
+        "class Ä_Scheduler:\n    def make(self, c):\n        return Manager(c)\n".encode(),
+    ],
+)
+def test_a_connector_half_named_scheduler_builds_with_the_schedulers_config(half):
+    ast.parse(half)
     assert scheduler_built_classes({HOME: MANAGER, WORKER: half}, PATHS, SPECS) == {"Manager"}
+    half = b"class FooConnector:\n    class FooConnectorScheduler:\n        def make(self, c):\n            return Manager(c)\n"
     # The same call in the connector's other half is the worker's.
     other = half.replace(b"FooConnectorScheduler", b"FooConnectorWorker")
     assert scheduler_built_classes({HOME: MANAGER, WORKER: other}, PATHS, SPECS) == frozenset()
 
 
-def test_a_module_that_does_not_parse_may_build_any_class_it_names():
+def test_a_module_that_does_not_parse_may_build_any_class_its_code_names():
     assert built(vllm__v1__worker__runner_py=b"def build(c:\n    return Manager(c)\n") == frozenset()
+    assert built(vllm__v1__worker__runner_py=b"def build(c:\n    return Manager\n") == frozenset()
+    # A comment line or a quoted word is no code, parsed or not.
+    assert built(vllm__v1__worker__runner_py=b"def build(c:\n    # Manager(c)\n    'Manager'\n") == {"Manager"}
 
 
 def test_a_class_no_scheduler_code_calls_is_not_looked_for():
@@ -91,18 +115,45 @@ def test_a_class_no_scheduler_code_calls_is_not_looked_for():
         assert [s.module for s in sites] == [SCHEDULER]
 
 
-def test_the_order_modules_are_read_in_changes_nothing():
-    inner = b"class Inner:\n    def __init__(self, kv_cache_config):\n        kv_cache_config.kv_cache_groups\n"
-    inner += b"        isinstance(x, AttentionSpec)\n"
+def reference(texts: dict[str, bytes], candidates: set[str]) -> frozenset[str]:
+    """Every module parsed for every candidate: what the pre-filters, the order and the skipping must not change."""
+    built: set[str] = set()
+    elsewhere: set[str] = set()
+    for relative, data in texts.items():
+        _Sites(relative, PATHS, set(candidates), built, elsewhere).visit(ast.parse(data))
+    return frozenset(built - elsewhere)
+
+
+INNER = MANAGER.replace(b"class Manager", b"class Inner")
+MENTIONS = [
+    b"x = Inner(c)\n",
+    b"def build(c):\n    return Manager.Inner(c)\n",
+    b"def build(c):\n    return Inner.Manager(c)\n",
+    b"def build(c: Manager):\n    return c  # Inner(c)\n",
+    b"class AScheduler:\n    def make(self, c):\n        return Inner(c), Manager\n",
+    b"class BScheduler:\n    def make(self, c):\n        return Manager(c)\n",
+    b"",
+]
+
+
+@pytest.mark.parametrize("first", range(len(MENTIONS)))
+@pytest.mark.parametrize("second", range(len(MENTIONS)))
+def test_the_answer_is_every_modules_read_for_every_class(first, second):
     texts = {
-        HOME: MANAGER + inner,
+        HOME: MANAGER + INNER,
         SCHEDULER: b"def build(c):\n    return Manager(c), Inner(c)\n",
-        WORKER: b"def build(c):\n    return Manager.Inner(c)" + b"  # padding\n" * 40,
-        "vllm/v1/worker/small.py": b"x = Inner(c)\n",
+        WORKER: MENTIONS[first],
+        "vllm/v1/worker/other_runner.py": MENTIONS[second] + b"# padding\n" * second,
     }
-    forward = scheduler_built_classes(texts, PATHS, SPECS)
-    backward = scheduler_built_classes(dict(reversed(list(texts.items()))), PATHS, SPECS)
-    assert forward == backward == frozenset()
+    assert scheduler_built_classes(texts, PATHS, SPECS) == reference(texts, {"Manager", "Inner"})
+
+
+def test_the_smallest_module_that_rules_a_class_out_is_the_one_read():
+    small, large = b"x = Manager(c)\n", b"def build(c):\n    return Manager(c)\n" + b"y = 1\n" * 50
+    texts = {HOME: MANAGER, SCHEDULER: BUILT, "vllm/v1/worker/a.py": large, "vllm/v1/worker/b.py": small}
+    claimed, sites = read_construction_sites(texts, PATHS, SPECS)
+    assert claimed == frozenset()
+    assert [s.module for s in sites] == ["vllm/v1/worker/b.py"]
 
 
 def test_a_later_build_reads_again_only_what_changed():
@@ -121,6 +172,9 @@ def test_a_later_build_reads_again_only_what_changed():
     assert claimed == frozenset()
     assert next(s for s in again if s.module == WORKER).elsewhere == ("Manager",)
     assert again == read_construction_sites(edited, PATHS, SPECS)[1]
+    # Under other scheduler-only paths (or another Python), nothing kept is taken.
+    elsewhere_paths = (*PATHS, "vllm/v1/worker/*")
+    assert read_construction_sites(texts, elsewhere_paths, SPECS, planted)[0] == {"Manager"}
     # Asked about other classes, a module is read again too.
     wider = {**texts, HOME: MANAGER + MANAGER.replace(b"Manager", b"Keeper"), SCHEDULER: BUILT + b"Keeper(c)\n"}
     wider[WORKER] = texts[WORKER] + b"def keep(k: Keeper):\n    return k\n"

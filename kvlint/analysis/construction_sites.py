@@ -4,16 +4,21 @@ A class defined outside the scheduler-only paths (`RoutedExpertsManager`, in a m
 only ever meet the scheduler's config: when every construction site of it in the tree is in scheduler-only
 code (the scheduler builds it with its own `kv_cache_config`), no container reaches its group-spec checks.
 
-`scheduler_built_classes` runs once per tree index, with stdlib `ast`, over the texts that may construct a
+`read_construction_sites` runs once per tree index build, with stdlib `ast`, over the texts that may construct a
 KV cache user (vocabulary.could_construct). Any other mention of the class — passed on as a value, used as a
-base, tested with isinstance — could construct it elsewhere: such a class is not claimed.
+base, tested with isinstance — could construct it elsewhere: such a class is not claimed. A module is parsed
+only for the candidates its code names (comment lines and quoted words aside: a module that does not parse rules
+out the classes named elsewhere in it), and each module's answer is kept in the index for the next build, which
+parses again only the modules whose text changed.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass
 
@@ -21,11 +26,13 @@ from kvlint.analysis.vocabulary import sees_only_scheduler_config
 
 _CLASS_LINE = re.compile(rb"^class[ \t]+(\w+)", re.MULTILINE)
 # A class whose name ends so (a connector's scheduler half): what is built inside it sees the scheduler's config.
-_SCHEDULER_CLASS = re.compile(rb"^[ \t]*class[ \t]+\w*Scheduler\b", re.MULTILINE)
+# Any `class` statement Python reads so: a form feed in the indentation, a line continuation, a non-ASCII name.
+_SCHEDULER_CLASS = re.compile(rb"^[ \t\f]*class\b[\s\\]*[^\s(:\[]*Scheduler\b", re.MULTILINE)
 _WORD = re.compile(rb"\w+")
-# Text that never holds a mention the visitor reads: a line that is a comment (or a string's line starting so),
-# and a word between quotes (`"KVCacheManager"`: a string, or an annotation as a string), which no code can be.
-_COMMENT_LINE = re.compile(rb"^[ \t]*#[^\n]*", re.MULTILINE)
+# Text that never holds a mention the visitor reads: a line that is a comment (or a string's line starting so, but
+# not one with a `{`: an f-string's line may hold code), and a word between quotes (`"KVCacheManager"`: a string,
+# or an annotation as a string), which no code can be.
+_COMMENT_LINE = re.compile(rb"^[ \t]*#[^{\n]*$", re.MULTILINE)
 _QUOTED_WORD = re.compile(rb"[\"'](\w+)[\"']")
 
 
@@ -37,6 +44,7 @@ class ModuleSites:
 
     module: str
     digest: str  # of the module's text
+    reading: str  # the scheduler-only paths and the Python that parsed it (what else its answer depends on)
     asked: tuple[str, ...]  # the candidate classes it was read for, sorted
     built: tuple[str, ...]
     elsewhere: tuple[str, ...]
@@ -64,10 +72,11 @@ def read_construction_sites(
     defined = {name for data in texts.values() if b"kv_cache_groups" in data for name in _testing_classes(data, names)}
     # Only a class some scheduler-only code calls can be claimed: the others are not looked for (each module's
     # mentions are judged one class at a time, so leaving a class out changes nothing for the rest).
-    defined = _called_where_scheduler_only(texts, defined, patterns)
-    if not defined:
+    called = _called_where_scheduler_only(texts, defined, patterns)
+    if not called:
         return frozenset(), ()
-    kept = {(sites.module, sites.digest, sites.asked): sites for sites in earlier}
+    reading = hashlib.blake2b(repr((patterns, sys.version_info[:2])).encode(), digest_size=8).hexdigest()
+    kept = {(sites.module, sites.digest, sites.reading, sites.asked): sites for sites in earlier}
     built: set[str] = set()
     elsewhere: set[str] = set()
     read: list[ModuleSites] = []
@@ -79,14 +88,15 @@ def read_construction_sites(
         # line or a quoted word. Every word counted, then the candidates kept: as `\bName\b` would find them, four
         # times faster; what is subtracted is counted once (comment lines are gone before).
         code = _COMMENT_LINE.sub(b"", data)
-        found = Counter(word for word in _WORD.findall(code) if word in defined)
+        found = Counter(word for word in _WORD.findall(code) if word in called)
         found.subtract(m.group(1) for m in _CLASS_LINE.finditer(code))
         found.subtract(m.group(1) for m in _QUOTED_WORD.finditer(code))
         named = {name.decode() for name, count in found.items() if count > 0} - elsewhere
         if not named:
             continue
         digest, asked = hashlib.blake2b(data, digest_size=16).hexdigest(), tuple(sorted(named))
-        sites = kept.get((relative, digest, asked)) or _module_sites(relative, data, digest, asked, patterns)
+        sites = kept.get((relative, digest, reading, asked))
+        sites = sites or _module_sites(relative, data, ModuleSites(relative, digest, reading, asked, (), ()), patterns)
         read.append(sites)
         built.update(sites.built)
         elsewhere.update(sites.elsewhere)
@@ -102,25 +112,24 @@ def _called_where_scheduler_only(texts: dict[str, bytes], names: set[bytes], pat
         for relative, data in texts.items()
         if sees_only_scheduler_config(relative, [], patterns) or _SCHEDULER_CLASS.search(data)
     ]
-    if not texts_of_scheduler:
+    if not texts_of_scheduler or not names:
         return set()
     alternatives = b"|".join(re.escape(name) for name in sorted(names))  # `\b` after: any order finds the whole word
     call = re.compile(rb"\b(" + alternatives + rb")\b(?=(?:[\s)\\]|#[^\n]*)*\()")
     return {match.group(1) for data in texts_of_scheduler for match in call.finditer(data)}
 
 
-def _module_sites(
-    relative: str, data: bytes, digest: str, asked: tuple[str, ...], patterns: tuple[str, ...]
-) -> ModuleSites:
+def _module_sites(relative: str, data: bytes, question: ModuleSites, patterns: tuple[str, ...]) -> ModuleSites:
+    """The answer to `question` (its module, digest, reading and the classes asked), read from the module's tree."""
     built: set[str] = set()
     elsewhere: set[str] = set()
     try:
         tree = ast.parse(data, filename=relative)
     except (SyntaxError, ValueError, RecursionError):
-        elsewhere.update(asked)  # unread: any of them may be built there
+        elsewhere.update(question.asked)  # unread: any of them may be built there
     else:
-        _Sites(relative, patterns, set(asked), built, elsewhere).visit(tree)
-    return ModuleSites(relative, digest, asked, tuple(sorted(built)), tuple(sorted(elsewhere)))
+        _Sites(relative, patterns, set(question.asked), built, elsewhere).visit(tree)
+    return dataclasses.replace(question, built=tuple(sorted(built)), elsewhere=tuple(sorted(elsewhere)))
 
 
 def _testing_classes(data: bytes, names: list[bytes] | None) -> list[bytes]:
