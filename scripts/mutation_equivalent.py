@@ -78,19 +78,22 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "does not mention matches neither pattern",
     ("kvlint/analysis/census/class_texts.py", 146, "4 -> 5"): "the default depth is used only when every body line "
     "is blank or a comment, where no line assigns the attribute at any depth",
-    ("kvlint/analysis/construction_sites.py", 68, "if-branch never taken"): "a fast exit: with no candidate the "
-    "pattern of calls is empty, every module names none, none is read",
-    ("kvlint/analysis/construction_sites.py", 88, "16 -> 17"): "a digest's size: any size tells two texts apart "
+    ("kvlint/analysis/construction_sites.py", 76, "if-branch never taken"): "a fast exit: with no candidate "
+    "called, every module names none, none is read",
+    ("kvlint/analysis/construction_sites.py", 78, "8 -> 9"): "a digest's size: any size tells two readings apart",
+    ("kvlint/analysis/construction_sites.py", 97, "16 -> 17"): "a digest's size: any size tells two texts apart "
     "here as well",
-    ("kvlint/analysis/construction_sites.py", 105, "if-branch never taken"): "a fast exit: over no text the "
-    "pattern finds no call",
-    ("kvlint/analysis/construction_sites.py", 134, ">= -> >"): "`find` from a class's end, past its `class` "
+    ("kvlint/analysis/construction_sites.py", 115, "if-branch never taken"): "a fast exit: over no text, or for "
+    "no name, the pattern finds no candidate's call (with no name it finds only the empty word, no candidate's)",
+    ("kvlint/analysis/construction_sites.py", 115, "or -> and"): "the same fast exit taken less often: over no "
+    "text, or for no name, the pattern finds no candidate's call",
+    ("kvlint/analysis/construction_sites.py", 143, ">= -> >"): "`find` from a class's end, past its `class` "
     "line (offset 1 or more): it returns -1 or an offset of at least 1",
-    ("kvlint/analysis/construction_sites.py", 134, "0 -> 1"): "`find` from a class's end, past its `class` "
+    ("kvlint/analysis/construction_sites.py", 143, "0 -> 1"): "`find` from a class's end, past its `class` "
     "line (offset 1 or more): it returns -1 or an offset of at least 1",
-    ("kvlint/analysis/construction_sites.py", 135, ">= -> >"): "`find` from a class's end, past its `class` "
+    ("kvlint/analysis/construction_sites.py", 144, ">= -> >"): "`find` from a class's end, past its `class` "
     "line (offset 1 or more): it returns -1 or an offset of at least 1",
-    ("kvlint/analysis/construction_sites.py", 135, "0 -> 1"): "`find` from a class's end, past its `class` "
+    ("kvlint/analysis/construction_sites.py", 144, "0 -> 1"): "`find` from a class's end, past its `class` "
     "line (offset 1 or more): it returns -1 or an offset of at least 1",
     ("kvlint/analysis/census/budget.py", 11, "400000000 -> 400000001"): "the census's budget: a bound against "
     "crafted trees, its size a cost, not a decision (its own tests bound it)",
