@@ -80,6 +80,8 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "is blank or a comment, where no line assigns the attribute at any depth",
     ("kvlint/analysis/construction_sites.py", 76, "if-branch never taken"): "a fast exit: with no candidate "
     "called, every module names none, none is read",
+    ("kvlint/analysis/construction_sites.py", 78, "2 -> 3"): "a finer reading key (the micro version too): a "
+    "kept answer is reused less often, never wrongly",
     ("kvlint/analysis/construction_sites.py", 78, "8 -> 9"): "a digest's size: any size tells two readings apart",
     ("kvlint/analysis/construction_sites.py", 97, "16 -> 17"): "a digest's size: any size tells two texts apart "
     "here as well",

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 
 from kvlint.analysis.hierarchy import SpecHierarchy
@@ -174,13 +176,20 @@ def _mentions_dcp(text: str) -> bool:
 
 
 def _sizes_near_dcp(text: str) -> bool:
-    """A block size and a DCP size within a few lines of each other (a product may span lines)."""
-    lines = text.splitlines()
-    dcp_lines = [i for i, line in enumerate(lines) if _DCP_LINE.search(line)]
+    """A block size and a DCP size within a few lines of each other (a product may span lines). Lines as
+    `splitlines` counts them; each word found in the whole text, its line by bisection on the lines' ends, and the
+    nearest DCP line to each size line by bisection too (every pair compared was quadratic in a crafted module)."""
+    lines = text.splitlines(keepends=True)
+    ends = list(accumulate(map(len, lines)))
+    dcp_lines = sorted({bisect_right(ends, match.start()) for match in _DCP_LINE.finditer(text)})
     if not dcp_lines:
         return False
-    size_lines = [i for i, line in enumerate(lines) if "block_size" in line and _SPEC.search(line)]
-    return any(abs(i - j) <= _WINDOW for i in size_lines for j in dcp_lines)
+    for match in re.finditer("block_size", text):
+        line = bisect_right(ends, match.start())
+        nearest = bisect_left(dcp_lines, line - _WINDOW)
+        if nearest < len(dcp_lines) and dcp_lines[nearest] <= line + _WINDOW and _SPEC.search(lines[line]):
+            return True
+    return False
 
 
 def sizes_blocks(text: str) -> bool:
