@@ -115,7 +115,9 @@ def _called_where_scheduler_only(texts: dict[str, bytes], names: set[bytes], pat
     if not texts_of_scheduler or not names:
         return set()
     alternatives = b"|".join(re.escape(name) for name in sorted(names))  # `\b` after: any order finds the whole word
-    call = re.compile(rb"\b(" + alternatives + rb")\b(?=(?:[\s)\\]|#[^\n]*)*\()")
+    # Between the name and its `(`: whitespace, closing brackets, continuations and comments, each comment taken to
+    # its line's end (one way to read a run of `#`: a choice per `#` was exponential in a crafted line).
+    call = re.compile(rb"\b(" + alternatives + rb")\b(?=(?:[\s)\\]|#[^\r\n]*[\r\n])*\()")
     return {match.group(1) for data in texts_of_scheduler for match in call.finditer(data)}
 
 

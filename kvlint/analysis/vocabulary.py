@@ -41,7 +41,10 @@ def is_dcp_name(name: str | None, aliases: frozenset[str] | set[str] = frozenset
 # `name = <…dcp…>`, `name: int | None = <…dcp…>`, and keyword arguments `name=<…dcp…>` (the parameter of a
 # callee), anywhere on a line.
 _ALIAS = re.compile(
-    r"(?:self\.)?(?P<name>[A-Za-z_]\w*)\s*(?::\s*[\w\[\]., |]+)?=(?!=)\s*(?P<value>[A-Za-z_][\w.]*)\s*(?=[,)\n#]|$)",
+    # A name starts at a word's start, and the value is taken whole (`(?=(…))\2`: no backtracking into it): either
+    # way a crafted line cost time quadratic in its length.
+    r"\b(?:self\.)?(?P<name>[A-Za-z_]\w*)\s*(?::\s*[\w\[\]., |]+)?=(?!=)\s*(?=(?P<value>[A-Za-z_][\w.]*))(?P=value)"
+    r"\s*(?=[,)\n#]|$)",
     re.MULTILINE,
 )
 

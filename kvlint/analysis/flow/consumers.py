@@ -28,7 +28,9 @@ from kvlint.analysis.flow.provenance import call_name, dotted
 from kvlint.analysis.vocabulary import sees_only_scheduler_config
 
 _ACCESSOR = re.compile(r"^\s*(?:async\s+)?def\s+\w+\(self\)")
-_RETURNS = re.compile(r"^\s*return\s+(.+?)\s*$", re.MULTILINE)
+# The returned expression: its line's first to last non-space character (a lazy `(.+?)\s*$` was quadratic in a
+# crafted line's spaces).
+_RETURNS = re.compile(r"^\s*return\s+(\S(?:.*\S)?)", re.MULTILINE)
 _READS_SELF = re.compile(r"\bself\.\w+")
 _CLASS_LINE = re.compile(rb"^([ \t]*)class[ \t]+(\w+)", re.MULTILINE)
 _DEF_LINE = re.compile(rb"^[ \t]*def[ \t]+(\w+)", re.MULTILINE)

@@ -28,7 +28,10 @@ from kvlint.analysis.vocabulary import (
 )
 
 # A function taking a spec and a DCP size: a helper that may decide the DCP factor itself.
-_HELPER_SIGNATURE = re.compile(r"def \w+\([^)]*spec\b[^)]*\bdcp\w*", re.IGNORECASE)
+# A def's parameters (up to the first `)`) naming a spec, then a DCP size: `def f(spec, dcp_size)`.
+_DEF_OPEN = re.compile(r"def \w+\(", re.IGNORECASE)
+_SPEC_WORD = re.compile(r"spec\b", re.IGNORECASE)
+_DCP_WORD = re.compile(r"\bdcp", re.IGNORECASE)
 _DCP_LINE = re.compile(r"dcp|decode_context_parallel|cp_world_size")
 _SPEC = re.compile(r"spec", re.IGNORECASE)
 _WINDOW = 8  # lines: a block size and a DCP size this close may be multiplied together
@@ -161,8 +164,20 @@ def _parse_relevant(text: str, path: str) -> ast.Module | None:
 
 
 def helper_signature(text: str) -> bool:
-    """Whether the text defines a function taking a spec and a DCP size."""
-    return _HELPER_SIGNATURE.search(text) is not None
+    """Whether the text defines a function taking a spec and a DCP size: `def name(`, then before the next `)` a
+    word ending in `spec` and later one starting with `dcp` (any case). A def that opens inside the parameters
+    of one already read has no other `)` to reach: skipped (a pattern with two unbounded runs around `spec` took
+    time cubic in a crafted line of `def f(spec def f(spec …`)."""
+    read_to = 0
+    for opened in _DEF_OPEN.finditer(text):
+        if opened.start() < read_to:
+            continue
+        closed = text.find(")", opened.end())
+        read_to = closed if closed >= 0 else len(text)
+        spec = _SPEC_WORD.search(text, opened.end(), read_to)
+        if spec is not None and _DCP_WORD.search(text, spec.end(), read_to) is not None:
+            return True
+    return False
 
 
 def _decides_allocation(text: str) -> bool:
@@ -196,9 +211,7 @@ def sizes_blocks(text: str) -> bool:
     """Whether a module is one the analysis reads for itself: it sizes a block near a DCP size, defines a
     (spec, dcp) helper, or decides the allocation."""
     return _mentions_dcp(text) and (
-        ("block_size" in text and _sizes_near_dcp(text))
-        or bool(_HELPER_SIGNATURE.search(text))
-        or _decides_allocation(text)
+        ("block_size" in text and _sizes_near_dcp(text)) or helper_signature(text) or _decides_allocation(text)
     )
 
 
