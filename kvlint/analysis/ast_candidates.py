@@ -18,16 +18,11 @@ from collections.abc import Callable, Iterator, Mapping
 
 from kvlint.analysis.flow.ast_group_flow import GroupFlow
 from kvlint.analysis.vocabulary import dcp_aliases, is_dcp_name, sees_only_scheduler_config
+from kvlint.analysis.words_before_times import words_before_times
 
 # `type(x) <op> C`: the operators KV101 reads as a type test.
 _TYPE_TEST_OPERATORS = (ast.Is, ast.Eq, ast.In, ast.IsNot, ast.NotEq, ast.NotIn)
 
-
-# The word before a `*` (or `*=`), across closing parentheses, blanks, line continuations and comments: a
-# product's left operand ends so (a name or attribute ends in its identifier, a gate `… else 1` in `1`).
-# The word is taken whole (`(?=(\w+))\1`, an atomic group before Python 3.11): a word followed by no `*` fails
-# once, not once per shorter prefix of it.
-_WORD_BEFORE_TIMES = re.compile(r"\b(?=(\w+))\1[\s)\\]*(?:#[^\r\n]*[\r\n][\s)\\]*)*\*(?!\*)")
 
 _WORD_AFTER_TIMES = re.compile(r"(?<!\*)\*=?[ \t(]*(\w+)")
 
@@ -177,7 +172,7 @@ def may_hold_scaling(text: str, aliases: frozenset[str]) -> bool:
     if any(is_dcp_name(word, aliases) for word in _WORD_AFTER_TIMES.findall(text)):  # `bs * dcp`, `x *= dcp`
         return True
     return any(
-        word == "1" or "block_size" in word or is_dcp_name(word, aliases) for word in _WORD_BEFORE_TIMES.findall(text)
+        word == "1" or "block_size" in word or is_dcp_name(word, aliases) for word in words_before_times(text)
     )
 
 
