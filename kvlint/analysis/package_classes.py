@@ -87,17 +87,21 @@ def _aliases(text: str) -> list[tuple[str, str]]:
 
 
 def derived_from(classes: PackageClasses, targets: frozenset[str]) -> frozenset[str]:
-    """The package's classes that derive, through its own, from one of the target's classes `targets`."""
+    """The package's classes that derive, through its own, from one of the target's classes `targets`: those with
+    a vLLM base among `targets`, then down along the package's bases to their subclasses, each class visited once
+    (a fixpoint rescanning every class per round was quadratic in a chain of classes)."""
+    subclasses: dict[str, list[str]] = {}  # a package class's name → the classes naming it a package base
     found: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, bases in classes:
-            if name in found:
-                continue
-            if any(
-                (origin == VLLM and base in targets) or (origin == PACKAGE and base in found) for origin, base in bases
-            ):
+    for name, bases in classes:
+        for origin, base in bases:
+            if origin == PACKAGE:
+                subclasses.setdefault(base, []).append(name)
+            elif origin == VLLM and base in targets:
                 found.add(name)
-                changed = True
+    waiting = list(found)
+    while waiting:
+        for name in subclasses.get(waiting.pop(), ()):
+            if name not in found:
+                found.add(name)
+                waiting.append(name)
     return frozenset(found)

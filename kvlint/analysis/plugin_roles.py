@@ -88,15 +88,19 @@ def _base_names(text: str) -> set[str]:
 
 
 def _derived(bases: dict[str, set[str]], roots: set[str]) -> set[str]:
-    """`roots` and every class whose bases lead to one of them."""
+    """`roots` and every class whose bases lead to one of them: down from the roots along each base's subclasses,
+    each class visited once (a fixpoint rescanning every class per round was quadratic in a chain of classes)."""
+    subclasses: dict[str, list[str]] = {}
+    for name, direct in bases.items():
+        for base in direct:
+            subclasses.setdefault(base, []).append(name)
     found = set(roots)
-    changed = True
-    while changed:
-        changed = False
-        for name, direct in bases.items():
-            if name not in found and direct & found:
+    waiting = list(roots)
+    while waiting:
+        for name in subclasses.get(waiting.pop(), ()):
+            if name not in found:
                 found.add(name)
-                changed = True
+                waiting.append(name)
     return found
 
 

@@ -34,6 +34,7 @@ _RETURNS = re.compile(r"^\s*return\s+(\S(?:.*\S)?)", re.MULTILINE)
 _READS_SELF = re.compile(r"\bself\.\w+")
 _CLASS_LINE = re.compile(rb"^([ \t]*)class[ \t]+(\w+)", re.MULTILINE)
 _DEF_LINE = re.compile(rb"^[ \t]*def[ \t]+(\w+)", re.MULTILINE)
+_LEADING_BLANKS = re.compile(rb"[ \t\r\x0b\x0c]*")  # what `bytes.lstrip` strips, short of the line's end
 
 
 def scheduler_consumed_members(texts: dict[str, bytes], patterns: tuple[str, ...]) -> frozenset[str]:
@@ -69,25 +70,45 @@ def scheduler_consumed_members(texts: dict[str, bytes], patterns: tuple[str, ...
 
 
 class _Outline:
-    """A file's `class` lines (offset, indent, name) and `def` lines (offset, name), each found once."""
+    """A file's `class` lines (offset, indent, name) and `def` lines (offset, name), each found once, asked about
+    offsets in ascending order (a pattern's matches): the classes open at each line are kept on a stack as the lines
+    pass, and each line's start and indent are read once (a slice of the classes above each read, and a search back
+    to its line's start, were quadratic in a crafted file's classes and in a long line's reads)."""
 
     def __init__(self, data: bytes):
         self.data = data
         self.classes = [(m.start(), len(m.group(1)), m.group(2).decode()) for m in _CLASS_LINE.finditer(data)]
         self.defs = [(m.start(), m.group(1).decode()) for m in _DEF_LINE.finditer(data)]
+        self._passed = 0  # classes whose line starts before the current line
+        # The classes that may enclose the current line: each indented deeper than every one before it on the stack.
+        self._open_indents: list[int] = []
+        self._open_names: list[str] = []
+        self._asked = 0  # the last offset asked about
+        self._line_start = 0
+        self._blank_end = _LEADING_BLANKS.match(data).end()  # where the current line's leading blanks end
 
     def enclosing(self, offset: int) -> dict:
         """The innermost def and the classes around `offset`, by indentation of the lines above it."""
-        line_start = self.data.rfind(b"\n", 0, offset) + 1
-        prefix = self.data[line_start:offset]
-        indent = len(prefix) - len(prefix.lstrip())
-        classes: list[str] = []
-        for _, class_indent, name in reversed(self.classes[: bisect_left(self.classes, (line_start,))]):
-            if indent == 0:
-                break  # nothing can enclose a line at the margin
-            if class_indent < indent:
-                classes.append(name)
-                indent = class_indent
+        if offset < self._asked:
+            raise ValueError("an outline is asked about offsets in ascending order")
+        newline = self.data.rfind(b"\n", self._asked, offset)
+        self._asked = offset
+        if newline >= 0:
+            self._line_start = newline + 1
+            self._blank_end = _LEADING_BLANKS.match(self.data, self._line_start).end()
+        line_start = self._line_start
+        while self._passed < len(self.classes) and self.classes[self._passed][0] < line_start:
+            _, class_indent, name = self.classes[self._passed]
+            while self._open_indents and self._open_indents[-1] >= class_indent:
+                self._open_indents.pop()
+                self._open_names.pop()
+            self._open_indents.append(class_indent)
+            self._open_names.append(name)
+            self._passed += 1
+        indent = min(self._blank_end, offset) - line_start  # as the line's text before `offset` is indented
+        # Innermost first: the nearest class above indented less than the line, then the nearest one indented less
+        # than that, to the margin.
+        classes = self._open_names[: bisect_left(self._open_indents, indent)][::-1]
         before = bisect_left(self.defs, (line_start,))
         return {"classes": classes, "def": self.defs[before - 1][1] if before else None}
 
