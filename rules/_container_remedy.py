@@ -5,6 +5,7 @@ reads top-down as a rule should."""
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import cache
 
 import libcst as cst
 
@@ -226,6 +227,11 @@ def _census_can_differ(project, module_path: str):
         return None
     compositions = project.platform_reach.on(module_path, compositions)
     wide = LayerSelection()
-    return lambda tested: bool(
-        built_containers(compositions, project.census, project.hierarchy, judged_as(project, tested), False, wide)
-    )
+
+    @cache  # a module tests the same classes again and again (`isinstance(spec, MambaSpec)` in each method)
+    def can_differ(tested: frozenset[str]) -> bool:
+        return bool(
+            built_containers(compositions, project.census, project.hierarchy, judged_as(project, tested), False, wide)
+        )
+
+    return can_differ

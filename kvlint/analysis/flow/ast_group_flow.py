@@ -100,7 +100,14 @@ class GroupFlow:
                     self._calls.setdefault(name, []).append((node, chain))
             elif kind is ast.Compare:
                 self.chains[id(node)] = chain
-            pending.extend((child, chain, home) for child in ast.iter_child_nodes(node))
+            # ast.iter_child_nodes, inline (the same children in the same order): a generator per node was most
+            # of this walk's time
+            for field in node._fields:
+                value = getattr(node, field, None)
+                if type(value) is list:
+                    pending.extend((item, chain, home) for item in value if isinstance(item, ast.AST))
+                elif isinstance(value, ast.AST):
+                    pending.append((value, chain, home))
 
     def may_hold_group(self, node: ast.AST, chain: Chain) -> bool:
         """Whether provenance could classify `node`, read in the scopes `chain`, as a group list, a group or a
