@@ -15,11 +15,13 @@ from __future__ import annotations
 import ast
 import re
 from array import array
+from bisect import bisect_left
 from dataclasses import dataclass
+from itertools import accumulate
 
 from kvlint.analysis.ast_helpers import walk
 from kvlint.analysis.census.quotes import inside_strings
-from kvlint.analysis.census.skeletons import complete, parse_skeleton
+from kvlint.analysis.census.skeletons import complete, parse_at, parse_skeleton
 
 _UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
 
@@ -27,6 +29,14 @@ _UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
 def parsed(data: str | bytes, relative: str) -> ast.Module | None:
     try:
         return ast.parse(data, filename=relative)
+    except _UNPARSABLE:
+        return None
+
+
+def parsed_at(text: str, line: int, relative: str) -> ast.Module | None:
+    """Lines of a module from `line` on, parsed at their lines (skeletons.parse_at), or None."""
+    try:
+        return parse_at(text, line, relative)
     except _UNPARSABLE:
         return None
 
@@ -55,6 +65,8 @@ class ModuleTrees:
         self.texts = texts
         self._trees: dict[str, ast.Module | None] = {}
         self._calls: dict[tuple[str, int], dict[int, list[ast.Call]]] = {}
+        self._classes: dict[tuple[str, int], dict[tuple[str, int], ast.ClassDef]] = {}
+        self._last_lines: dict[str, array] = {}
         self._statements: dict[str, list[ast.stmt | Deferred]] = {}
         self._definitions: dict[tuple[str, int], ast.stmt | None] = {}
         self._line_starts: dict[str, array] = {}
@@ -80,25 +92,34 @@ class ModuleTrees:
         return self._calls[key].get(line, [])
 
     def block_at(self, relative: str, line: int) -> ast.stmt | None:
-        """The top-level statement whose lines hold `line` (a deferred one parsed now, every method of it)."""
-        for statement in self.statements(relative):
-            if isinstance(statement, Deferred):
-                if statement.first <= line <= statement.last:
-                    found = self.definition(relative, statement)
-                    return complete(found) if found is not None else None
-            elif _first_line(statement) <= line <= (statement.end_lineno or statement.lineno):
-                return statement
-        return None
+        """The top-level statement whose lines hold `line` (a deferred one parsed now, every method of it): the
+        first that ends at or past it, by bisection (a scan per question cost a module of many layer classes,
+        each asked for, their number squared)."""
+        statements = self.statements(relative)
+        if relative not in self._last_lines:
+            # The greatest last line up to each statement: statements follow one another, so each one's own.
+            self._last_lines[relative] = array("q", accumulate(map(_last_line, statements), max))
+        index = bisect_left(self._last_lines[relative], line)
+        statement = statements[index] if index < len(statements) else None
+        if isinstance(statement, Deferred) and statement.first <= line:
+            found = self.definition(relative, statement)
+            return complete(found) if found is not None else None
+        return statement if isinstance(statement, ast.stmt) and _first_line(statement) <= line else None
 
     def class_at(self, relative: str, line: int, name: str) -> ast.ClassDef | None:
-        """The class `name` whose statement is on `line` (top-level or nested in the statement there)."""
+        """The class `name` whose statement is on `line` (top-level or nested in the statement there; the first
+        in a walk of it, indexed by one walk)."""
         statement = self.block_at(relative, line)
-        return next(
-            (n for n in walk(statement) if isinstance(n, ast.ClassDef) and n.name == name and n.lineno == line)
-            if statement is not None
-            else (),
-            None,
-        )
+        if statement is None:
+            return None
+        key = (relative, statement.lineno)
+        if key not in self._classes:
+            by_place: dict[tuple[str, int], ast.ClassDef] = {}
+            for node in walk(statement):
+                if isinstance(node, ast.ClassDef):
+                    by_place.setdefault((node.name, node.lineno), node)
+            self._classes[key] = by_place
+        return self._classes[key].get((name, line))
 
     def statements(self, relative: str) -> list[ast.stmt | Deferred]:
         """The module's top-level statements, its classes and functions deferred (`definition` parses one)."""
@@ -118,7 +139,7 @@ class ModuleTrees:
             text = self.source_lines(relative, deferred.first, deferred.last)
             statement = parse_skeleton(text, deferred.first, relative) if deferred.kind == "class" else None
             if statement is None:
-                block = parsed("\n" * (deferred.first - 1) + text, relative)
+                block = parsed_at(text, deferred.first, relative)
                 statement = block.body[0] if block is not None and len(block.body) == 1 else None
             if statement is None:  # cut wrongly after all: the whole module, the statement at that line
                 tree = self.tree(relative)
@@ -141,6 +162,10 @@ class ModuleTrees:
 
 
 _NEWLINE = re.compile(b"\n")
+
+
+def _last_line(statement: ast.stmt | Deferred) -> int:
+    return statement.last if isinstance(statement, Deferred) else statement.end_lineno or statement.lineno
 
 
 def _first_line(statement: ast.stmt) -> int:
@@ -188,7 +213,7 @@ def _parse_run(lines: list[str], starts: list[int], end: int, found: list) -> bo
     False where some block would not parse alone, as each did before: then the run does not parse, or a
     statement of it spans blocks (its blocks' statements do not each start on the block's first line). Blocks
     that each parse alone end outside any bracket or string, so together they parse into those statements."""
-    chunk = parsed("\n" * starts[0] + "\n".join(lines[starts[0] : end]), "")
+    chunk = parsed_at("\n".join(lines[starts[0] : end]), starts[0] + 1, "")
     if chunk is None or sorted({_first_line(statement) - 1 for statement in chunk.body}) != starts:
         return False
     found.extend(chunk.body)

@@ -61,37 +61,48 @@ def read_grouping_paths(
         functions = _functions(lines)
         tree = parse_module(text, relative)
         parsed = functions_of(tree) if tree is not None else {}
+        # Read once per function, argument and caller, not per call: a module of 2,000 calls was read 2,000 times.
+        owners, callers = _Owners(functions), _Callers(lines, functions)
+        bodies: dict[int, str] = {}
+        readings: dict[tuple[int, str], tuple | None] = {}
         for match in re.finditer(re.escape(call) + r"[ \t]*(\w+)", text):
             line = lines.number(match.start())
             # A one-line function's body is on its def line (`def f(s): return C.from_specs(s)`).
-            owner = next((f for f in reversed(functions) if f[1] <= line <= f[2]), None)
+            owner = owners.at(line)
             if owner is None:
                 continue
             name, first, last = owner
-            body = "\n".join(lines.lines[first - 1 : last])
-            argument = match.group(1)
+            if first not in bodies:
+                bodies[first] = "\n".join(lines.lines[first - 1 : last])
+            body, argument = bodies[first], match.group(1)
             if budget is not None:
                 budget.spend(len(body), relative)
-            if any(".kv_cache_specs[" in value for value in _assigned(body, argument)):
+            if (first, argument) not in readings:
+                readings[first, argument] = _reading(body, argument, name, parsed, callers)
+            reading = readings[first, argument]
+            if reading is None:
                 continue  # re-splits a container another path built: no composition of its own
-            paths.append(
-                GroupingPath(
-                    relative,
-                    name,
-                    line,
-                    "is_block_outermost" in body,
-                    "is_uniform_type(" in body,
-                    _filtered(body, argument, keep=True)
-                    | _filled(body, argument)
-                    | (filled_only(parsed[name], argument) if name in parsed else frozenset()),
-                    _excluded_by_callers(lines, functions, name) | _filtered(body, argument, keep=False),
-                    _required(body),
-                    read_guards(tree, parsed[name], line, spec_classes)
-                    if tree is not None and name in parsed
-                    else Guards(),
-                )
+            guards = (
+                read_guards(tree, parsed[name], line, spec_classes) if tree is not None and name in parsed else Guards()
             )
+            paths.append(GroupingPath(relative, name, line, *reading, guards))
     return tuple(paths)
+
+
+def _reading(body: str, argument: str, name: str, parsed: dict, callers: _Callers) -> tuple | None:
+    """What a `from_specs(argument)` call in the function `name` (its text `body`) reads of its code but its
+    guards: GroupingPath's fields from `layout_gated` to `requires`; None for no path of its own."""
+    if any(".kv_cache_specs[" in value for value in _assigned(body, argument)):
+        return None
+    return (
+        "is_block_outermost" in body,
+        "is_uniform_type(" in body,
+        _filtered(body, argument, keep=True)
+        | _filled(body, argument)
+        | (filled_only(parsed[name], argument) if name in parsed else frozenset()),
+        callers.excluded(name) | _filtered(body, argument, keep=False),
+        _required(body),
+    )
 
 
 class _Lines:
@@ -106,6 +117,28 @@ class _Lines:
 
     def number(self, offset: int) -> int:
         return bisect_right(self.starts, offset)
+
+
+class _Owners:
+    """The innermost function around each of a run of lines asked in order: the last def started at or before
+    the line whose lines reach it. A def pushed once, dropped once: under a later def reaching as far, or once the
+    lines asked have passed its end."""
+
+    def __init__(self, functions: list[tuple[str, int, int]]):
+        self._functions = functions
+        self._started = 0  # the defs started so far
+        self._open: list[tuple[str, int, int]] = []  # their last lines decreasing, the latest started on top
+
+    def at(self, line: int) -> tuple[str, int, int] | None:
+        while self._started < len(self._functions) and self._functions[self._started][1] <= line:
+            function = self._functions[self._started]
+            while self._open and self._open[-1][2] <= function[2]:
+                self._open.pop()
+            self._open.append(function)
+            self._started += 1
+        while self._open and self._open[-1][2] < line:
+            self._open.pop()
+        return self._open[-1] if self._open else None
 
 
 def _functions(lines: _Lines) -> list[tuple[str, int, int]]:
@@ -208,18 +241,43 @@ def _filled(body: str, name: str) -> frozenset[str]:
     return frozenset(re.findall(pattern, body))
 
 
-def _excluded_by_callers(lines: _Lines, functions: list[tuple[str, int, int]], name: str) -> frozenset[str]:
-    """Classes every call of `name` in this module filters out of the specs it passes (`filtered_spec`)."""
-    excluded: set[str] | None = None
-    for match in re.finditer(rf"\b{re.escape(name)}\([^,()]*,[ \t]*(\w+)[ \t]*\)", lines.text):
-        line = lines.number(match.start())
-        if re.search(r"\bdef\s+$", lines.text[lines.starts[line - 1] : match.start()]):
-            continue  # the function's own def, no call
-        # A one-line caller's call is on its def line (`def g(c, s): return name(c, s)`).
-        caller = next((f for f in reversed(functions) if f[1] <= line <= f[2]), None)
-        if caller is None:
-            continue
-        body = "\n".join(lines.lines[caller[1] - 1 : line])
-        found = set(_filtered(body, match.group(1), keep=False))
-        excluded = found if excluded is None else excluded & found
-    return frozenset(excluded or ())
+# A call handing on a filtered dict: `name(c, filtered)`, any name (its own def line is no call).
+_CALL_WITH_SPECS = re.compile(r"\b(\w+)\([^,()]*,[ \t]*(\w+)[ \t]*\)")
+
+
+class _Callers:
+    """Classes every call of a function in this module filters out of the specs it passes (`filtered_spec`): the
+    module's calls found in one pass (no two can overlap: each holds one pair of brackets), by the function called."""
+
+    def __init__(self, lines: _Lines, functions: list[tuple[str, int, int]]):
+        self._lines = lines
+        self._calls: dict[str, list[tuple[int, int, tuple[str, int, int], str]]] | None = None
+        self._functions = functions
+        self._excluded: dict[str, frozenset[str]] = {}
+
+    def excluded(self, name: str) -> frozenset[str]:
+        if name not in self._excluded:
+            self._excluded[name] = self._read(name)
+        return self._excluded[name]
+
+    def _read(self, name: str) -> frozenset[str]:
+        lines, excluded = self._lines, None
+        for line, start, caller, argument in self._calls_of(name):
+            if re.search(r"\bdef\s+$", lines.text[lines.starts[line - 1] : start]):
+                continue  # the function's own def, no call
+            body = "\n".join(lines.lines[caller[1] - 1 : line])
+            found = set(_filtered(body, argument, keep=False))
+            excluded = found if excluded is None else excluded & found
+        return frozenset(excluded or ())
+
+    def _calls_of(self, name: str) -> list[tuple[int, int, tuple[str, int, int], str]]:
+        """(line, offset, caller, argument) of each call of `name` inside a function."""
+        if self._calls is None:
+            self._calls, owners = {}, _Owners(self._functions)
+            for match in _CALL_WITH_SPECS.finditer(self._lines.text):
+                line = self._lines.number(match.start())
+                # A one-line caller's call is on its def line (`def g(c, s): return name(c, s)`).
+                caller = owners.at(line)
+                if caller is not None:
+                    self._calls.setdefault(match.group(1), []).append((line, match.start(), caller, match.group(2)))
+        return self._calls.get(name, [])

@@ -18,6 +18,7 @@ import hashlib
 import re
 from bisect import bisect_left
 from dataclasses import dataclass, replace
+from functools import cache
 from posixpath import dirname, join
 
 from kvlint.analysis.census.budget import Budget
@@ -181,8 +182,7 @@ def read_census(
     merges = settings_merges(texts, spec_classes)
     layers = reader.layer_classes(_flags(classes, roots), roots, frozenset().union(*(f for _, f in merges)))
     program = Program(texts, {layer.name: reader.branching(layer) for layer in layers}, budget, trees)
-    models = []
-    unread = []
+    models, unread = [], []
     for name, relative, class_name, draft, pooling, aliases in registry:
         built = model_layers(program, relative, class_name) if relative else None
         if built is None:
@@ -264,19 +264,24 @@ _SPEC_METHOD = re.compile(rb"^([ \t]+)def[ \t]+get_kv_cache_spec\b", re.MULTILIN
 
 
 def _spec_roots(texts: dict[str, bytes], by_module: dict[str, list[ClassText]]) -> set[str]:
-    """The classes that define `get_kv_cache_spec` themselves: the class around each definition, found by
-    line and indentation (no class body is read for it)."""
+    """The classes that define `get_kv_cache_spec` themselves: the last class above each definition indented less
+    (no class body read). Each class is kept once, until one below it indented as little hides it (linear)."""
     roots = set()
     for relative, data in texts.items():
         if b"def get_kv_cache_spec" not in data:
             continue
-        line, position = 1, 0
+        above: list[tuple[int, str]] = []  # (indentation, name), increasing: (n,) bisects before those indented n
+        pending, line, position = list(reversed(by_module.get(relative, ()))), 1, 0  # the next class below: last
         for match in _SPEC_METHOD.finditer(data):
             line, position = line + data.count(b"\n", position, match.start()), match.start()
-            indent = len(match.group(1).expandtabs())
-            around = [c for c in by_module.get(relative, ()) if c.line < line and c.indent < indent]
-            if around:
-                roots.add(max(around, key=lambda c: c.line).name)
+            while pending and pending[-1].line < line:
+                cls = pending.pop()
+                while above and above[-1][0] >= cls.indent:
+                    above.pop()
+                above.append((cls.indent, cls.name))
+            less = bisect_left(above, (len(match.group(1).expandtabs()),))
+            if less:
+                roots.add(above[less - 1][1])
     return roots
 
 
@@ -284,7 +289,7 @@ class _Reader:
     def __init__(self, classes: dict[str, list[ClassText]], spec_classes: frozenset[str]):
         self.classes = classes
         self.spec_classes = spec_classes
-        self._values: dict[tuple[str, str], str | None] = {}
+        self._value = cache(self._value_uncached)  # a class's attribute's value, read once
 
     def _mro(self, name: str) -> list[ClassText]:
         """The class (every definition of the name) and its bases, depth first, each once."""
@@ -321,11 +326,6 @@ class _Reader:
         """How the layer chooses among its spec classes; None when it builds one."""
         methods = self._spec_method(layer.name)[1]
         return spec_branching(methods, self.spec_classes) if len(layer.spec_classes) > 1 else None
-
-    def _value(self, name: str, attribute: str) -> str | None:
-        if (name, attribute) not in self._values:
-            self._values[name, attribute] = self._value_uncached(name, attribute)
-        return self._values[name, attribute]
 
     def _value_uncached(self, name: str, attribute: str) -> str | None:
         values: set[str] = set()
