@@ -11,12 +11,13 @@ import time
 
 import pytest
 
+from kvlint.analysis.ast_helpers import parse_at
 from kvlint.analysis.census.built import NOTHING, either, layer_built, product, referenced
 from kvlint.analysis.census.class_texts import classes_of
 from kvlint.analysis.census.parsing import ModuleTrees
 from kvlint.analysis.census.paths import read_grouping_paths
 from kvlint.analysis.census.reading import _spec_roots, read_census
-from kvlint.analysis.census.skeletons import method_of, parse_at, parse_skeleton
+from kvlint.analysis.census.skeletons import method_of, parse_skeleton
 from kvlint.analysis.platform_reach import _layer_flags
 
 LIMIT_S = 5  # each crafted input took from 7 s to minutes; read linearly, under half a second
@@ -65,6 +66,16 @@ def test_a_crafted_grouping_module_costs_linear_time():
     )
     paths = bounded(read_grouping_paths, {GROUPING: f"{callers}def broken(:\n".encode()}, CONTAINER)
     assert len(paths) == 2000 and all(path.excluded == {"Hidden"} for path in paths)  # 20 s before
+
+
+def test_the_guards_of_a_crafted_grouping_module_cost_linear_time():
+    # A module that parses: each call's guards read from its tree (kvlint.analysis.census.guards), once per module
+    # and function, not per call (100 s before).
+    text = "".join(
+        f"def f{i}(specs):\n    if {CONTAINER}.from_specs(specs):\n        return None\n\n" for i in range(2000)
+    )
+    paths = bounded(read_grouping_paths, {GROUPING: f"{text}def g(specs):\n    return f1(specs)\n".encode()}, CONTAINER)
+    assert len(paths) == 2000 and all(path.guards.returns_container for path in paths)
 
 
 def test_what_a_constructor_builds_is_combined_in_linear_time():

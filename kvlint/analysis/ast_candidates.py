@@ -171,9 +171,7 @@ def may_hold_scaling(text: str, aliases: frozenset[str]) -> bool:
     `1` of a gate."""
     if any(is_dcp_name(word, aliases) for word in _WORD_AFTER_TIMES.findall(text)):  # `bs * dcp`, `x *= dcp`
         return True
-    return any(
-        word == "1" or "block_size" in word or is_dcp_name(word, aliases) for word in words_before_times(text)
-    )
+    return any(word == "1" or "block_size" in word or is_dcp_name(word, aliases) for word in words_before_times(text))
 
 
 def tests_a_layer_class(

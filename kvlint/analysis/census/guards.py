@@ -19,7 +19,7 @@ Each guard is read from the code's structure, never from a function's name:
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvlint.analysis.ast_helpers import walk
 
@@ -47,17 +47,52 @@ def functions_of(tree: ast.Module) -> dict[str, Function]:
     return found
 
 
+class ModuleGuards:
+    """The guards of one module's grouping paths, each part read once: the module's functions, the failure whose
+    handler calls each function, each function's own guards and the lines of its tests an `if` returns under (a
+    crafted module of 2,000 `from_specs` calls read its tree once per call: 100 s)."""
+
+    def __init__(self, tree: ast.Module, spec_classes: frozenset[str]):
+        self._tree, self._spec_classes = tree, spec_classes
+        self._functions = functions_of(tree)
+        self._failures: dict[str, str] | None = None
+        self._read: dict[int, tuple[Guards, frozenset[int]]] = {}
+        self._promotions: dict[int, tuple[bool, tuple[tuple[str, str], ...]]] = {}
+
+    def of(self, function: Function, line: int) -> Guards:
+        """The guards of the `from_specs` call on `line` of `function`."""
+        if id(function) not in self._read:
+            promotions, promoter = _promotions(function, self._functions, self._spec_classes, self._promotions)
+            guards = Guards(
+                _refuses(function),
+                False,
+                _page_gated(function),
+                self._after_failure(function.name),
+                promotions,
+                _condition_of_call(function, promoter) if promoter != function.name else "",
+            )
+            self._read[id(function)] = (guards, _container_lines(function))
+        guards, lines = self._read[id(function)]
+        return replace(guards, returns_container=True) if line in lines else guards
+
+    def _after_failure(self, name: str) -> str:
+        """The first `try` (in a walk of the tree) one of whose handlers calls `name`: "<its body's first call>
+        raises <the handler's exception>"; every handler's calls indexed in one walk."""
+        if self._failures is None:
+            self._failures = {}
+            for node in walk(self._tree):
+                if not isinstance(node, ast.Try):
+                    continue
+                tried = [called for statement in node.body for called in _called(statement)]
+                for handler in node.handlers:
+                    raised = ast.unparse(handler.type) if handler.type is not None else "an exception"
+                    for called in _called(handler):
+                        self._failures.setdefault(called, f"{tried[0] if tried else 'its try block'} raises {raised}")
+        return self._failures.get(name, "")
+
+
 def read_guards(tree: ast.Module, function: Function, line: int, spec_classes: frozenset[str]) -> Guards:
-    functions = functions_of(tree)
-    promotions, promoter = _promotions(function, functions, spec_classes)
-    return Guards(
-        _refuses(function),
-        _returns_container(function, line),
-        _page_gated(function),
-        _after_failure(tree, function.name),
-        promotions,
-        _condition_of_call(function, promoter) if promoter != function.name else "",
-    )
+    return ModuleGuards(tree, spec_classes).of(function, line)
 
 
 def _returns_none(body: list[ast.stmt]) -> bool:
@@ -97,12 +132,15 @@ def _refuses(function: Function) -> frozenset[str]:
     return frozenset(refused)
 
 
-def _returns_container(function: Function, line: int) -> bool:
-    for node in walk(function):
-        if isinstance(node, ast.If) and any(isinstance(s, ast.Return) for s in node.body):
-            if any(getattr(inner, "lineno", None) == line for inner in walk(node.test)):
-                return True
-    return False
+def _container_lines(function: Function) -> frozenset[int]:
+    """The lines of the tests of the `if`s whose body returns: a `from_specs` call on one returns its container."""
+    return frozenset(
+        inner.lineno
+        for node in walk(function)
+        if isinstance(node, ast.If) and any(isinstance(s, ast.Return) for s in node.body)
+        for inner in walk(node.test)
+        if getattr(inner, "lineno", None) is not None
+    )
 
 
 def _page_size_sets(function: Function) -> set[str]:
@@ -146,18 +184,6 @@ def _called(node: ast.AST) -> list[str]:
     ]
 
 
-def _after_failure(tree: ast.Module, name: str) -> str:
-    for node in walk(tree):
-        if not isinstance(node, ast.Try):
-            continue
-        for handler in node.handlers:
-            if name in _called(handler):
-                raised = ast.unparse(handler.type) if handler.type is not None else "an exception"
-                tried = [called for statement in node.body for called in _called(statement)]
-                return f"{tried[0] if tried else 'its try block'} raises {raised}"
-    return ""
-
-
 def _condition_of_call(function: Function, name: str) -> str:
     """The test of the `if` under which `function` calls `name` (its source; `not (…)` in its `else`), or ""
     when a call is made outside any `if`: then the call's effect is every run's. One pass, each node once
@@ -185,26 +211,33 @@ def _callee(call: ast.Call) -> str | None:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
 
 
-def _promotions(function: Function, functions: dict[str, Function], spec_classes: frozenset[str]):
+def _promotions(function: Function, functions: dict[str, Function], spec_classes: frozenset[str], read: dict):
     """(pairs, the function they are in): the spec-class mapping in the function or in a function of its module
     that it calls (one level): a `{A: B, …}` of spec classes, or `if isinstance(spec, A): specs[name] = B(…)`
-    branches."""
+    branches. `read`: each function's own mapping, by id (a function many paths call is walked once)."""
     reached = [function] + [functions[n] for n in dict.fromkeys(_called(function)) if n in functions]
     for candidate in reached:
-        pairs: list[tuple[str, str]] = []
-        for node in walk(candidate):
-            if isinstance(node, ast.Dict) and node.keys and all(isinstance(k, ast.Name) for k in node.keys):
-                found = [(k.id, v.id) for k, v in zip(node.keys, node.values) if isinstance(v, ast.Name)]  # type: ignore[union-attr]
-                if len(found) == len(node.keys) and all(a in spec_classes and b in spec_classes for a, b in found):
-                    return tuple(found), candidate.name
-            if isinstance(node, ast.If) and (tested := _isinstance_test(node.test)) in spec_classes:
-                for statement in node.body:
-                    built = _assigned_spec(statement)
-                    if built in spec_classes and built != tested:
-                        pairs.append((tested, built))  # type: ignore[arg-type]
-        if pairs:
-            return tuple(pairs), candidate.name
+        if id(candidate) not in read:
+            read[id(candidate)] = _own_promotions(candidate, spec_classes)
+        if read[id(candidate)]:
+            return read[id(candidate)], candidate.name
     return (), function.name
+
+
+def _own_promotions(function: Function, spec_classes: frozenset[str]) -> tuple[tuple[str, str], ...]:
+    """The function's own mapping: a `{A: B, …}` of spec classes (the first in a walk), else its branches' pairs."""
+    pairs: list[tuple[str, str]] = []
+    for node in walk(function):
+        if isinstance(node, ast.Dict) and node.keys and all(isinstance(k, ast.Name) for k in node.keys):
+            found = [(k.id, v.id) for k, v in zip(node.keys, node.values) if isinstance(v, ast.Name)]  # type: ignore[union-attr]
+            if len(found) == len(node.keys) and all(a in spec_classes and b in spec_classes for a, b in found):
+                return tuple(found)
+        if isinstance(node, ast.If) and (tested := _isinstance_test(node.test)) in spec_classes:
+            for statement in node.body:
+                built = _assigned_spec(statement)
+                if built in spec_classes and built != tested:
+                    pairs.append((tested, built))  # type: ignore[arg-type]
+    return tuple(pairs)
 
 
 def _isinstance_test(test: ast.expr) -> str | None:

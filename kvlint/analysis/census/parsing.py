@@ -19,9 +19,9 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from itertools import accumulate
 
-from kvlint.analysis.ast_helpers import walk
+from kvlint.analysis.ast_helpers import parse_at, walk
 from kvlint.analysis.census.quotes import inside_strings
-from kvlint.analysis.census.skeletons import complete, parse_at, parse_skeleton
+from kvlint.analysis.census.skeletons import complete, parse_skeleton
 
 _UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
 
@@ -34,7 +34,7 @@ def parsed(data: str | bytes, relative: str) -> ast.Module | None:
 
 
 def parsed_at(text: str, line: int, relative: str) -> ast.Module | None:
-    """Lines of a module from `line` on, parsed at their lines (skeletons.parse_at), or None."""
+    """Lines of a module from `line` on, parsed at their lines (ast_helpers.parse_at), or None."""
     try:
         return parse_at(text, line, relative)
     except _UNPARSABLE:

@@ -17,7 +17,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from kvlint.analysis.census.budget import Budget
-from kvlint.analysis.census.guards import Guards, filled_only, functions_of, read_guards
+from kvlint.analysis.census.guards import Guards, ModuleGuards, filled_only, functions_of
 from kvlint.analysis.census.parsing import parsed as parse_module
 
 _FUNCTION = re.compile(r"^([ \t]*)def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
@@ -61,6 +61,7 @@ def read_grouping_paths(
         functions = _functions(lines)
         tree = parse_module(text, relative)
         parsed = functions_of(tree) if tree is not None else {}
+        guarded = ModuleGuards(tree, spec_classes) if tree is not None else None
         # Read once per function, argument and caller, not per call: a module of 2,000 calls was read 2,000 times.
         owners, callers = _Owners(functions), _Callers(lines, functions)
         bodies: dict[int, str] = {}
@@ -82,9 +83,7 @@ def read_grouping_paths(
             reading = readings[first, argument]
             if reading is None:
                 continue  # re-splits a container another path built: no composition of its own
-            guards = (
-                read_guards(tree, parsed[name], line, spec_classes) if tree is not None and name in parsed else Guards()
-            )
+            guards = guarded.of(parsed[name], line) if guarded is not None and name in parsed else Guards()
             paths.append(GroupingPath(relative, name, line, *reading, guards))
     return tuple(paths)
 

@@ -18,6 +18,7 @@ import ast
 import re
 from functools import lru_cache
 
+from kvlint.analysis.ast_helpers import parse_at
 from kvlint.analysis.census.quotes import TRIPLE_QUOTE, inside_strings
 
 # On a stub: (the method's lines from its `def` line, that line's number, the class's text, its first line).
@@ -52,21 +53,6 @@ def parse_skeleton(text: str, first: int, relative: str) -> ast.ClassDef | None:
             start, end = stubs.pop(statement.lineno)
             setattr(statement, _SOURCE, ("\n".join(lines[start:end]), statement.lineno, text, first))
     return cls if not stubs else None  # every stub where a method was cut, or the cut was wrong
-
-
-# Padding a block's text to its line costs the tokenizer ~30 ns a newline; moving a parsed tree there costs ~250 ns
-# a character of the block (a walk in Python). Moving every block made 0.34.0's index build 14% slower (8.0 s of
-# CPU, not 7.0); past 16 newlines a character, 29 of its 2,981 block parses move, in no more time, and a crafted
-# module of many small blocks far down (each padded to its line: quadratic) costs its size.
-_PADDING_PER_CHARACTER = 16
-
-
-def parse_at(text: str, line: int, filename: str = "<unknown>") -> ast.Module:
-    """`text` parsed as the lines from `line` on of a module: line numbers and columns as a whole parse gives
-    them. Raises as ast.parse does."""
-    if line - 1 <= _PADDING_PER_CHARACTER * len(text):
-        return ast.parse("\n" * (line - 1) + text, filename=filename)
-    return ast.increment_lineno(ast.parse(text, filename=filename), line - 1)
 
 
 def method_of(cls: ast.ClassDef, index: int) -> ast.FunctionDef | None:

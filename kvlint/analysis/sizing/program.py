@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
 
+from kvlint.analysis.ast_helpers import parse_at
 from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.sizing.values import Layer
 from kvlint.analysis.tree_files import TreeFiles
@@ -37,8 +38,6 @@ _SPEC = re.compile(r"spec", re.IGNORECASE)
 _WINDOW = 8  # lines: a block size and a DCP size this close may be multiplied together
 _DCP_BYTES = tuple(word.encode() for word in DCP_WORDS)
 _INDEXER_CLASS = re.compile(r"^class (\w*Indexer\w*)\b", re.MULTILINE)
-# Leading newlines per line of a block up to which they place it more cheaply than a shift (even at ~300: _parse_at).
-_PADDING_PER_LINE = 256
 
 
 @dataclass
@@ -158,22 +157,11 @@ def _parse_relevant(text: str, path: str) -> ast.Module | None:
         if not _relevant(block):
             continue
         try:
-            chunk = _parse_at(block, start, end - start, path)
+            chunk = parse_at(block, start + 1, path)
         except (SyntaxError, ValueError, RecursionError):
             return None
         body.extend(chunk.body)
     return ast.Module(body=body, type_ignores=[])
-
-
-def _parse_at(block: str, start: int, length: int, path: str) -> ast.Module:
-    """A block of `length` lines parsed at line `start` (0-based) of its module: its line numbers and columns as a
-    parse of the whole module gives them. Leading newlines place it while they cost no more than the block: the
-    tokenizer skips one in ~20 ns, and shifting the nodes' lines afterwards (a Python walk) costs ~6 us a line of
-    the block, 60% more than the newlines over the blocks of nine releases. Past that (many blocks late in a crafted
-    module: newlines quadratic in its lines), the block is parsed alone and shifted."""
-    if start <= _PADDING_PER_LINE * length:
-        return ast.parse("\n" * start + block, filename=path)
-    return ast.increment_lineno(ast.parse(block, filename=path), start)
 
 
 def helper_signature(text: str) -> bool:
