@@ -5,7 +5,7 @@ from __future__ import annotations
 
 # (module, line, operator) → why the mutant cannot change behaviour; it is then not counted.
 EQUIVALENT: dict[tuple[str, int, str], str] = {
-    ("kvlint/analysis/census/skeletons.py", 92, "2 -> 3"): "the size of a cache: one class more kept parsed, "
+    ("kvlint/analysis/census/skeletons.py", 93, "2 -> 3"): "the size of a cache: one class more kept parsed, "
     "the same statements either way",
     ("kvlint/analysis/census/may_build.py", 119, "1 -> 2"): "the sieve then follows a submodule's submodules "
     "too (an empty module's first line): it says 'could' more often, never less; the walk decides, the census "
@@ -49,19 +49,19 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ): "a default never used: every definition and value the bindings hold has a line",
     (
         "kvlint/analysis/census/skeletons.py",
-        44,
+        45,
         "if-branch never taken",
     ): "a fast exit: a class with no method to stub parses to the whole "
     "class (its end is set from its text, the line a whole parse gives; no reader asks its end column)",
     (
         "kvlint/analysis/census/skeletons.py",
-        75,
+        76,
         "is -> is not",
     ): "which stub keeps its source after `complete`: the stub replaced in the body is "
     "read by nothing; one that failed is tried again (None again)",
     (
         "kvlint/analysis/census/skeletons.py",
-        85,
+        86,
         "and -> or",
     ): "the first statement of a `class _:` whose body is the method's text is that `def`",
     ("kvlint/analysis/census/quotes.py", 19, "0 -> 1"): "the line a string opened on is set when one opens, "
@@ -126,14 +126,16 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "any constant gives the same order",
     ("kvlint/analysis/flow/layer_selection.py", 197, "0 -> 1"): "a composition always has layers: the default of "
     "an empty max is never read",
-    ("kvlint/analysis/flow/consumers.py", 50, "if-branch never taken"): "a fast path: with no accessor the empty "
+    ("kvlint/analysis/flow/consumers.py", 53, "if-branch never taken"): "a fast path: with no accessor the empty "
     "pattern's reads name no accessor, and none is consumed",
-    ("kvlint/analysis/flow/consumers.py", 58, "if-branch never taken"): "a fast path: a name read by the worker "
+    ("kvlint/analysis/flow/consumers.py", 61, "if-branch never taken"): "a fast path: a name read by the worker "
     "once stays so",
-    ("kvlint/analysis/flow/consumers.py", 79, "0 -> 1"): "only a read on line 2 after an empty line 1 differs, "
-    "and nothing above it can enclose it",
-    ("kvlint/analysis/flow/consumers.py", 84, "if-branch never taken"): "a fast exit: no class indentation is "
-    "below 0, so a line at the margin gets no class either way",
+    ("kvlint/analysis/flow/consumers.py", 96, ">= -> >"): "a newline at offset 0 is an empty first line: nothing "
+    "above line 2 encloses it, whichever start and indent its reads are given",
+    ("kvlint/analysis/flow/consumers.py", 96, "0 -> 1"): "a newline at offset 0 is an empty first line: nothing "
+    "above line 2 encloses it, whichever start and indent its reads are given",
+    ("kvlint/analysis/flow/consumers.py", 100, "< -> <="): "a class on the read's own line is indented as that "
+    "line, so the bisection leaves it out; passed a line early, the stack is the same for the lines after",
     ("kvlint/analysis/census/compositions.py", 67, "1 -> 2"): "a maxsplit: the first part is the same",
     ("kvlint/analysis/census/compositions.py", 70, "1 -> 2"): "a maxsplit from the right: the last part is the same",
     ("kvlint/analysis/census/compositions.py", 58, "False -> True"): "a default compose never uses: every "
@@ -159,9 +161,13 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("kvlint/analysis/census/paths.py", 152, "1 -> 2"): "a maxsplit: the first line is the same",
     ("kvlint/analysis/census/paths.py", 132, "4000 -> 4001"): "a bound on the text read for a filter, "
     "against crafted modules: its size is a cost, not a decision",
-    ("kvlint/analysis/census/built.py", 61, "if-branch never taken"): "a fast path: the product with what "
+    ("kvlint/analysis/census/built.py", 116, "if-branch never taken"): "a fast path: the product with what "
     "builds nothing (one empty alternative, no sites) is the other side, as the general case computes it",
-    ("kvlint/analysis/census/built.py", 61, "or -> and"): "the fast path then taken only when both sides build "
+    ("kvlint/analysis/census/built.py", 38, "if-branch never taken"): "a part shared by two unions read once: "
+    "a cost; its set joined twice is the same set",
+    ("kvlint/analysis/census/built.py", 152, "<= -> <"): "which of two equal-sized call maps is the larger: "
+    "each class's joined site is the same either way",
+    ("kvlint/analysis/census/built.py", 116, "or -> and"): "the fast path then taken only when both sides build "
     "nothing, and the general case gives the same otherwise",
     ("kvlint/analysis/census/instantiation.py", 132, "if-branch never taken"): "a guard never taken: every "
     "function the census follows is reached from a class's constructor (model_layers starts at the model's "

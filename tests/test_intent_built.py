@@ -69,3 +69,21 @@ def test_a_class_object_named_twice_is_no_second_construction():
     # Either of two calls, then the class named: one construction per checkpoint still.
     calls = either([layer_built("Mla", "a.py:1", False), layer_built("Mla", "a.py:2", False)])
     assert product(calls, named[0]).varied == frozenset() and product(named[0], calls).varied == frozenset()
+
+
+def test_a_class_one_statement_calls_once_is_built_twice_only_with_a_later_call_at_another_line():
+    # The calls are joined per class across statements: a class one side calls and the other does not keeps its
+    # one site (not "several"), and a class only the smaller side calls is kept, so a third statement that calls
+    # it at another line builds it twice.
+    attention, mamba = layer_built("Attention", "m.py:1", False), layer_built("Mamba", "m.py:2", False)
+    both = product(attention, mamba)
+    assert product(both, layer_built("Attention", "m.py:1", False)).varied == frozenset()  # the same call
+    assert product(both, layer_built("Mamba", "m.py:2", False)).varied == frozenset()
+    assert product(both, layer_built("Mamba", "m.py:9", False)).varied == {"Mamba"}
+    wide = product(product(mamba, layer_built("Linear", "m.py:3", False)), layer_built("Conv", "m.py:4", False))
+    assert product(product(attention, wide), layer_built("Attention", "m.py:7", False)).varied == {"Attention"}
+    assert product(product(wide, attention), layer_built("Attention", "m.py:1", False)).varied == frozenset()
+    # One call reached by two statements stays one site; either of two calls, then one of them, is two calls.
+    assert product(product(attention, attention), attention).varied == frozenset()
+    other = layer_built("Attention", "m.py:5", False)
+    assert product(either([attention, other]), attention).varied == {"Attention"}

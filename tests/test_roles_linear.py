@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 import time
 
+import pytest
+
 from kvlint.analysis.flow.consumers import _Outline, scheduler_consumed_members
 from kvlint.analysis.package_classes import derived_from, read_package_classes
 from kvlint.analysis.plugin_roles import read_tree_roles
@@ -92,6 +94,18 @@ def test_the_outline_names_the_classes_and_def_around_a_line():
         {"classes": ["C", "A"], "def": "f"},  # blanks and a form feed before a read: the line's indent
         {"classes": [], "def": "f"},  # the def is the nearest above, whatever its indent: as it was read before
     ]
+
+
+def test_the_outline_counts_no_def_on_the_reads_own_line_and_is_asked_in_order():
+    # A one-line def is above the lines after it, not its own line's reads: the first line as any other.
+    line = b"def pulls(self): return self.x.pulls\n"
+    for data in (line, b"\n" + line, b"class A:\n" + line):
+        outline = _Outline(data)
+        assert outline.enclosing(data.rindex(b".pulls"))["def"] is None
+    outline = _Outline(line * 2)
+    assert outline.enclosing((line * 2).rindex(b".pulls"))["def"] == "pulls"
+    with pytest.raises(ValueError):
+        outline.enclosing(0)  # asked back: the stack of classes has passed that line
 
 
 ACCESSOR = b"class Half:\n    def pulls(self):\n        return self._pulls\n"
