@@ -15,8 +15,8 @@ from kvlint.analysis.ast_helpers import parse_at
 from kvlint.analysis.census.built import NOTHING, either, layer_built, product, referenced
 from kvlint.analysis.census.class_texts import classes_of
 from kvlint.analysis.census.parsing import ModuleTrees
-from kvlint.analysis.census.paths import read_grouping_paths
-from kvlint.analysis.census.reading import _spec_roots, read_census
+from kvlint.analysis.census.paths import _Callers, _functions, _Lines, read_grouping_paths
+from kvlint.analysis.census.reading import _Reader, _spec_roots, read_census
 from kvlint.analysis.census.skeletons import method_of, parse_skeleton
 from kvlint.analysis.platform_reach import _layer_flags
 
@@ -213,3 +213,77 @@ def test_a_method_parsed_alone_keeps_its_lines_and_columns():
         assert ast.dump(method_of(skeleton, 1), include_attributes=True) == ast.dump(
             whole.body[1], include_attributes=True
         )
+
+
+def test_a_callers_calls_each_drop_what_its_lines_above_them_filter():
+    # What a caller filters out of an argument, per call: the assignments above the call's line end, a `{…}` read
+    # whole once the line is past its `}` (else its first line), as the caller's text cut at each call read.
+    text = f"""
+def f(c, specs):
+    return {CONTAINER}.from_specs(specs)
+
+def early(c, specs):
+    f(c, specs)
+    specs = {{k: v for k, v in specs.items() if not isinstance(v, Hidden)}}
+    return f(c, specs)
+
+def late(c, specs):
+    kept = {{k: v for k, v in specs.items()
+            if not isinstance(v, Hidden)}}
+    f(c, kept)
+    kept = {{k: v for k, v in kept.items() if not isinstance(v, Other)}}; f(c, kept)
+"""
+    lines = _Lines(text)
+    assert _Callers(lines, _functions(lines)).excluded("f") == frozenset()  # `early`'s first call drops nothing
+    text = text.replace("    f(c, specs)\n", "")
+    lines = _Lines(text)
+    assert _Callers(lines, _functions(lines)).excluded("f") == {"Hidden"}
+
+
+def test_a_caller_of_many_calls_costs_linear_time():
+    calls = "".join(f"    f(c, kept{i % 2})\n" for i in range(4000))
+    text = (
+        f"def f(c, specs):\n    return {CONTAINER}.from_specs(specs)\n\ndef g(c, specs):\n"
+        "    kept0 = {k: v for k, v in specs.items() if not isinstance(v, Hidden)}\n"
+        "    kept1 = {k: v for k, v in specs.items() if not isinstance(v, Hidden) and not isinstance(v, Other)}\n"
+        f"{calls}def broken(:\n"
+    )
+    (path,) = bounded(read_grouping_paths, {GROUPING: text.encode()}, CONTAINER)  # 5 s before
+    assert path.excluded == {"Hidden"}
+
+
+def _reader(text: str) -> _Reader:
+    classes: dict = {}
+    for cls in classes_of("m.py", text.encode()):
+        classes.setdefault(cls.name, []).append(cls)
+    return _Reader(classes, frozenset({"FullSpec", "SlidingSpec", "MambaSpec"}))
+
+
+def test_a_classes_bases_are_read_nearest_first_up_to_the_class_that_settles_it():
+    reader = _reader(
+        "class Root:\n    kind = Kind.FULL\n    def get_kv_cache_spec(self):\n        return FullSpec()\n"
+        "class Sliding(Root):\n    def get_kv_cache_spec(self):\n        return super().get_kv_cache_spec() or "
+        "SlidingSpec()\n"
+        "class Runtime(Root):\n    kind = pick()\n"
+        "class Both(Runtime, Sliding):\n    pass\n"
+        "class Mamba(Sliding):\n    kind = Kind.MAMBA\n    def get_kv_cache_spec(self):\n        return MambaSpec()\n"
+    )
+    assert reader._spec_method("Both")[0] == {"SlidingSpec", "FullSpec"}  # through `super()` to Root's
+    assert reader._spec_method("Mamba")[0] == {"MambaSpec"}  # its own, no `super()`: the bases' are not read
+    assert reader._value("Runtime", "kind") == "?|FULL"  # set at run time: the base's constant read on
+    assert reader._value("Both", "kind") == "?|FULL" and reader._value("Mamba", "kind") == "MAMBA"
+
+
+def test_a_chain_of_layer_classes_costs_linear_time():
+    # Each class derives from the one before (and from a mixin that says nothing): every class read its whole
+    # chain for every question (4,000 classes: 18 s).
+    chain = "".join(f"class L{i}(L{i - 1}, Mixin):\n    kind = pick()\n" for i in range(1, 4000))
+    reader = _reader(
+        f"class Mixin:\n    pass\nclass L0:\n    def get_kv_cache_spec(self):\n        return FullSpec()\n{chain}"
+    )
+
+    def read_all():
+        return [(reader._spec_method(f"L{i}")[0], reader._value(f"L{i}", "kind")) for i in range(4000)]
+
+    read = bounded(read_all)
+    assert read[0] == ({"FullSpec"}, None) and read[-1] == ({"FullSpec"}, "?")

@@ -13,7 +13,8 @@ under vllm/v1/core (0.34: kv_cache_planning.py; earlier kv_cache_utils.py) is a 
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
+from collections import Counter
 from dataclasses import dataclass
 
 from kvlint.analysis.census.budget import Budget
@@ -208,13 +209,18 @@ def _filtered(body: str, name: str, keep: bool) -> frozenset[str]:
     """The classes of `name = {k: v for … if [not] isinstance(v, C)}` in the body."""
     found: set[str] = set()
     for value in _assigned(body, name):
-        if not value.startswith("{"):
-            continue
-        for test in _IS_INSTANCE.finditer(value):
-            if bool(test.group(1)) is keep:
-                continue
-            found.update(_isinstance_classes(value, test.end()) or ())
+        found |= _tested(value, keep)
     return frozenset(found)
+
+
+def _tested(value: str, keep: bool) -> set[str]:
+    """The classes an assigned `{k: v for … if [not] isinstance(v, C)}` keeps (or, `keep` false, drops)."""
+    found: set[str] = set()
+    if value.startswith("{"):
+        for test in _IS_INSTANCE.finditer(value):
+            if bool(test.group(1)) is not keep:
+                found.update(_isinstance_classes(value, test.end()) or ())
+    return found
 
 
 # Neighbouring quantifiers here accept disjoint characters (`\s` then a word or a bracket): linear.
@@ -242,17 +248,26 @@ def _filled(body: str, name: str) -> frozenset[str]:
 
 # A call handing on a filtered dict: `name(c, filtered)`, any name (its own def line is no call).
 _CALL_WITH_SPECS = re.compile(r"\b(\w+)\([^,()]*,[ \t]*(\w+)[ \t]*\)")
+# `_assignments`' pattern for every name at once, at each word (a lookahead: `k: k = …` holds two for `k`).
+_ANY_ASSIGNMENT = re.compile(r"(?=(\b(\w+)[ \t]*(?::[^=\n]{0,200})?=(?!=)))")
+_DEF_BEFORE = re.compile(r"\bdef\s+$")
+
+Caller = tuple[str, int, int]  # (name, first line, last line) of a function
 
 
 class _Callers:
     """Classes every call of a function in this module filters out of the specs it passes (`filtered_spec`): the
-    module's calls found in one pass (no two can overlap: each holds one pair of brackets), by the function called."""
+    module's calls found in one pass (no two can overlap: each holds one pair of brackets), by the function called;
+    what a caller filtered out of an argument by each of its calls, in one pass of its assignments (`_dropped`)."""
 
-    def __init__(self, lines: _Lines, functions: list[tuple[str, int, int]]):
+    def __init__(self, lines: _Lines, functions: list[Caller]):
         self._lines = lines
-        self._calls: dict[str, list[tuple[int, int, tuple[str, int, int], str]]] | None = None
+        self._calls: dict[str, list[tuple[int, int, Caller, str]]] | None = None
+        self._scopes: dict[tuple[Caller, str], list[int]] = {}  # the lines of a caller's calls handing on an argument
         self._functions = functions
         self._excluded: dict[str, frozenset[str]] = {}
+        self._dropped: dict[tuple[Caller, str], dict[int, frozenset[str]]] = {}
+        self._assignments: dict[str, list[tuple[int, int]]] | None = None
 
     def excluded(self, name: str) -> frozenset[str]:
         if name not in self._excluded:
@@ -262,14 +277,15 @@ class _Callers:
     def _read(self, name: str) -> frozenset[str]:
         lines, excluded = self._lines, None
         for line, start, caller, argument in self._calls_of(name):
-            if re.search(r"\bdef\s+$", lines.text[lines.starts[line - 1] : start]):
+            if _after_def(lines.text, lines.starts[line - 1], start):
                 continue  # the function's own def, no call
-            body = "\n".join(lines.lines[caller[1] - 1 : line])
-            found = set(_filtered(body, argument, keep=False))
+            if (caller, argument) not in self._dropped:
+                self._dropped[caller, argument] = self._dropped_by(caller, argument)
+            found = self._dropped[caller, argument][line]
             excluded = found if excluded is None else excluded & found
         return frozenset(excluded or ())
 
-    def _calls_of(self, name: str) -> list[tuple[int, int, tuple[str, int, int], str]]:
+    def _calls_of(self, name: str) -> list[tuple[int, int, Caller, str]]:
         """(line, offset, caller, argument) of each call of `name` inside a function."""
         if self._calls is None:
             self._calls, owners = {}, _Owners(self._functions)
@@ -279,4 +295,78 @@ class _Callers:
                 caller = owners.at(line)
                 if caller is not None:
                     self._calls.setdefault(match.group(1), []).append((line, match.start(), caller, match.group(2)))
+                    self._scopes.setdefault((caller, match.group(2)), []).append(line)
         return self._calls.get(name, [])
+
+    def _dropped_by(self, caller: Caller, argument: str) -> dict[int, frozenset[str]]:
+        """At each line of the caller's calls handing on `argument`: what `_filtered(…, keep=False)` reads in the
+        caller's lines up to that line's end. One pass of its assignments of `argument`, each read once; the text was
+        joined and read again up to each call before (4,000 calls in one caller: 5 s). A `{…}` that closes past the
+        line's end reads as the rest of its line, as it did in the text cut there."""
+        lines, text = self._lines, self._lines.text
+        ends = {line: lines.starts[line - 1] + len(lines.lines[line - 1]) for line in self._scopes[caller, argument]}
+        events = []  # (offset at and past which a call's text holds it, classes it adds, classes it takes back)
+        for end in self._assignments_of(argument, lines.starts[caller[1] - 1], max(ends.values())):
+            rest = text[end : end + _COMPREHENSION_LIMIT]
+            value = rest.lstrip(" \t")
+            whole = _assigned_value(value)
+            first = _tested(value.split("\n", 1)[0], keep=False)
+            events.append((end, first, set()))
+            if whole is not None:  # held whole once the call's line ends past its `}`
+                events.append((end + len(rest) - len(value) + len(whole), _tested(whole, keep=False), first))
+        events.sort(key=lambda event: event[0])
+        counts: Counter[str] = Counter()  # each class held, by the number of assignments that drop it
+        dropped: dict[int, frozenset[str]] = {}
+        found: frozenset[str] = frozenset()
+        index = 0
+        for line, end in sorted(ends.items(), key=lambda item: item[1]):
+            changed = False
+            while index < len(events) and events[index][0] <= end:
+                _, added, taken = events[index]
+                index += 1
+                for name in taken:
+                    counts[name] -= 1
+                    if not counts[name]:
+                        del counts[name]
+                        changed = True
+                for name in added:
+                    changed |= name not in counts
+                    counts[name] += 1
+            found = frozenset(counts) if changed else found
+            dropped[line] = found
+        return dropped
+
+    def _assignments_of(self, name: str, begin: int, end: int) -> list[int]:
+        """The ends of `_assignments(text[begin:end], name)` (shifted by `begin`): the module's assignments found in
+        one pass, those of `name` from `begin` on, each past the last one's end as a search for it goes on."""
+        if self._assignments is None:
+            self._assignments = {}
+            for match in _ANY_ASSIGNMENT.finditer(self._lines.text):
+                self._assignments.setdefault(match.group(2), []).append((match.start(), match.end(1)))
+        found: list[int] = []
+        every = self._assignments.get(name, [])
+        for start, stop in every[bisect_left(every, (begin,)) :]:
+            if start >= end:
+                break
+            if not found or start >= found[-1]:
+                found.append(stop)
+        return found
+
+
+def _assigned_value(value: str) -> str | None:
+    """The `{…}` (no nested braces) an assignment's value starts with, as `_assigned` reads it, or None."""
+    if value.startswith("{"):
+        close = value.find("}", 1)
+        opened = value.find("{", 1)
+        if close != -1 and (opened == -1 or opened > close):
+            return value[: close + 1]
+    return None
+
+
+def _after_def(text: str, line_start: int, start: int) -> bool:
+    """`def` before the name at `start` on its line (`_DEF_BEFORE`): the blanks before it read back once, then the
+    pattern on them and the word before (read from the line's start for each call: quadratic on a line of calls)."""
+    blank = start
+    while blank > line_start and text[blank - 1].isspace():
+        blank -= 1
+    return _DEF_BEFORE.search(text[max(line_start, blank - 4) : start]) is not None

@@ -18,12 +18,12 @@ import hashlib
 import re
 from bisect import bisect_left
 from dataclasses import dataclass, replace
-from functools import cache
 from posixpath import dirname, join
 
+from kvlint.analysis.census.ancestry import BACKEND, LAYOUTS, SPEC_METHOD, Ancestry, attribute_question
 from kvlint.analysis.census.budget import Budget
 from kvlint.analysis.census.built import Built
-from kvlint.analysis.census.class_texts import ClassText, attribute_values, classes_of, returned_texts
+from kvlint.analysis.census.class_texts import ClassText, classes_of, returned_texts
 from kvlint.analysis.census.instantiation import Program
 from kvlint.analysis.census.layouts import block_outermost, layout_setting, mamba_page_padding
 from kvlint.analysis.census.merges import settings_merges, written_setting
@@ -289,68 +289,35 @@ class _Reader:
     def __init__(self, classes: dict[str, list[ClassText]], spec_classes: frozenset[str]):
         self.classes = classes
         self.spec_classes = spec_classes
-        self._value = cache(self._value_uncached)  # a class's attribute's value, read once
-
-    def _mro(self, name: str) -> list[ClassText]:
-        """The class (every definition of the name) and its bases, depth first, each once."""
-        order: list[ClassText] = []
-        seen: set[str] = set()
-        stack = [name]
-        while stack:
-            current = stack.pop(0)
-            if current in seen:
-                continue
-            seen.add(current)
-            for cls in self.classes.get(current, ()):
-                order.append(cls)
-                stack.extend(cls.bases)
-        return order
+        self._ancestry = Ancestry(classes)  # each question read once per class name, from its bases' answers
 
     def _spec_method(self, name: str) -> tuple[set[str], list[str]]:
         """(spec classes built, method texts read): the nearest `get_kv_cache_spec` in the bases, and the
         bases' only through `super().get_kv_cache_spec`. One that builds no spec class (`return None`: an
         encoder-only layer) gives the layer no KV cache, whatever its bases build."""
-        built: set[str] = set()
-        texts = []
-        for cls in self._mro(name):
-            method = cls.methods.get("get_kv_cache_spec")
-            if method is None:
-                continue
-            texts.append(method)
-            built |= set(_CALLED.findall(method)) & self.spec_classes
-            if "super()" not in method:
-                break
-        return built, texts
+        texts = list(self._ancestry.answer(name, SPEC_METHOD).found)
+        return {spec for method in texts for spec in _CALLED.findall(method) if spec in self.spec_classes}, texts
 
     def branching(self, layer: LayerClass) -> SpecBranching | None:
         """How the layer chooses among its spec classes; None when it builds one."""
         methods = self._spec_method(layer.name)[1]
         return spec_branching(methods, self.spec_classes) if len(layer.spec_classes) > 1 else None
 
-    def _value_uncached(self, name: str, attribute: str) -> str | None:
-        values: set[str] = set()
-        for cls in self._mro(name):
-            found = attribute_values(cls, attribute)
-            if found is not None:
-                values |= found
-                if "?" not in found:
-                    break
-        return "|".join(sorted(values)) if values else None
+    def _value(self, name: str, attribute: str) -> str | None:
+        values = self._ancestry.answer(name, attribute_question(attribute))
+        return "|".join(sorted(values.found)) if values.found else None
 
     def _layouts(self, name: str) -> tuple[str, ...] | None:
-        for cls in self._mro(name):
-            method = cls.methods.get("get_attn_backend")
-            if method is None:
-                continue
-            backend = [name for name in returned_texts(method) if name.isidentifier()]
-            if len(backend) != 1:
-                return None
-            for backend_cls in self._mro(backend[0]):
-                declared = backend_cls.methods.get("supported_kv_cache_layouts")
-                if declared is not None:
-                    members = re.findall(r"\bKVCacheLayout\.(\w+)", declared)
-                    return tuple(dict.fromkeys(members)) or None
+        method = self._ancestry.answer(name, BACKEND).found
+        if not method:
             return None
+        backend = [name for name in returned_texts(method[0]) if name.isidentifier()]
+        if len(backend) != 1:
+            return None
+        declared = self._ancestry.answer(backend[0], LAYOUTS).found
+        if declared:
+            members = re.findall(r"\bKVCacheLayout\.(\w+)", declared[0])
+            return tuple(dict.fromkeys(members)) or None
         return None
 
     def _descendants(self, roots: set[str]) -> set[str]:
