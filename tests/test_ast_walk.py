@@ -26,3 +26,19 @@ def test_a_field_a_node_built_by_hand_never_set_is_skipped_as_ast_walk_skips_it(
         == [type(n) for n in ast.walk(call)]
         == [ast.Call, ast.Name, ast.Constant, ast.Load]
     )
+
+
+def test_a_functions_nodes_are_kept_and_a_class_is_walked_as_it_is_now():
+    tree = ast.parse("class A:\n    def f(self):\n        return g(1)\n    x = 1\n")
+    cls = tree.body[0]
+    function = cls.body[0]
+    first = [id(node) for node in walk(function)]
+    assert first == [id(node) for node in walk(function)] == [id(node) for node in ast.walk(function)]
+    partial = walk(function)
+    next(partial)  # a walk left early keeps nothing half-listed
+    assert [id(node) for node in walk(function)] == first
+    # A class's body may change (census/skeletons.py completes a stubbed method in place): never kept.
+    walk(cls)
+    cls.body[1] = ast.parse("y = h(2)").body[0]
+    assert [type(n).__name__ for n in walk(cls)] == [type(n).__name__ for n in ast.walk(cls)]
+    assert any(isinstance(n, ast.Name) and n.id == "h" for n in walk(cls))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,10 +69,27 @@ def parse_source(data: bytes | None, filename: str) -> ast.Module | None:
         return None
 
 
+# A function's nodes, kept once walked: the census, the platform reach and the sizing program each walk the same
+# functions (a constructor for its `self.` assignments, its `super().__init__` call, its bindings), 55% of the
+# nodes they walked on vLLM 0.29.0 were walked before. Only functions: a class or module tree may still change
+# (census/skeletons.py completes a class's stubbed methods in place; sizing/single_file.py drops definitions),
+# a function's body never does (a stub is replaced by a new node). Weak keys: the trees go with their scan.
+_FUNCTION_NODES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def walk(node: ast.AST) -> Iterator[ast.AST]:
     """Every node under `node` (and it), in `ast.walk`'s order (breadth first, each node's fields in order), at two
     thirds of its cost: its `iter_child_nodes` and `iter_fields` are generators called once per node, a third of
-    the census's walking on vLLM 0.34.0."""
+    the census's walking on vLLM 0.34.0. A function's nodes are listed once and kept."""
+    if type(node) is ast.FunctionDef or type(node) is ast.AsyncFunctionDef:
+        found = _FUNCTION_NODES.get(node)
+        if found is None:
+            found = _FUNCTION_NODES[node] = list(_walked(node))
+        return iter(found)
+    return _walked(node)
+
+
+def _walked(node: ast.AST) -> Iterator[ast.AST]:
     todo = deque((node,))
     take, put = todo.popleft, todo.append
     while todo:
