@@ -12,6 +12,7 @@ import time
 import pytest
 
 from kvlint.analysis.ast_helpers import parse_at
+from kvlint.analysis.census.budget import BudgetExceeded
 from kvlint.analysis.census.built import NOTHING, either, layer_built, product, referenced
 from kvlint.analysis.census.class_texts import classes_of
 from kvlint.analysis.census.parsing import ModuleTrees
@@ -287,3 +288,27 @@ def test_a_chain_of_layer_classes_costs_linear_time():
 
     read = bounded(read_all)
     assert read[0] == ({"FullSpec"}, None) and read[-1] == ({"FullSpec"}, "?")
+
+
+@pytest.mark.parametrize(
+    "classes",
+    [
+        # Bases that loop (by name: two modules' classes can), each class with a mixin too: every name walked.
+        "".join(f"class L{i}(L{(i + 1) % 4000}, Mixin):\n    kind = pick()\n" for i in range(4000)),
+        # Two bases that bear on the spec method at every class: their order is the walk's, every name walked.
+        "".join(
+            f"class L{i}(L{i - 1}, L{i - 2}):\n    def get_kv_cache_spec(self):\n"
+            "        return super().get_kv_cache_spec()\n"
+            for i in range(2, 4000)
+        ),
+    ],
+    ids=["a-loop-of-bases", "two-bearing-bases-each"],
+)
+def test_names_walked_through_thousands_of_classes_stop_at_the_census_budget(classes):
+    reader = _reader(f"class Mixin:\n    pass\nclass L0:\n    pass\nclass L1(L0):\n    pass\n{classes}")
+    started = time.monotonic()
+    with pytest.raises(BudgetExceeded):  # the index then says its cross-file analysis is incomplete
+        for i in range(3999, -1, -1):
+            reader._spec_method(f"L{i}")
+            reader._value(f"L{i}", "kind")
+    assert time.monotonic() - started < LIMIT_S  # minutes before (quadratic: 500 classes 2 s)

@@ -177,7 +177,7 @@ def read_census(
             by_module[relative] = classes_of(relative, data)
             for cls in by_module[relative]:
                 classes.setdefault(cls.name, []).append(cls)
-    reader = _Reader(classes, spec_classes)
+    reader = _Reader(classes, spec_classes, budget)
     roots = _spec_roots(texts, by_module)
     merges = settings_merges(texts, spec_classes)
     layers = reader.layer_classes(_flags(classes, roots), roots, frozenset().union(*(f for _, f in merges)))
@@ -286,10 +286,10 @@ def _spec_roots(texts: dict[str, bytes], by_module: dict[str, list[ClassText]]) 
 
 
 class _Reader:
-    def __init__(self, classes: dict[str, list[ClassText]], spec_classes: frozenset[str]):
+    def __init__(self, classes: dict[str, list[ClassText]], spec_classes: frozenset[str], budget: Budget | None = None):
         self.classes = classes
         self.spec_classes = spec_classes
-        self._ancestry = Ancestry(classes)  # each question read once per class name, from its bases' answers
+        self._ancestry = Ancestry(classes, budget)  # each question read once per class name, from its bases' answers
 
     def _spec_method(self, name: str) -> tuple[set[str], list[str]]:
         """(spec classes built, method texts read): the nearest `get_kv_cache_spec` in the bases, and the
