@@ -158,8 +158,8 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "a branching read for it changes what a call records (Built.varied, Built.specs) but no checkpoint, whose "
     "one spec class is the same either way",
     ("kvlint/analysis/census/merges.py", 126, "1 -> 2"): "a maxsplit: the part before the first `#` is the same",
-    ("kvlint/analysis/census/paths.py", 152, "1 -> 2"): "a maxsplit: the first line is the same",
-    ("kvlint/analysis/census/paths.py", 132, "4000 -> 4001"): "a bound on the text read for a filter, "
+    ("kvlint/analysis/census/paths.py", 185, "1 -> 2"): "a maxsplit: the first line is the same",
+    ("kvlint/analysis/census/paths.py", 165, "4000 -> 4001"): "a bound on the text read for a filter, "
     "against crafted modules: its size is a cost, not a decision",
     ("kvlint/analysis/census/built.py", 116, "if-branch never taken"): "a fast path: the product with what "
     "builds nothing (one empty alternative, no sites) is the other side, as the general case computes it",
@@ -226,12 +226,30 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "cycle, and nothing but annotations names them",
     ("kvlint/analysis/layer_mixes.py", 50, "if-branch never taken"): "a fast exit: a root has no parent or only "
     "a root, so the walk returns it too",
-    ("kvlint/analysis/census/paths.py", 148, "1 -> 2"): "only a value opening `{{` differs, a set of dicts "
+    ("kvlint/analysis/census/paths.py", 313, "1 -> 2"): "a maxsplit: the first line is the same",
+    ("kvlint/analysis/census/paths.py", 323, "False -> True"): "the classes held read again at every call: the "
+    "same set as when nothing changed",
+    ("kvlint/analysis/census/paths.py", 349, ">= -> >"): "an assignment starts at a word, never at a line's end "
+    "(its newline), where the last call's line ends",
+    ("kvlint/analysis/census/paths.py", 361, "> -> >="): "two finds of different characters never meet at one offset",
+    ("kvlint/analysis/census/paths.py", 370, "> -> >="): "at the line's start the blank read back is the newline "
+    "before it, and the window is cut at the line's start either way",
+    ("kvlint/analysis/census/paths.py", 370, "and -> or"): "blanks and word read back to the line's start (and "
+    "past it): the window is cut there, the whole line up to the name, as the reading before this one searched it",
+    ("kvlint/analysis/census/paths.py", 372, "4 -> 5"): "a window one character wider: `\\b` reads only the "
+    "character before `def`",
+    ("kvlint/analysis/census/ancestry.py", 30, "10000 -> 10001"): "a cost charged per class a walk reads: no "
+    "release walks, and a crafted module stops at the budget either way",
+    ("kvlint/analysis/census/ancestry.py", 125, "0 -> 1"): "the reach of a walk that found nothing, which no "
+    "composition reads (an answer with nothing found and not settled bears on nothing)",
+    ("kvlint/analysis/census/ancestry.py", 173, "> -> >="): "one settled base then walked instead of joined: the "
+    "walk gives the answer the join would",
+    ("kvlint/analysis/census/paths.py", 181, "1 -> 2"): "only a value opening `{{` differs, a set of dicts "
     "or a dict keyed by one: unhashable, no working code holds it",
-    ("kvlint/analysis/census/paths.py", 149, "> -> >="): "two finds of different characters never meet at one offset",
-    ("kvlint/analysis/census/paths.py", 150, "1 -> 2"): "one character more after the closing brace: no filter's "
+    ("kvlint/analysis/census/paths.py", 182, "> -> >="): "two finds of different characters never meet at one offset",
+    ("kvlint/analysis/census/paths.py", 183, "1 -> 2"): "one character more after the closing brace: no filter's "
     "`if … isinstance(` fits in it",
-    ("kvlint/analysis/census/paths.py", 169, "and -> or"): "a balanced argument that starts with `(` without ending "
+    ("kvlint/analysis/census/paths.py", 202, "and -> or"): "a balanced argument that starts with `(` without ending "
     "with `)` (or the reverse) keeps a bracket after either cut, so no name list is read either way",
     ("kvlint/analysis/census/constructor_shapes.py", 139, "if-branch never taken"): "a cache: what is read again "
     "of the same function's body is equal (the reads depend on nothing but the body)",
