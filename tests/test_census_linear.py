@@ -180,6 +180,10 @@ def test_the_statement_at_each_line():
         names.append(found.name if isinstance(found, ast.FunctionDef) else ast.unparse(found) if found else None)
     # The first statement on a line; the lines after a small statement no statement's; a definition to its next.
     assert names == [None, "x = 1", None, None, "f", "f", "f", "z = (1, 2)", "z = (1, 2)", None]
+    # A class asked for at a line no statement holds, or by another name, is none.
+    trees = ModuleTrees({"m.py": b"x = 1\n\nclass A:\n    class B:\n        pass\n"})
+    assert [trees.class_at("m.py", line, name) for line, name in [(2, "A"), (9, "A"), (3, "B")]] == [None] * 3
+    assert trees.class_at("m.py", 3, "A").name == "A" and trees.class_at("m.py", 4, "B").name == "B"
 
 
 def test_a_crafted_module_of_late_blocks_costs_linear_time():
