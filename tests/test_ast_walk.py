@@ -42,3 +42,15 @@ def test_a_functions_nodes_are_kept_and_a_class_is_walked_as_it_is_now():
     cls.body[1] = ast.parse("y = h(2)").body[0]
     assert [type(n).__name__ for n in walk(cls)] == [type(n).__name__ for n in ast.walk(cls)]
     assert any(isinstance(n, ast.Name) and n.id == "h" for n in walk(cls))
+
+
+def test_a_walked_function_is_not_kept_alive_by_its_nodes():
+    import gc
+    import weakref
+
+    function = ast.parse("def f(x):\n    return g(x) + 1\n").body[0]
+    assert len(list(walk(function))) == len(list(ast.walk(function)))
+    gone = weakref.ref(function)
+    del function
+    gc.collect()
+    assert gone() is None  # the kept nodes let the tree go with its scan

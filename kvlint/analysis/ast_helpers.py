@@ -6,6 +6,7 @@ import ast
 import weakref
 from collections import deque
 from collections.abc import Iterator
+from itertools import chain, islice
 from pathlib import Path
 
 from kvlint.filesystem import read_regular_file
@@ -82,10 +83,11 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
     thirds of its cost: its `iter_child_nodes` and `iter_fields` are generators called once per node, a third of
     the census's walking on vLLM 0.34.0. A function's nodes are listed once and kept."""
     if type(node) is ast.FunctionDef or type(node) is ast.AsyncFunctionDef:
-        found = _FUNCTION_NODES.get(node)
-        if found is None:
-            found = _FUNCTION_NODES[node] = list(_walked(node))
-        return iter(found)
+        below = _FUNCTION_NODES.get(node)
+        if below is None:
+            # The nodes below it only: a list holding the function itself would keep its weak key alive for good.
+            below = _FUNCTION_NODES[node] = tuple(islice(_walked(node), 1, None))
+        return chain((node,), below)
     return _walked(node)
 
 
