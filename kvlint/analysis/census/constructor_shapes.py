@@ -259,32 +259,24 @@ def passed_parameters(
     return frozenset(passed)
 
 
-# Per constructor: its `super().__init__(…)` call (asked once per class built, per model: one walk of the
-# constructor each time was a quarter of the census's walking on vLLM 0.29.0).
+# Per constructor: its `super().__init__(…)` call, found once (asked per class built, per model: a walk each time).
 _SUPER_CALLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def super_init_call(init: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Call | None:
     """The constructor's `super().__init__(…)` call, if it makes one."""
     if init not in _SUPER_CALLS:
-        _SUPER_CALLS[init] = _find_super_init_call(init)
+        _SUPER_CALLS[init] = next((node for node in walk(init) if _calls_super_init(node)), None)
     return _SUPER_CALLS[init]
 
 
-def _find_super_init_call(init: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Call | None:
-    return next(
-        (
-            node
-            for node in walk(init)
-            if isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "__init__"
-            and isinstance(node.func.value, ast.Call)
-            and isinstance(node.func.value.func, ast.Name)
-            and node.func.value.func.id == "super"
-        ),
-        None,
-    )
+def _calls_super_init(node: ast.AST) -> bool:
+    function = node.func if isinstance(node, ast.Call) else None
+    return isinstance(function, ast.Attribute) and function.attr == "__init__" and _is_super(function.value)
+
+
+def _is_super(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
 
 
 def constructor_bases(resolve_expr, relative: str, cls: ast.ClassDef, upward: ast.Call | None):
