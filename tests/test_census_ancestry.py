@@ -14,7 +14,7 @@ from kvlint.analysis.census.class_texts import ClassText, attribute_values, clas
 from kvlint.analysis.census.reading import _CALLED, _Reader
 
 SPECS = frozenset({"SpecA", "SpecB", "SpecC"})
-NAMES = [f"L{i}" for i in range(7)]
+NAMES = [f"L{i}" for i in range(10)]
 
 
 class _PlainWalk:
@@ -82,6 +82,8 @@ def _body(rng: random.Random) -> str:
         lines.append("    kind = compute()")
     elif kind < 0.55:
         lines.append(f"    def __init__(self):\n        self.kind = Kind.{rng.choice('XYZ')}")
+    elif kind < 0.65:  # a constant and a value set at run time: read on past it, with a value of its own
+        lines.append(f"    kind = Kind.{rng.choice('XYZ')}\n    def __init__(self):\n        self.kind = pick()")
     spec = rng.random()
     if spec < 0.3:
         lines.append(f"    def get_kv_cache_spec(self):\n        return {rng.choice(sorted(SPECS))}(1)")
@@ -105,7 +107,7 @@ def _body(rng: random.Random) -> str:
 
 def _module(rng: random.Random, loops: bool) -> str:
     parts = []
-    for _ in range(rng.randint(2, 10)):
+    for _ in range(rng.randint(2, 14)):
         index = rng.randrange(len(NAMES))
         # Mostly bases defined lower down the list (a hierarchy Python can build); with `loops`, any name.
         candidates = NAMES if loops else NAMES[:index]
@@ -127,7 +129,7 @@ def _module(rng: random.Random, loops: bool) -> str:
 def test_each_question_is_answered_as_one_walk_per_name_answered_it(loops):
     rng = random.Random(30 + loops)
     answered = 0
-    for _ in range(400):
+    for _ in range(1000):
         text = _module(rng, loops)
         classes: dict[str, list[ClassText]] = {}
         for cls in classes_of("m.py", text.encode()):
@@ -149,6 +151,9 @@ def test_two_bases_values_join_only_as_far_as_the_walk_reads():
         "class SettledFirst(Constant, Runtime):\n    pass\nclass RuntimeFirst(Runtime, Constant):\n    pass\n"
         "class RuntimeNearer(DeepConstant, Runtime):\n    pass\nclass SettledNearer(Constant, DeepRuntime):\n    pass\n"
         "class BothDeep(DeepConstant, DeepRuntime):\n    pass\nclass Own(Runtime, Constant):\n    kind = Kind.SWA\n"
+        "class MixedY:\n    kind = Kind.Y\n    def __init__(self):\n        self.kind = pick()\n"
+        "class MixedZ:\n    kind = Kind.Z\n    def __init__(self):\n        self.kind = pick()\n"
+        "class DeepMixedZ(MixedZ):\n    pass\nclass Three(DeepConstant, MixedY, DeepMixedZ):\n    pass\n"
     )
     classes: dict[str, list[ClassText]] = {}
     for cls in classes_of("m.py", text.encode()):
@@ -161,6 +166,7 @@ def test_two_bases_values_join_only_as_far_as_the_walk_reads():
         "SettledNearer": "FULL",
         "BothDeep": "FULL",  # both at two bases from it: the walk reaches Constant first
         "Own": "SWA",
+        "Three": "?|FULL|Y",  # MixedY is read before Constant settles it; MixedZ, as far as Constant, is not
     }
     assert {name: reader._value(name, "kind") for name in expected} == expected
     assert {name: plain.value(name, "kind") for name in expected} == expected
