@@ -238,11 +238,11 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "past it): the window is cut there, the whole line up to the name, as the reading before this one searched it",
     ("kvlint/analysis/census/paths.py", 372, "4 -> 5"): "a window one character wider: `\\b` reads only the "
     "character before `def`",
-    ("kvlint/analysis/census/ancestry.py", 30, "10000 -> 10001"): "a cost charged per class a walk reads: no "
+    ("kvlint/analysis/census/ancestry.py", 31, "10000 -> 10001"): "a cost charged per class a walk reads: no "
     "release walks, and a crafted module stops at the budget either way",
-    ("kvlint/analysis/census/ancestry.py", 125, "0 -> 1"): "the reach of a walk that found nothing, which no "
+    ("kvlint/analysis/census/ancestry.py", 126, "0 -> 1"): "the reach of a walk that found nothing, which no "
     "composition reads (an answer with nothing found and not settled bears on nothing)",
-    ("kvlint/analysis/census/ancestry.py", 173, "> -> >="): "one settled base then walked instead of joined: the "
+    ("kvlint/analysis/census/ancestry.py", 174, "> -> >="): "one settled base then walked instead of joined: the "
     "walk gives the answer the join would",
     ("kvlint/analysis/census/paths.py", 181, "1 -> 2"): "only a value opening `{{` differs, a set of dicts "
     "or a dict keyed by one: unhashable, no working code holds it",
