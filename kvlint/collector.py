@@ -9,12 +9,32 @@ scan's CPU time on vLLM 0.34.0 (20.2 s → 16.6 s with it off). Collecting the y
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 THRESHOLDS = (100_000, 1_000, 1_000)
 
 
 def tune_collector() -> None:
     gc.set_threshold(*THRESHOLDS)
+
+
+@contextmanager
+def paused_while_building() -> Iterator[None]:
+    """The collector paused while a tree's index is built, and what the build keeps moved out of its reach after.
+
+    The build makes millions of `ast` nodes that outlive it and no cycles (nested functions that call themselves,
+    `ast.dump`'s among them, are kept out of the analysis for this: tests/test_collector.py), so the collections
+    it would trigger walk live nodes only: 0.4 s of a cold scan of vLLM 0.34.0. Frozen after, the index is not
+    walked by a later collection either; a cycle left by the build would stay for the process's life."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
 
 
 def freeze_before_fork() -> None:

@@ -22,6 +22,17 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
+def shape(node: object) -> object:
+    """A hashable key of a node's structure: equal for two nodes exactly when `ast.dump` (without positions) is.
+    `ast.dump` makes a nested function that calls itself, a reference cycle per call, and the index is built
+    with the collector paused (kvlint.collector)."""
+    if isinstance(node, ast.AST):
+        return (type(node).__name__, *(shape(getattr(node, field, None)) for field in node._fields))
+    if isinstance(node, list):
+        return tuple(shape(item) for item in node)
+    return repr(node)  # a constant: 1, 1.0 and True differ, as in ast.dump
+
+
 def base_name(node: ast.expr) -> str | None:
     """The last name of a class reference: `Spec`, `module.Spec` and `Generic[T]` give `Spec`/`Generic`."""
     if isinstance(node, ast.Name):

@@ -217,8 +217,10 @@ def _build_index(
     texts standing in for some of the tree's files (a fix not written: kvlint.scan.fixed_index); `earlier`:
     the kept index of this tree before a change (its census is reused when its inputs did not change)."""
     from kvlint.analysis.tree_index import build_tree_index
+    from kvlint.collector import paused_while_building
 
-    return build_tree_index(root, scheduler_only_paths, could_matter_files, overlay=overlay, earlier=earlier)
+    with paused_while_building():
+        return build_tree_index(root, scheduler_only_paths, could_matter_files, overlay=overlay, earlier=earlier)
 
 
 def _digests_from_data(data: object) -> IndexDigests | None:

@@ -8,7 +8,7 @@ import ast
 import weakref
 from collections import Counter
 
-from kvlint.analysis.ast_helpers import walk
+from kvlint.analysis.ast_helpers import shape, walk
 from kvlint.analysis.census.skeletons import method_of
 
 # `current_platform.is_X()` on the default platform (CUDA): what vLLM's own CI and most users run.
@@ -368,12 +368,12 @@ def per_layer_call(call: ast.Call, positions: frozenset[str]) -> bool:
     return bool(positions) and any(per_layer_test(value, positions) for value in given)
 
 
-def differing_keywords(body: list[ast.stmt], orelse: list[ast.stmt]) -> frozenset[tuple[str, str]]:
+def differing_keywords(body: list[ast.stmt], orelse: list[ast.stmt]) -> frozenset[tuple[object, str]]:
     """(callee, keyword) for each keyword that the calls of one callee in the two ways of an `if` give apart
     values (MiMo-V2: `MiMoV2Attention(sliding_window_size=config.sliding_window_size)` on its compressed-softmax
     layers, `=-1` on the others): the branch chooses that value, so it is per layer when the branch is."""
     left, right = _keyword_values(body), _keyword_values(orelse)
-    differ: set[tuple[str, str]] = set()
+    differ: set[tuple[object, str]] = set()
     for callee in left.keys() & right.keys():
         for one in left[callee]:
             for other in right[callee]:
@@ -381,13 +381,13 @@ def differing_keywords(body: list[ast.stmt], orelse: list[ast.stmt]) -> frozense
     return frozenset(differ)
 
 
-def _keyword_values(statements: list[ast.stmt]) -> dict[str, list[dict[str, str]]]:
-    found: dict[str, list[dict[str, str]]] = {}
+def _keyword_values(statements: list[ast.stmt]) -> dict[object, list[dict[str, object]]]:
+    found: dict[object, list[dict[str, object]]] = {}
     for statement in statements:
         for node in walk(statement):
             if isinstance(node, ast.Call):
-                values = {k.arg: ast.dump(k.value) for k in node.keywords if k.arg}
-                found.setdefault(ast.dump(node.func), []).append(values)
+                values = {k.arg: shape(k.value) for k in node.keywords if k.arg}
+                found.setdefault(shape(node.func), []).append(values)
     return found
 
 

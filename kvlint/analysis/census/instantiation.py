@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 
+from kvlint.analysis.ast_helpers import shape
 from kvlint.analysis.census.budget import Budget, BudgetExceeded
 from kvlint.analysis.census.built import NOTHING as _NOTHING
 from kvlint.analysis.census.built import Built, layer_built, referenced, varied_by_call
@@ -75,7 +76,7 @@ class Program(Resolver):
         self._position_names: dict[tuple[int, frozenset[str]], tuple[ast.AST, frozenset[str]]] = {}
         # The parameters each constructor being followed was given a value (innermost last).
         self._passed: list[frozenset[str]] = []
-        self._apart: list[frozenset[tuple[str, str]]] = []  # per enclosing `if`: constructor_shapes.differing_keywords
+        self._apart: list[frozenset[tuple[object, str]]] = []  # per enclosing `if`: constructor_shapes.differing_keywords
 
     def of_class(self, relative: str, cls: ast.ClassDef, site: str = "", passed: frozenset[str] | None = None) -> Built:
         """The layer classes an instance of `cls` builds: itself when it is a layer (built at `site`, the
@@ -342,7 +343,7 @@ class Program(Resolver):
             init = method(target, "__init__")  # type: ignore[arg-type]
             passed = passed_parameters(call, init, positions) | constant_arguments(call, init)
             if any(self._apart):
-                callee = ast.dump(func)
+                callee = shape(func)
                 passed |= {k + PER_LAYER for apart in self._apart for c, k in apart if c == callee}
             return _product(built, self.of_class(module, target, site(relative, call), passed))  # type: ignore[arg-type]
         if kind == "function":

@@ -312,34 +312,34 @@ class Evaluator:
     def comprehension(self, node, env: dict, frame: Frame) -> list | None:
         """Element values, or None when the iteration is not exactly known (sites are still reached)."""
         results: list = []
+        return results if self._generate(node, 0, dict(env), frame, results) else None
+
+    def _generate(self, node, index: int, scope: dict, frame: Frame, results: list) -> bool:
+        """Appends the elements the generators from `index` on give; False where their iteration is not exactly
+        known. (A method: a nested function calling itself is a reference cycle, and the collector is paused.)"""
+        if index == len(node.generators):
+            results.append(self.eval(node.elt, scope, frame))
+            return True
         exact = True
-
-        def run(index: int, scope: dict) -> None:
-            nonlocal exact
-            if index == len(node.generators):
-                results.append(self.eval(node.elt, scope, frame))
-                return
-            generator = node.generators[index]
-            iterable = self.eval(generator.iter, scope, frame)
-            items = self.items(iterable)
-            if isinstance(iterable, Groups) or not items:
-                exact = False  # one representative group, or nothing known
-                items = items or [UNKNOWN]
-            for item in items:
-                inner = dict(scope)
-                self.assign(generator.target, item, inner)
-                keep = True
-                for condition in generator.ifs:
-                    decided = truth(self.eval(condition, inner, frame))
-                    if decided is False:
-                        keep = False
-                    elif decided is None:
-                        exact = False
-                if keep:
-                    run(index + 1, inner)
-
-        run(0, dict(env))
-        return results if exact else None
+        generator = node.generators[index]
+        iterable = self.eval(generator.iter, scope, frame)
+        items = self.items(iterable)
+        if isinstance(iterable, Groups) or not items:
+            exact = False  # one representative group, or nothing known
+            items = items or [UNKNOWN]
+        for item in items:
+            inner = dict(scope)
+            self.assign(generator.target, item, inner)
+            keep = True
+            for condition in generator.ifs:
+                decided = truth(self.eval(condition, inner, frame))
+                if decided is False:
+                    keep = False
+                elif decided is None:
+                    exact = False
+            if keep:
+                exact = self._generate(node, index + 1, inner, frame, results) and exact
+        return exact
 
     def _call(self, node: ast.Call, env: dict, frame: Frame):
         func = node.func

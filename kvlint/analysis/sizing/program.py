@@ -106,16 +106,15 @@ class Program:
         return preferred[0] if len(preferred) == 1 else None
 
     def mro(self, name: str) -> list[str]:
+        """`name` and its bases, depth first, each once (a stack, not a nested function calling itself: that is a
+        reference cycle, and the index is built with the collector paused, kvlint.collector)."""
         order: list[str] = []
-
-        def visit(current: str) -> None:
-            if current in order:
-                return
-            order.append(current)
-            for base in self.hierarchy.bases.get(current, ()):
-                visit(base)
-
-        visit(name)
+        stack = [name]
+        while stack:
+            current = stack.pop()
+            if current not in order:
+                order.append(current)
+                stack.extend(reversed(self.hierarchy.bases.get(current, ())))
         return order
 
 

@@ -8,6 +8,7 @@ with, what the class's `__post_init__` sets with `object.__setattr__`, a propert
 from __future__ import annotations
 
 import ast
+import weakref
 from typing import TYPE_CHECKING
 
 from kvlint.analysis.ast_helpers import dotted, field_default
@@ -22,7 +23,8 @@ _NOT_INSTANCE_METHODS = ("classmethod", "staticmethod")
 
 class SpecMembers:
     def __init__(self, evaluator: Evaluator):
-        self.evaluator = evaluator
+        # A proxy: the evaluator holds this object, and a cycle would outlive the index build (kvlint.collector).
+        self.evaluator = weakref.proxy(evaluator)
         self.program = evaluator.program
         self._attribute_guard: set[tuple[int, str]] = set()  # attributes being computed: a cycle is UNKNOWN
         self._post_init_sets: dict[tuple[str, str], tuple | None] = {}
