@@ -31,6 +31,7 @@ from kvlint.analysis.tree_root import find_tree_root
 from kvlint.analysis.vocabulary import (
     DEFAULT_SCHEDULER_ONLY_PATHS,
 )
+from kvlint.collector import paused_while_building
 from kvlint.filesystem import read_regular_file
 from kvlint.scan.apart import run_apart
 from kvlint.scan.cache_codec import CodecError, index_from_data, index_to_data
@@ -217,7 +218,6 @@ def _build_index(
     texts standing in for some of the tree's files (a fix not written: kvlint.scan.fixed_index); `earlier`:
     the kept index of this tree before a change (its census is reused when its inputs did not change)."""
     from kvlint.analysis.tree_index import build_tree_index
-    from kvlint.collector import paused_while_building
 
     with paused_while_building():
         return build_tree_index(root, scheduler_only_paths, could_matter_files, overlay=overlay, earlier=earlier)

@@ -76,7 +76,8 @@ class Program(Resolver):
         self._position_names: dict[tuple[int, frozenset[str]], tuple[ast.AST, frozenset[str]]] = {}
         # The parameters each constructor being followed was given a value (innermost last).
         self._passed: list[frozenset[str]] = []
-        self._apart: list[frozenset[tuple[object, str]]] = []  # per enclosing `if`: constructor_shapes.differing_keywords
+        # Per enclosing `if`: (callee's shape, keyword) given apart values (constructor_shapes.differing_keywords).
+        self._apart: list[frozenset[tuple[object, str]]] = []
 
     def of_class(self, relative: str, cls: ast.ClassDef, site: str = "", passed: frozenset[str] | None = None) -> Built:
         """The layer classes an instance of `cls` builds: itself when it is a layer (built at `site`, the
