@@ -37,6 +37,21 @@ def paused_while_building() -> Iterator[None]:
             gc.enable()
 
 
+@contextmanager
+def paused_for_one_file() -> Iterator[None]:
+    """The collector paused while one file is linted. Its syntax trees live until the lint ends and are then freed
+    by reference counting: a collection during it would walk live nodes only (0.3 s of a `-j 1` scan of vLLM
+    0.34.0). A file with a finding leaves a few cycles (a rule's fix refers to the rule): they count towards the
+    next collection, which frees them once the collector is back."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def freeze_before_fork() -> None:
     """Move every object alive now out of the collector's reach before worker processes fork: a collection in
     a worker would otherwise write to each inherited object's header and copy its page (the index, shared

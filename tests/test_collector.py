@@ -17,8 +17,10 @@ from kvlint.analysis.census.constructor_shapes import differing_keywords
 from kvlint.analysis.hierarchy import hierarchy_of_source
 from kvlint.analysis.sizing.program import Program
 from kvlint.analysis.tree_index import build_tree_index
-from kvlint.collector import paused_while_building
-from tests.mini_vllm import MINI_VLLM, write_tree
+from kvlint.collector import paused_for_one_file, paused_while_building
+from kvlint.engine.lint import LintRequest, lint_bytes
+from kvlint.engine.registry import all_rules
+from tests.mini_vllm import CONFIG_PATH, MINI_VLLM, write_tree
 from tests.test_platform_reach import cpu_tree
 
 KVLINT = Path(__file__).resolve().parent.parent / "kvlint"
@@ -57,6 +59,17 @@ def test_building_the_mini_vllms_index_leaves_no_cycle(tmp_path):
     tree = write_tree(tmp_path / "mini", MINI_VLLM)
     index, garbage = cyclic_garbage(lambda: build_tree_index(tree))
     assert index.sizing is not None and index.sizing.paths
+    assert garbage == [], kinds(garbage)
+
+
+def test_linting_a_file_with_findings_and_fixes_leaves_no_cycle(tmp_path):
+    """A file's lint runs with the collector paused (kvlint.scan.jobs): its trees must go by reference counting."""
+    tree = write_tree(tmp_path / "mini", MINI_VLLM)
+    request = LintRequest(CONFIG_PATH, CONFIG_PATH, build_tree_index(tree), all_rules())
+    data = (tree / CONFIG_PATH).read_bytes()
+    lint_bytes(request, data)  # the first lint makes what is made once (classes, caches): cycles that stay
+    result, garbage = cyclic_garbage(lambda: lint_bytes(request, data))
+    assert "KV102" in {f.code for f in result.findings} and any(f.fix for f in result.findings)
     assert garbage == [], kinds(garbage)
 
 
@@ -147,14 +160,17 @@ def test_the_collector_is_paused_while_building_and_what_was_built_is_frozen():
     assert kept
 
 
-def test_a_failed_build_leaves_the_collector_as_it_was():
+@pytest.mark.parametrize("paused", [paused_while_building, paused_for_one_file])
+def test_a_failed_build_or_lint_leaves_the_collector_as_it_was(paused):
     gc.disable()
     try:
-        with pytest.raises(ValueError), paused_while_building():
-            raise ValueError("build failed")
+        with pytest.raises(ValueError), paused():
+            raise ValueError("failed")
         assert not gc.isenabled()  # a caller that paused it keeps it paused
     finally:
         gc.enable()
-    with pytest.raises(ValueError), paused_while_building():
-        raise ValueError("build failed")
+    with pytest.raises(ValueError), paused():
+        assert not gc.isenabled()
+        raise ValueError("failed")
     assert gc.isenabled()
+    gc.unfreeze()

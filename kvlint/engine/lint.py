@@ -147,6 +147,7 @@ def _rule_findings(request: LintRequest, text: str):
     walk_batched(wrapper, [rule(context) for rule in visitors], shape)
     findings = [pending.rule.finding_for(pending) for pending in context.pending]
     holders = {a for p in context.pending for a in _ancestors(p.node, shape.parents) if isinstance(a, cst.FunctionDef)}
+    context.pending.clear()  # each refers to its rule, which refers to the context: freed without the collector
     return findings, lambda: function_spans(module, context.position, holders), pre.tree
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvlint.collector import freeze_before_fork, return_free_memory, tune_collector
+from kvlint.collector import freeze_before_fork, paused_for_one_file, return_free_memory, tune_collector
 from kvlint.engine.registry import rules_for_codes
 from kvlint.scan.config import Config
 from kvlint.scan.files import is_excluded
@@ -127,7 +127,8 @@ def lint_unfiltered(state: WorkerState, job: Job) -> FileResult:
     """Lint one file's bytes, a KV000 the scan did not select included (`fix` reads the findings as they are)."""
     from kvlint.engine.lint import lint_bytes
 
-    return lint_bytes(request_for(job, state), job.data)
+    with paused_for_one_file():
+        return lint_bytes(request_for(job, state), job.data)
 
 
 def lint_job(state: WorkerState, job: Job) -> FileResult:
