@@ -10,7 +10,7 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("kvlint/analysis/census/may_build.py", 119, "1 -> 2"): "the sieve then follows a submodule's submodules "
     "too (an empty module's first line): it says 'could' more often, never less; the walk decides, the census "
     "is the same",
-    ("kvlint/analysis/census/instantiation.py", 286, "if-branch never taken"): "a fast exit: a class the sieve "
+    ("kvlint/analysis/census/instantiation.py", 288, "if-branch never taken"): "a fast exit: a class the sieve "
     "says builds no layer, walked, builds none (may_build reads a superset of what the walk reads)",
     (
         "kvlint/analysis/census/may_build.py",
@@ -169,25 +169,25 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "each class's joined site is the same either way",
     ("kvlint/analysis/census/built.py", 116, "or -> and"): "the fast path then taken only when both sides build "
     "nothing, and the general case gives the same otherwise",
-    ("kvlint/analysis/census/instantiation.py", 132, "if-branch never taken"): "a guard never taken: every "
+    ("kvlint/analysis/census/instantiation.py", 134, "if-branch never taken"): "a guard never taken: every "
     "function the census follows is reached from a class's constructor (model_layers starts at the model's "
     "class), so an instance is on the stack",
-    ("kvlint/analysis/census/instantiation.py", 200, "if-branch never taken"): "a guard never taken: a branch "
+    ("kvlint/analysis/census/instantiation.py", 202, "if-branch never taken"): "a guard never taken: a branch "
     "test is read only in the body of a function the census follows, which is on the stack",
-    ("kvlint/analysis/census/instantiation.py", 201, "False -> True"): "the line under the guard of line 254, "
+    ("kvlint/analysis/census/instantiation.py", 203, "False -> True"): "the line under the guard of line 254, "
     "which never runs",
     ("kvlint/analysis/census/resolution.py", 103, "if-branch never taken"): "a cache: a name resolved again "
     "(the memo of `resolve`) resolves to the same through `binding_expr`",
     ("kvlint/analysis/census/resolution.py", 47, "if-branch never taken"): "a cache: the bindings read "
     "again are the same",
-    ("kvlint/analysis/census/instantiation.py", 102, "if-branch never taken"): "a cache: the constructor "
+    ("kvlint/analysis/census/instantiation.py", 104, "if-branch never taken"): "a cache: the constructor "
     "read again builds the same (only the budget, not the answer, tells)",
-    ("kvlint/analysis/census/instantiation.py", 161, "if-branch never taken"): "a cache, as for constructors",
-    ("kvlint/analysis/census/instantiation.py", 284, "if-branch never taken"): "a fast path: `resolve_expr` "
+    ("kvlint/analysis/census/instantiation.py", 163, "if-branch never taken"): "a cache, as for constructors",
+    ("kvlint/analysis/census/instantiation.py", 286, "if-branch never taken"): "a fast path: `resolve_expr` "
     "resolves no attribute of anything but a name, so the reference builds nothing either way",
-    ("kvlint/analysis/census/instantiation.py", 270, "if-branch never taken"): "a lambda read as any other "
+    ("kvlint/analysis/census/instantiation.py", 272, "if-branch never taken"): "a lambda read as any other "
     "expression visits the same child, its body (its defaults are read by neither)",
-    ("kvlint/analysis/census/instantiation.py", 155, "1000 -> 1001"): "what one constructor costs the "
+    ("kvlint/analysis/census/instantiation.py", 157, "1000 -> 1001"): "what one constructor costs the "
     "budget: a unit, not a decision (the budget's own tests bound it)",
     ("rules/_fix_scope.py", 90, "1 -> 2"): "a binding of the name other than the helper's own import counted "
     "twice: only whether every binding is the meant one (`bindings == meant`) decides, and each other binding "
