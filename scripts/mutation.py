@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # The code that decides what is an error and whether a fix is safe (issue 31).
 CORE = (
     "kvlint/analysis/census",
+    "kvlint/analysis/census_selection.py",
     "kvlint/analysis/layer_mixes.py",
     "kvlint/analysis/construction_sites.py",
     "kvlint/analysis/flow/provenance.py",

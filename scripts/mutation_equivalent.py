@@ -142,19 +142,19 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "composition it builds sets `alone` from its checkpoint",
     ("kvlint/analysis/census/compositions.py", 84, "0 -> 1"): "a composition always has layers: the default of "
     "an empty max is never read",
-    ("kvlint/analysis/census/reading.py", 81, "0 -> 1"): "every line counted one later: a fingerprint is compared "
+    ("kvlint/analysis/census_selection.py", 46, "0 -> 1"): "every line counted one later: a fingerprint is compared "
     "only with another made by the same code, which tells the same changes apart",
-    ("kvlint/analysis/census/reading.py", 85, "16 -> 17"): "the fingerprint's length: a longer prefix of the "
+    ("kvlint/analysis/census_selection.py", 50, "16 -> 17"): "the fingerprint's length: a longer prefix of the "
     "same digest tells the same changes apart",
-    ("kvlint/analysis/census/reading.py", 271, "if-branch never taken"): "a fast path: a module without the "
+    ("kvlint/analysis/census/reading.py", 230, "if-branch never taken"): "a fast path: a module without the "
     "words has no match of the method's pattern either",
-    ("kvlint/analysis/census/reading.py", 274, "1 -> 2"): "every definition's line one later: no class "
+    ("kvlint/analysis/census/reading.py", 233, "1 -> 2"): "every definition's line one later: no class "
     "statement shares a line with the def it holds, so `c.line < line` picks the same classes",
-    ("kvlint/analysis/census/reading.py", 277, "< -> <="): "no class statement shares a line with the def it "
+    ("kvlint/analysis/census/reading.py", 236, "< -> <="): "no class statement shares a line with the def it "
     "holds: `c.line <= line` picks the same classes",
-    ("kvlint/analysis/census/reading.py", 115, "False -> True"): "a default the census never uses: its one "
+    ("kvlint/analysis/census/reading.py", 74, "False -> True"): "a default the census never uses: its one "
     "construction of Model passes `built.merged`",
-    ("kvlint/analysis/census/reading.py", 304, "> -> >="): "a layer of one spec class has nothing to choose: "
+    ("kvlint/analysis/census/reading.py", 263, "> -> >="): "a layer of one spec class has nothing to choose: "
     "a branching read for it changes what a call records (Built.varied, Built.specs) but no checkpoint, whose "
     "one spec class is the same either way",
     ("kvlint/analysis/census/merges.py", 126, "1 -> 2"): "a maxsplit: the part before the first `#` is the same",

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvlint.analysis.census.reading import _registry, census_words
+from kvlint.analysis.census.reading import _registry
+from kvlint.analysis.census_selection import census_words
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,8 @@ import hashlib
 from pathlib import Path
 
 from kvlint.analysis.hierarchy import SpecHierarchy
-from kvlint.analysis.platform_reach import PLATFORMS_DIR
 from kvlint.analysis.tree_files import TreeFiles, python_files
+from kvlint.analysis.vocabulary import PLATFORMS_DIR
 
 
 def census_inputs_digest(census_texts: dict[str, bytes], files: TreeFiles, hierarchy: SpecHierarchy) -> str:

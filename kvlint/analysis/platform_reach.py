@@ -31,8 +31,8 @@ from kvlint.analysis.census.parsing import ModuleTrees
 from kvlint.analysis.census.reading import Census
 from kvlint.analysis.platform_flags import judged, passed_flags, site_flags
 from kvlint.analysis.tree_files import TreeFiles
+from kvlint.analysis.vocabulary import PLATFORMS_DIR
 
-PLATFORMS_DIR = "vllm/platforms"
 _NOT_PLATFORMS = frozenset({"__init__", "interface"})
 _DOTTED_CLASS = re.compile(r"^vllm(?:\.\w+)+\.[A-Z]\w*$")
 

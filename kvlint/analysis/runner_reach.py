@@ -17,14 +17,9 @@ import re
 from posixpath import dirname
 
 from kvlint.analysis.census.parsing import parsed
+from kvlint.analysis.vocabulary import WORKERS_DIR, is_worker_module
 
-WORKERS_DIR = "vllm/v1/worker"
-_WORKER_MODULE = re.compile(r"^vllm/v1/worker/\w*worker\.py$")
 _SETTING = re.compile(r"\buse_\w+")
-
-
-def is_worker_module(relative: str) -> bool:
-    return _WORKER_MODULE.match(relative) is not None
 
 
 def read_runner_selection(texts: dict[str, bytes]) -> tuple[tuple[str, str, str], ...]:

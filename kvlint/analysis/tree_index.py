@@ -14,9 +14,10 @@ from kvlint.analysis.census.budget import Budget, BudgetExceeded
 from kvlint.analysis.census.compositions import ContainerComposition, compose
 from kvlint.analysis.census.parsing import ModuleTrees
 from kvlint.analysis.census.paths import read_grouping_paths
-from kvlint.analysis.census.reading import Census, could_shape_census, read_census
+from kvlint.analysis.census.reading import Census, read_census
 from kvlint.analysis.census.uniformity import uniform_bases
 from kvlint.analysis.census_inputs import census_inputs_digest
+from kvlint.analysis.census_selection import could_shape_census
 from kvlint.analysis.construction_sites import ModuleSites, read_construction_sites
 from kvlint.analysis.containers import ContainerReachability, container_reachability
 from kvlint.analysis.flow.consumers import scheduler_consumed_members
@@ -25,7 +26,7 @@ from kvlint.analysis.kind_table import KindTable, table_from_hierarchy, table_fr
 from kvlint.analysis.platform_reach import PlatformReach, read_platform_reach
 from kvlint.analysis.plugin_roles import TreeRoles, read_tree_roles
 from kvlint.analysis.resolver import clears_dcp_sharded, find_resolver, read_resolver_rule
-from kvlint.analysis.runner_reach import is_worker_module, read_runner_selection
+from kvlint.analysis.runner_reach import read_runner_selection
 from kvlint.analysis.sizing.matrix import build_sizing_analysis
 from kvlint.analysis.sizing.program import could_size
 from kvlint.analysis.sizing.results import SizingAnalysis
@@ -40,6 +41,7 @@ from kvlint.analysis.vocabulary import (
     could_construct,
     could_consume,
     could_shape_roles,
+    is_worker_module,
 )
 
 

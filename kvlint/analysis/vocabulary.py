@@ -16,6 +16,9 @@ RESOLVER_NAME = "resolve_dcp_kv_block_size"  # the shared resolver (vLLM 0.29.0+
 RESOLVER_HOME = "vllm/v1/core/kv_cache_utils.py"  # where upstream defines it; searched first, then the tree
 SCHEDULER_REFERENCE = "resolve_kv_cache_block_sizes"  # the scheduler's own sizing path
 MANAGER_FACTORY = "get_manager_for_kv_cache_spec"  # how the coordinator builds each group's KV cache manager
+PLATFORMS_DIR = "vllm/platforms"  # one module per platform: what each refuses (kvlint.analysis.platform_reach)
+WORKERS_DIR = "vllm/v1/worker"  # the workers, which select their model runner (kvlint.analysis.runner_reach)
+_WORKER_MODULE = re.compile(r"^vllm/v1/worker/\w*worker\.py$")
 SPEC_ROOT = "KVCacheSpec"
 ATTENTION_ROOT = "AttentionSpec"
 CONTAINER_CLASS = "UniformTypeKVCacheSpecs"
@@ -23,6 +26,11 @@ CONTAINER_CLASS = "UniformTypeKVCacheSpecs"
 GROUP_LIST_ATTRIBUTES = frozenset({"kv_cache_groups", "transfer_groups"})
 # Calls that hand back per-layer specs: their results are never containers.
 LAYER_ITERATORS = frozenset({"iter_layer_specs"})
+
+
+def is_worker_module(relative: str) -> bool:
+    return _WORKER_MODULE.match(relative) is not None
+
 
 # -- DCP sizes -------------------------------------------------------------------------------------
 

@@ -13,11 +13,13 @@ from kvlint.analysis.tree_files import is_hidden
 from kvlint.analysis.vocabulary import (
     DCP_WORDS,
     INTERFACE_MODULE,
+    PLATFORMS_DIR,
     RESOLVER_HOME,
     RESOLVER_NAME,
     could_construct,
     could_consume,
     could_shape_roles,
+    is_worker_module,
 )
 from kvlint.filesystem import read_regular_file, walk_python
 from kvlint.scan.storage import FileStat, content_digest, trusted_stat
@@ -29,10 +31,8 @@ def could_matter(relative: str, data: bytes) -> bool | str:
     """Whether a change to this file of the tree could change its TreeIndex: True (any change), False (none),
     or, for a model or layer module the census selects by its folder, the fingerprint of what the census
     reads in it (kvlint.analysis.census): only a change of that fingerprint matters."""
-    # The census' readers only when a file changed: a warm scan never loads them (a third of its imports).
-    from kvlint.analysis.census.reading import census_fingerprint, census_words, could_shape_census
-    from kvlint.analysis.platform_reach import PLATFORMS_DIR
-    from kvlint.analysis.runner_reach import is_worker_module
+    # Only when a file changed: a warm scan never loads them.
+    from kvlint.analysis.census_selection import census_fingerprint, census_words, could_shape_census
 
     if relative in (INTERFACE_MODULE, RESOLVER_HOME) or any(word in data for word in INDEX_WORDS):
         return True

@@ -10,8 +10,9 @@ grouping path, by default or under which setting — the one answer to that ques
 """
 
 from kvlint.analysis.census.compositions import DEFAULT, ContainerComposition, compose
-from kvlint.analysis.census.reading import Census, LayerClass, Model, could_shape_census, read_census
+from kvlint.analysis.census.reading import Census, LayerClass, Model, read_census
 from kvlint.analysis.census.uniformity import uniform_bases
+from kvlint.analysis.census_selection import could_shape_census
 
 __all__ = [
     "DEFAULT",

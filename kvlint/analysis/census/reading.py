@@ -14,7 +14,6 @@ module's layers too); a layer whose spec or backend cannot be read is kept with 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from bisect import bisect_left
 from dataclasses import dataclass, replace
@@ -30,17 +29,6 @@ from kvlint.analysis.census.merges import settings_merges, written_setting
 from kvlint.analysis.census.parsing import ModuleTrees
 from kvlint.analysis.census.spec_branches import SpecBranching, spec_branching
 
-# Text that selects a module for the census (the project cache rebuilds the index when such a file changes).
-_WORDS = (
-    b"get_kv_cache_spec",
-    b"supported_kv_cache_layouts",
-    b"is_block_outermost",
-    b".from_specs(",  # the grouping paths (kvlint.analysis.census.paths)
-    b"uniform_type_base_spec",  # the spec registry (kvlint.analysis.census.compositions)
-    b"mamba_page_size_padded",
-    b"def merge(",  # the spec classes' merges (kvlint.analysis.census.merges)  # the platform's page alignment of hybrid models (kvlint.analysis.census.layouts)
-)
-_MODEL_DIRS = ("/models/", "/layers/")
 # No pattern of the census has two unbounded quantifiers side by side over characters both accept: each
 # would backtrack over the other on a crafted module (issue 27 item 2). `^[ \t]*`, never `^\s*`, which
 # crosses blank lines from every line start.
@@ -53,36 +41,7 @@ _DRAFT_TABLE = re.compile(r"SPECULATIVE|DRAFT", re.IGNORECASE)
 # but generate no tokens, so a maintainer reads a connector's or offloader's witness among them as far-fetched.
 _POOLING_TABLE = re.compile(r"EMBEDDING|POOLING|LATE_INTERACTION|CLASSIFICATION|REWARD|SCORING|CROSS_ENCODER", re.I)
 _CALLED = re.compile(r"\b([A-Z]\w*)\s*\(")
-_NAMED_BYTES = re.compile(rb"\b[A-Z]\w*|\b[a-z_]\w*[ \t]*[(=]|\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'")
 _KEYWORD_FROM_SELF = re.compile(r"\b(\w+)\s*=\s*self\.(\w+)\b(?!\s*\()")
-
-
-def could_shape_census(relative: str, data: bytes) -> bool:
-    return any(part in relative for part in _MODEL_DIRS) or any(word in data for word in _WORDS)
-
-
-def census_words(data: bytes) -> bool:
-    """A module the census reads in full (a layer's spec, a backend's layouts, the grouping code)."""
-    return any(word in data for word in _WORDS)
-
-
-_SHAPE_LINES = re.compile(
-    rb"^[ \t]*(?:class[ \t].*|(?:from|import)[ \t].*|def[ \t]+\w+.*|return[ \t]+[\w.]+[ \t]*)$"
-    rb"|self\.\w+[ \t]*(?::[^=\n]{1,200})?=(?!=)|^[ \t]+\w+[ \t]*(?::[^=\n]{1,200})?=[ \t]*(?:True|False|None)\b",
-    re.MULTILINE,
-)
-
-
-def census_fingerprint(data: bytes) -> str:
-    """What the census reads of a model or layer module it selects by path alone, each at its line (it names sites
-    by it): class, import and def lines, constant returns and assignments, every class name, call, keyword, string."""
-    digest = hashlib.sha256()
-    for pattern in (_SHAPE_LINES, _NAMED_BYTES):
-        line = start = 0  # the line of each match, counted on from the last one: one pass per pattern
-        for match in pattern.finditer(data):
-            line, start = line + data.count(b"\n", start, match.start()), match.start()
-            digest.update(b"%d:%s\n" % (line, match.group().strip()))
-    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True)
