@@ -104,3 +104,71 @@ def test_a_damaged_kept_index_is_rebuilt_whole(tmp_path, damage):
     )
     second = open_project_index([tree / CONNECTOR], cache).index
     assert second.census == build_tree_index(tree).census and second.compositions
+
+
+MODEL = "vllm/model_executor/models/dsa.py"  # read by its folder: only its census fingerprint matters
+
+
+def census_reads_counted(monkeypatch) -> list[int]:
+    reads: list[int] = []
+    read_census = tree_index.read_census
+    monkeypatch.setattr(tree_index, "read_census", lambda *a, **k: reads.append(1) or read_census(*a, **k))
+    return reads
+
+
+def test_a_comment_in_a_model_module_then_an_edit_of_a_connector_keeps_the_census(tmp_path, monkeypatch):
+    """The comment leaves the kept index as it is (its census fingerprint is the same); the connector's edit
+    rebuilds the index later, and its census is still the one the census's inputs give: not read again, though
+    their digest (which hashes the model module's bytes) changed."""
+    tree = cpu_tree(tmp_path)
+    cache = tmp_path / "cache"
+    first = open_project_index([tree / CONNECTOR], cache).index
+    (tree / MODEL).write_text((tree / MODEL).read_text() + "# a comment the census does not read\n")  # no line moved
+    reads = census_reads_counted(monkeypatch)
+    kept = open_project_index([tree / CONNECTOR], cache)
+    assert kept._index is None and reads == []  # not stale: answered from the cache, nothing built
+    (tree / CONNECTOR).write_text((tree / CONNECTOR).read_text() + "\n\ndef spans(spec, dcp):\n    return 1\n")
+    second = open_project_index([tree / CONNECTOR], cache).index
+    assert reads == [], "the census was read again after edits it does not read"
+    assert second.census_inputs != first.census_inputs
+    monkeypatch.undo()
+    assert second == build_tree_index(tree)
+
+
+@pytest.mark.parametrize(
+    "relative, old, new",
+    [
+        (MODEL, "\n", "\nclass ExtraLayer:\n    pass\n"),  # the model module's fingerprint
+        ("vllm/model_executor/layers/attention.py", "\n", "\n# read whole\n"),  # a module it reads whole
+        ("vllm/platforms/cpu.py", "\n", "\n# the platform\n"),
+    ],
+    ids=["fingerprint", "census-words", "platform"],
+)
+def test_an_edit_the_census_reads_then_a_connector_reads_it_again(tmp_path, monkeypatch, relative, old, new):
+    tree = cpu_tree(tmp_path)
+    cache = tmp_path / "cache"
+    open_project_index([tree / CONNECTOR], cache).index
+    edit(tree, relative, old, new)
+    (tree / CONNECTOR).write_text((tree / CONNECTOR).read_text() + "\n\ndef spans(spec, dcp):\n    return 1\n")
+    reads = census_reads_counted(monkeypatch)
+    second = open_project_index([tree / CONNECTOR], cache).index
+    assert reads == [1]
+    monkeypatch.undo()
+    assert second == build_tree_index(tree)
+
+
+def test_a_new_module_after_a_comment_reads_the_census_again(tmp_path, monkeypatch):
+    """A new file changes the listing the platform reach reads, mattering to the index or not."""
+    tree = cpu_tree(tmp_path)
+    cache = tmp_path / "cache"
+    open_project_index([tree / CONNECTOR], cache).index
+    (tree / MODEL).write_text((tree / MODEL).read_text() + "# a comment\n")
+    (tree / "vllm/v1/attention/backends").mkdir(parents=True, exist_ok=True)
+    (tree / "vllm/v1/attention/backends/cpu_attn.py").write_text("class CPUAttentionBackend:\n    pass\n")
+    open_project_index([tree / CONNECTOR], cache)
+    (tree / CONNECTOR).write_text((tree / CONNECTOR).read_text() + "\n\ndef spans(spec, dcp):\n    return 1\n")
+    reads = census_reads_counted(monkeypatch)
+    second = open_project_index([tree / CONNECTOR], cache).index
+    assert reads == [1]
+    monkeypatch.undo()
+    assert second == build_tree_index(tree)

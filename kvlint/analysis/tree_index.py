@@ -176,11 +176,13 @@ def build_tree_index(
     could_matter_files: frozenset[str] | None = None,
     overlay: dict[str, bytes] | None = None,
     earlier: TreeIndex | None = None,
+    census_kept: bool = False,
 ) -> TreeIndex:
     """The index of the tree at `root`. `could_matter_files`: when known, the only files (relative to
     root) whose text the sizing analysis needs to read; `scheduler_only_paths` decides its roles;
     `overlay` (relative path → bytes): texts that stand in for those files of the tree (see TreeFiles);
-    `earlier`: an index of this tree before a change, whose census is kept when its inputs are the same."""
+    `earlier`: an index of this tree before a change, whose census is kept when its inputs are the same, or when
+    `census_kept` (the index cache saw no change of them since `earlier` was built; kvlint.scan.tree_snapshot)."""
     files = TreeFiles(root, could_matter_files, overlay)
     hierarchy = hierarchy_of_source(files.read_if_present(INTERFACE_MODULE), str(root / INTERFACE_MODULE))
     census_wanted = CONTAINER_CLASS in hierarchy.bases
@@ -188,7 +190,10 @@ def build_tree_index(
         files, census_wanted
     )
     inputs = census_inputs_digest(census_texts, files, hierarchy) if census_wanted else ""
-    if earlier is not None and inputs and earlier.census_inputs == inputs and not earlier.failures:
+    same_inputs = (
+        earlier is not None and bool(earlier.census_inputs) and (census_kept or earlier.census_inputs == inputs)
+    )
+    if earlier is not None and inputs and same_inputs and not earlier.failures:
         census, compositions, reach = earlier.census, earlier.compositions, earlier.platform_reach
     else:
         # Parsed once for the census and the platform reach, which read many of the same modules.

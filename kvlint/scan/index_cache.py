@@ -212,15 +212,19 @@ def _build_index(
     could_matter_files: frozenset[str] | None = None,
     overlay: dict[str, bytes] | None = None,
     earlier: TreeIndex | None = None,
+    census_kept: bool = False,
 ) -> TreeIndex:
     """The tree's index, built by kvlint.analysis.tree_index, which is imported here, on first use: a warm
     scan, whose index the cache vouches for, never loads the analysis (a sixth of its time). `overlay`:
     texts standing in for some of the tree's files (a fix not written: kvlint.scan.fixed_index); `earlier`:
-    the kept index of this tree before a change (its census is reused when its inputs did not change)."""
+    the kept index of this tree before a change (its census is reused when its inputs did not change, or when
+    `census_kept`: the snapshot saw no change the census reads, kvlint.scan.tree_snapshot)."""
     from kvlint.analysis.tree_index import build_tree_index
 
     with paused_while_building():
-        return build_tree_index(root, scheduler_only_paths, could_matter_files, overlay=overlay, earlier=earlier)
+        return build_tree_index(
+            root, scheduler_only_paths, could_matter_files, overlay=overlay, earlier=earlier, census_kept=census_kept
+        )
 
 
 def _digests_from_data(data: object) -> IndexDigests | None:
@@ -248,7 +252,10 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_
     digests = _digests_from_data(stored.get("digests")) if type(stored) is dict else None
     old = stored.get("files") if digests is not None and type(stored.get("files")) is dict else None
     current = listed_files(root, known_stats)
-    snapshots, stale = compared_snapshot(root, old or {}, current, started_ns)
+    snapshots, stale, census_moved = compared_snapshot(root, old or {}, current, started_ns)
+    # A change the census reads that left the index as it was (a new module: the listing) is remembered in the
+    # snapshot until the index is next rebuilt, which then reads the census again.
+    census_moved = census_moved or (old is not None and stored.get("census_moved") is True)
     # Every file read and judged: the snapshot says what the whole tree held (a file that could not be read
     # leaves it unknown).
     tree = {relative: (record[1], record[2]) for relative, record in snapshots.items()}
@@ -267,8 +274,9 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_
             # The index file is gone or damaged: the unchanged tree rebuilds the same index.
             return _build_index(root, scheduler_only_paths)
 
-        if snapshots != old:
-            save_record(snapshot_path, "snapshot", key, {"digests": _digests_to_data(digests), "files": snapshots})
+        if snapshots != old or census_moved and stored.get("census_moved") is not True:
+            record = {"digests": _digests_to_data(digests), "files": snapshots}
+            save_record(snapshot_path, "snapshot", key, {**record, "census_moved": True} if census_moved else record)
         handle = IndexHandle(str(root), load, digests=digests)
         handle.tree = whole
         return handle
@@ -277,6 +285,7 @@ def _open_cached(root: Path, cache_dir: Path, known_stats: dict, scheduler_only_
         scheduler_only_paths,
         frozenset(relative for relative, snapshot in snapshots.items() if snapshot[2]),
         earlier=_kept_index(index_path, key, digests) if digests is not None else None,
+        census_kept=not census_moved,
     )
     digests = index_digests(index)
     if not index.failures:  # an analysis that failed is tried again, and said again, next time

@@ -80,11 +80,17 @@ def _record(value: object) -> Record | None:
 
 def compared_snapshot(
     root: Path, old: dict[str, object], current: dict[str, list | None], started_ns: int
-) -> tuple[dict[str, Record], bool]:
-    """(the new snapshot, whether the index is stale): files whose stat is unchanged keep their record;
-    the others are read, hashed and judged again."""
+) -> tuple[dict[str, Record], bool, bool]:
+    """(the new snapshot, whether the index is stale, whether the census's inputs may have changed): files whose
+    stat is unchanged keep their record; the others are read, hashed and judged again.
+
+    The census (kvlint.analysis.census) of a stale index is kept when no change since the last snapshot touched
+    what it reads: a module it reads whole, a model or layer module's fingerprint, a platform module, the spec
+    interface, the listing (a file new or gone). An edit before that snapshot was judged then: one of those marked the index stale and rebuilt it;
+    any other left the index as it was, census included (a comment in a model module), and leaves its census
+    now too, where the digest of the census's inputs (kvlint.analysis.census_inputs) would tell it apart."""
     snapshots: dict[str, Record] = {}
-    stale = False
+    stale = census_moved = False
     for relative, stat in current.items():
         before = _record(old.get(relative))
         if before is not None and stat is not None and before[0] == stat:
@@ -93,7 +99,7 @@ def compared_snapshot(
         try:
             data = read_regular_file(root / relative)
         except OSError:
-            stale = True
+            stale = census_moved = True
             continue
         digest = content_digest(data)
         trusted = trusted_stat(FileStat(*stat), started_ns) if stat is not None else None
@@ -106,13 +112,21 @@ def compared_snapshot(
         # A census fingerprint matters only when it changed (or the file is new); True always does.
         was = before[2] if before is not None else None
         changed_shape = matters != was and (isinstance(matters, str) or isinstance(was, str))
-        stale = (
-            stale
-            or matters is True
-            or changed_shape
-            or old.get(relative) is not None
-            and (before is None or was is True)
-        )
-    gone = (_record(record) for relative, record in old.items() if relative not in current)
-    stale = stale or any(record is None or record[2] for record in gone)
-    return snapshots, stale
+        damaged = old.get(relative) is not None and before is None
+        stale = stale or matters is True or changed_shape or damaged or old.get(relative) is not None and was is True
+        # A file that mattered and matters no more may have been one the census read whole; a new file changes
+        # the tree's listing, which the platform reach reads (whether a module it names exists).
+        read = matters is True and _census_reads(relative, data) or was is True and matters is not True
+        census_moved = census_moved or changed_shape or before is None or read
+    gone = [_record(record) for relative, record in old.items() if relative not in current]
+    left = any(record is None or record[2] for record in gone)
+    return snapshots, stale or left, census_moved or bool(gone)
+
+
+def _census_reads(relative: str, data: bytes) -> bool:
+    """Whether the census, its compositions or the platform reach read this file's text (census_inputs' inputs)."""
+    from kvlint.analysis.census_selection import could_shape_census
+
+    return (
+        relative == INTERFACE_MODULE or relative.startswith(f"{PLATFORMS_DIR}/") or could_shape_census(relative, data)
+    )
