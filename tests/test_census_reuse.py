@@ -147,7 +147,7 @@ def test_a_comment_in_a_model_module_then_an_edit_of_a_connector_keeps_the_censu
 def test_an_edit_the_census_reads_then_a_connector_reads_it_again(tmp_path, monkeypatch, relative, old, new):
     tree = cpu_tree(tmp_path)
     cache = tmp_path / "cache"
-    open_project_index([tree / CONNECTOR], cache).index
+    assert open_project_index([tree / CONNECTOR], cache).index.census is not None  # built and kept
     edit(tree, relative, old, new)
     (tree / CONNECTOR).write_text((tree / CONNECTOR).read_text() + "\n\ndef spans(spec, dcp):\n    return 1\n")
     reads = census_reads_counted(monkeypatch)
@@ -161,7 +161,7 @@ def test_a_new_module_after_a_comment_reads_the_census_again(tmp_path, monkeypat
     """A new file changes the listing the platform reach reads, mattering to the index or not."""
     tree = cpu_tree(tmp_path)
     cache = tmp_path / "cache"
-    open_project_index([tree / CONNECTOR], cache).index
+    assert open_project_index([tree / CONNECTOR], cache).index.census is not None  # built and kept
     (tree / MODEL).write_text((tree / MODEL).read_text() + "# a comment\n")
     (tree / "vllm/v1/attention/backends").mkdir(parents=True, exist_ok=True)
     (tree / "vllm/v1/attention/backends/cpu_attn.py").write_text("class CPUAttentionBackend:\n    pass\n")
