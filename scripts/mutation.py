@@ -11,6 +11,9 @@ docs/reliability.md between its generated markers (`--report`), and every surviv
 each is a test to write, or a mutant to mark equivalent, with the reason, in `EQUIVALENT`
 (scripts/mutation_equivalent.py; the mutants themselves are made in scripts/mutation_operators.py).
 
+An edit that moves lines leaves the recorded verdicts keyed by old lines: `scripts/mutation_carry.py REF MODULE…`
+carries them (and names the equivalents to move).
+
 Mutants run in scratch copies of the checkout (one per job), never in the checkout itself; each test run is
 bounded in time (a mutant that loops is killed by its timeout and counted killed).
 """
