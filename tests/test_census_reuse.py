@@ -116,6 +116,16 @@ def census_reads_counted(monkeypatch) -> list[int]:
     return reads
 
 
+def reads_after_a_connector_edit(tree, cache, monkeypatch) -> list[int]:
+    """The census's reads when an edit of a connector rebuilds the cached index; the index is a fresh build's."""
+    (tree / CONNECTOR).write_text((tree / CONNECTOR).read_text() + "\n\ndef spans(spec, dcp):\n    return 1\n")
+    reads = census_reads_counted(monkeypatch)
+    rebuilt = open_project_index([tree / CONNECTOR], cache).index
+    monkeypatch.undo()
+    assert rebuilt == build_tree_index(tree)
+    return reads
+
+
 def test_a_comment_in_a_model_module_then_an_edit_of_a_connector_keeps_the_census(tmp_path, monkeypatch):
     """The comment leaves the kept index as it is (its census fingerprint is the same); the connector's edit
     rebuilds the index later, and its census is still the one the census's inputs give: not read again, though
@@ -149,12 +159,7 @@ def test_an_edit_the_census_reads_then_a_connector_reads_it_again(tmp_path, monk
     cache = tmp_path / "cache"
     assert open_project_index([tree / CONNECTOR], cache).index.census is not None  # built and kept
     edit(tree, relative, old, new)
-    (tree / CONNECTOR).write_text((tree / CONNECTOR).read_text() + "\n\ndef spans(spec, dcp):\n    return 1\n")
-    reads = census_reads_counted(monkeypatch)
-    second = open_project_index([tree / CONNECTOR], cache).index
-    assert reads == [1]
-    monkeypatch.undo()
-    assert second == build_tree_index(tree)
+    assert reads_after_a_connector_edit(tree, cache, monkeypatch) == [1]
 
 
 def test_a_new_module_after_a_comment_reads_the_census_again(tmp_path, monkeypatch):
@@ -166,9 +171,4 @@ def test_a_new_module_after_a_comment_reads_the_census_again(tmp_path, monkeypat
     (tree / "vllm/v1/attention/backends").mkdir(parents=True, exist_ok=True)
     (tree / "vllm/v1/attention/backends/cpu_attn.py").write_text("class CPUAttentionBackend:\n    pass\n")
     open_project_index([tree / CONNECTOR], cache)
-    (tree / CONNECTOR).write_text((tree / CONNECTOR).read_text() + "\n\ndef spans(spec, dcp):\n    return 1\n")
-    reads = census_reads_counted(monkeypatch)
-    second = open_project_index([tree / CONNECTOR], cache).index
-    assert reads == [1]
-    monkeypatch.undo()
-    assert second == build_tree_index(tree)
+    assert reads_after_a_connector_edit(tree, cache, monkeypatch) == [1]

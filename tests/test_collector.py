@@ -148,6 +148,14 @@ def test_a_nodes_shape_is_equal_exactly_where_its_dump_is():
     assert len(by_dump) < len(nodes)  # some nodes were alike, so the test compared equal shapes too
 
 
+def test_a_sum_of_1500_terms_has_a_shape():
+    """Deeper than `ast.dump` (or a key built by recursion) can go: a pull request's module must not stop the census."""
+    deep = [ast.parse("+".join(["1"] * n), mode="eval").body for n in (1500, 1500, 1499)]
+    with pytest.raises(RecursionError):
+        ast.dump(deep[0])
+    assert shape(deep[0]) == shape(deep[1]) != shape(deep[2])
+
+
 def test_the_collector_is_paused_while_building_and_what_was_built_is_frozen():
     gc.enable()
     frozen = gc.get_freeze_count()

@@ -22,15 +22,25 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
-def shape(node: object) -> object:
+def shape(node: object) -> tuple:
     """A hashable key of a node's structure: equal for two nodes exactly when `ast.dump` (without positions) is.
-    `ast.dump` makes a nested function that calls itself, a reference cycle per call, and the index is built
-    with the collector paused (kvlint.collector)."""
-    if isinstance(node, ast.AST):
-        return (type(node).__name__, *(shape(getattr(node, field, None)) for field in node._fields))
-    if isinstance(node, list):
-        return tuple(shape(item) for item in node)
-    return repr(node)  # a constant: 1, 1.0 and True differ, as in ast.dump
+    `ast.dump` makes a nested function that calls itself, a reference cycle per call (the index is built with the
+    collector paused, kvlint.collector), and recurses, as a nested key would: a sum of a thousand terms in a pull
+    request's module would stop it. The nodes in preorder instead, each by its class name (which fixes how many
+    fields follow), each list by its length (an int), each other value by its repr (quoted: no class name)."""
+    found: list[object] = []
+    pending = [node]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, ast.AST):
+            found.append(type(item).__name__)
+            pending.extend(reversed([getattr(item, field, None) for field in item._fields]))
+        elif isinstance(item, list):
+            found.append(len(item))
+            pending.extend(reversed(item))
+        else:
+            found.append(repr(item))  # a constant: 1, 1.0 and True differ, as in ast.dump
+    return tuple(found)
 
 
 def base_name(node: ast.expr) -> str | None:

@@ -109,10 +109,12 @@ class Program:
         """`name` and its bases, depth first, each once (a stack, not a nested function calling itself: that is a
         reference cycle, and the index is built with the collector paused, kvlint.collector)."""
         order: list[str] = []
+        seen: set[str] = set()  # not `in order`: a crafted interface of many classes would make each check linear
         stack = [name]
         while stack:
             current = stack.pop()
-            if current not in order:
+            if current not in seen:
+                seen.add(current)
                 order.append(current)
                 stack.extend(reversed(self.hierarchy.bases.get(current, ())))
         return order
