@@ -199,7 +199,7 @@ def resolved_calls(flow, function: cst.FunctionDef) -> tuple[list[cst.Call], lis
     name = function.name.value
     owner = flow.parent(flow.parent(function))  # FunctionDef → IndentedBlock → ClassDef/Module/FunctionDef
     owner = owner if isinstance(owner, (cst.ClassDef, cst.Module)) else flow.module if owner is None else owner
-    defined_once = sum(isinstance(n, cst.FunctionDef) and n.name.value == name for n in preorder(flow.module)) == 1
+    defined_once = len(flow.functions_named(name)) == 1
     reaching, unknown = [], []
     for call in flow.callers(name):
         func = call.func

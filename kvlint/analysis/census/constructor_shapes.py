@@ -8,7 +8,7 @@ import ast
 import weakref
 from collections import Counter
 
-from kvlint.analysis.ast_helpers import shape, walk
+from kvlint.analysis.ast_helpers import nodes_under, shape, walk
 from kvlint.analysis.census.skeletons import method_of
 
 # `current_platform.is_X()` on the default platform (CUDA): what vLLM's own CI and most users run.
@@ -153,10 +153,10 @@ def _position_reads(
             pending.extend((t, tests) for t in targets)  # an annotation is not run: no loop of its own
             continue
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            loop_names.update(n.id for n in _subtree(node.target) if isinstance(n, ast.Name))
+            loop_names.update(n.id for n in nodes_under(node.target) if isinstance(n, ast.Name))
         if isinstance(node, ast.If):
-            test = {n.id for n in _subtree(node.test) if isinstance(n, ast.Name)}
-            test |= {a for n in _subtree(node.test) if (a := _self_attribute(n))}
+            test = {n.id for n in nodes_under(node.test) if isinstance(n, ast.Name)}
+            test |= {a for n in nodes_under(node.test) if (a := _self_attribute(n))}
             pending.append((node.test, tests))
             inside = (*tests, test)
             pending.extend((statement, inside) for statement in node.body + node.orelse)
@@ -185,29 +185,16 @@ def _position_reads(
 def _value_reads(value: ast.expr) -> tuple[set[str], set[str]]:
     """(what an assigned value reads: names and `self.x` attributes, a comprehension's own variables aside —
     `all(d == 0 for d in dims)` is one value; those variables)."""
-    nodes = _subtree(value)
+    nodes = nodes_under(value)
     inner = {
-        n.id for c in nodes if isinstance(c, ast.comprehension) for n in _subtree(c.target) if isinstance(n, ast.Name)
+        n.id
+        for c in nodes
+        if isinstance(c, ast.comprehension)
+        for n in nodes_under(c.target)
+        if isinstance(n, ast.Name)
     }
     reads = {n.id for n in nodes if isinstance(n, ast.Name)} | {a for n in nodes if (a := _self_attribute(n))}
     return reads - inner, inner
-
-
-def _subtree(root: ast.AST) -> list[ast.AST]:
-    """`root` and every node under it, as `ast.walk` finds them but in another order (what reads them
-    collects sets): without its generators, at a third of the cost."""
-    found: list[ast.AST] = []
-    pending = [root]
-    while pending:
-        node = pending.pop()
-        found.append(node)
-        for field in node._fields:
-            value = getattr(node, field, None)
-            if isinstance(value, list):
-                pending.extend(item for item in value if isinstance(item, ast.AST))
-            elif isinstance(value, ast.AST):
-                pending.append(value)
-    return found
 
 
 def _bound(target: ast.expr) -> list[ast.Name]:

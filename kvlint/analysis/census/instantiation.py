@@ -69,6 +69,7 @@ class Program(Resolver):
         self._spec_calls = SpecCalls(self.layers)
         self._reach = LayerReach(self.layers)
         self._built: dict[tuple[str, ...], Built] = {}
+        self._nothing: dict[tuple[str, ...], bool] = {}  # _builds_nothing's answers
         self._busy: set[tuple[str, ...]] = set()
         # The instance whose constructor is followed (module, class): `self.<attribute>` is looked up there.
         self._instances: list[tuple[str, ast.ClassDef]] = []
@@ -147,10 +148,22 @@ class Program(Resolver):
     def _builds_nothing(self, relative: str, node: ast.expr) -> bool:
         """Whether the class or function `node` names could build no layer (may_build): neither parsed nor
         followed then."""
-        bound = self.binding_expr(relative, node)
-        return (
-            bound is not None and bound[1] in ("class", "function") and not self._reach.could_build(self, *bound[::2])
-        )
+        # Asked ~59,000 times on vLLM 0.29.0 of ~5,000 names: the answer is the name's, kept per module.
+        if type(node) is ast.Name:
+            key: tuple[str, ...] = (relative, node.id)
+        elif type(node) is ast.Attribute and type(node.value) is ast.Name:
+            key = (relative, node.value.id, node.attr)
+        else:
+            return False  # binding_expr reads only those two
+        answer = self._nothing.get(key)
+        if answer is None:
+            bound = self.binding_expr(relative, node)
+            answer = self._nothing[key] = (
+                bound is not None
+                and bound[1] in ("class", "function")
+                and not self._reach.could_build(self, *bound[::2])
+            )
+        return answer
 
     def _enter(self, key: tuple[str, ...], relative: str) -> None:
         self._busy.add(key)

@@ -158,7 +158,7 @@ def _both_roles(function: cst.FunctionDef, flow) -> bool:
 def _readers(flow, attribute: str) -> set[str]:
     """The methods (other than `__init__`) that read `self.<attribute>`; {"?"} for a read outside any."""
     readers: set[str] = set()
-    for node in preorder(flow.module):
+    for node in flow.nodes:
         if isinstance(node, cst.Attribute) and node.attr.value == attribute and dotted(node.value) == "self":
             parent = flow.parent(node)
             if isinstance(parent, cst.AssignTarget):
@@ -211,7 +211,7 @@ def _called_for_both_roles(function: cst.FunctionDef, flow) -> bool:
     """Every call of the function in this module is in a both-roles `__init__`, outside a branch on the role."""
     calls = [
         node
-        for node in preorder(flow.module)
+        for node in flow.nodes
         if isinstance(node, cst.Call) and call_name(node) == function.name.value and node is not function
     ]
     if not calls:

@@ -284,16 +284,29 @@ class SpecFlow:
         self._bindings[scope] = collector.bindings
         return collector.bindings
 
+    @property
+    def nodes(self) -> list[cst.CSTNode]:
+        """The module's nodes in preorder, walked once (a rule's question asked of the whole module reads these)."""
+        if self._nodes is None:
+            self._nodes = list(preorder(self.module))
+        return self._nodes
+
     def callers(self, function_name: str) -> list[cst.Call]:
         """The calls in this module of a function or method named so."""
         if self._calls is None:
             self._index_module()
         return self._calls.get(function_name, [])
 
+    def functions_named(self, name: str) -> list[cst.FunctionDef]:
+        """The module's functions and methods named so, nested ones included, in source order."""
+        if self._functions is None:
+            self._index_module()
+        return self._functions.get(name, [])
+
     def _index_module(self) -> None:
         """The module's calls and functions by name, in source order, in one pass (a full walk each cost as much)."""
         self._calls, self._functions = {}, {}
-        for node in self._nodes if self._nodes is not None else preorder(self.module):
+        for node in self.nodes:
             if isinstance(node, cst.Call):
                 name = call_name(node)
                 if name is not None:
@@ -325,7 +338,7 @@ class SpecFlow:
         """The module's nodes with a `:=` at or under them, from one pass over its nodes."""
         if self._holders is None:
             self._holders = set()
-            for node in self._nodes if self._nodes is not None else preorder(self.module):
+            for node in self.nodes:
                 if type(node) is cst.NamedExpr:  # libcst's own class, never subclassed: isinstance of an ABC is slow
                     # Up to the first node already marked: its ancestors were marked with it.
                     current: cst.CSTNode | None = node
@@ -348,10 +361,8 @@ class SpecFlow:
         if function_name in self._unwrappers:
             return self._unwrappers[function_name]
         self._unwrappers[function_name] = False  # while deciding: a recursive call decides nothing
-        if self._functions is None:
-            self._index_module()
         kinds = set()
-        for function in self._functions.get(function_name, []):
+        for function in self.functions_named(function_name):
             for value in returned_values(function):
                 kinds.add(self.classify(value, depth + 1).kind)
         found = Kind.LAYER_SPEC in kinds and not kinds & {Kind.GROUP, Kind.GROUP_SPEC, Kind.GROUP_LIST}
