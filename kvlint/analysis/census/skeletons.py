@@ -45,7 +45,7 @@ def parse_skeleton(text: str, first: int, relative: str) -> ast.ClassDef | None:
     if not isinstance(cls, ast.ClassDef):
         return None
     # The class ends where its text's last line of code does, not at a stub that stands for its last method.
-    last = max(i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#"))
+    last = next(i for i in reversed(range(len(lines))) if lines[i].strip() and not lines[i].lstrip().startswith("#"))
     cls.end_lineno, cls.end_col_offset = first + last, len(lines[last].rstrip())
     stubs = {first + start: (start, end) for start, end, _, _ in methods}
     for statement in cls.body:
