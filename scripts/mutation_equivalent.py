@@ -10,7 +10,7 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("kvlint/analysis/census/may_build.py", 119, "1 -> 2"): "the sieve then follows a submodule's submodules "
     "too (an empty module's first line): it says 'could' more often, never less; the walk decides, the census "
     "is the same",
-    ("kvlint/analysis/census/instantiation.py", 288, "if-branch never taken"): "a fast exit: a class the sieve "
+    ("kvlint/analysis/census/instantiation.py", 301, "if-branch never taken"): "a fast exit: a class the sieve "
     "says builds no layer, walked, builds none (may_build reads a superset of what the walk reads)",
     (
         "kvlint/analysis/census/may_build.py",
@@ -101,9 +101,9 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "crafted trees, its size a cost, not a decision (its own tests bound it)",
     ("kvlint/analysis/census/layouts.py", 17, "if-branch never taken"): "a fast path: a module without the "
     "method's name defines no class with it",
-    ("kvlint/analysis/census/merges.py", 31, "if-branch never taken"): "a fast path: a module that defines neither "
+    ("kvlint/analysis/census/merges.py", 37, "if-branch never taken"): "a fast path: a module that defines neither "
     "a merge nor a spec class adds no merge and no base",
-    ("kvlint/analysis/census/merges.py", 31, "not in -> in"): "the modules it then skips define a merge but no "
+    ("kvlint/analysis/census/merges.py", 37, "not in -> in"): "the modules it then skips define a merge but no "
     "spec class, so add nothing; those it then reads define no merge, so add only their spec classes' bases, "
     "as before",
     (
@@ -157,7 +157,7 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("kvlint/analysis/census/reading.py", 263, "> -> >="): "a layer of one spec class has nothing to choose: "
     "a branching read for it changes what a call records (Built.varied, Built.specs) but no checkpoint, whose "
     "one spec class is the same either way",
-    ("kvlint/analysis/census/merges.py", 126, "1 -> 2"): "a maxsplit: the part before the first `#` is the same",
+    ("kvlint/analysis/census/merges.py", 132, "1 -> 2"): "a maxsplit: the part before the first `#` is the same",
     ("kvlint/analysis/census/paths.py", 185, "1 -> 2"): "a maxsplit: the first line is the same",
     ("kvlint/analysis/census/paths.py", 165, "4000 -> 4001"): "a bound on the text read for a filter, "
     "against crafted modules: its size is a cost, not a decision",
@@ -169,25 +169,25 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "each class's joined site is the same either way",
     ("kvlint/analysis/census/built.py", 116, "or -> and"): "the fast path then taken only when both sides build "
     "nothing, and the general case gives the same otherwise",
-    ("kvlint/analysis/census/instantiation.py", 134, "if-branch never taken"): "a guard never taken: every "
+    ("kvlint/analysis/census/instantiation.py", 135, "if-branch never taken"): "a guard never taken: every "
     "function the census follows is reached from a class's constructor (model_layers starts at the model's "
     "class), so an instance is on the stack",
-    ("kvlint/analysis/census/instantiation.py", 202, "if-branch never taken"): "a guard never taken: a branch "
+    ("kvlint/analysis/census/instantiation.py", 215, "if-branch never taken"): "a guard never taken: a branch "
     "test is read only in the body of a function the census follows, which is on the stack",
-    ("kvlint/analysis/census/instantiation.py", 203, "False -> True"): "the line under the guard of line 254, "
+    ("kvlint/analysis/census/instantiation.py", 216, "False -> True"): "the line under the guard of line 254, "
     "which never runs",
     ("kvlint/analysis/census/resolution.py", 103, "if-branch never taken"): "a cache: a name resolved again "
     "(the memo of `resolve`) resolves to the same through `binding_expr`",
     ("kvlint/analysis/census/resolution.py", 47, "if-branch never taken"): "a cache: the bindings read "
     "again are the same",
-    ("kvlint/analysis/census/instantiation.py", 104, "if-branch never taken"): "a cache: the constructor "
+    ("kvlint/analysis/census/instantiation.py", 105, "if-branch never taken"): "a cache: the constructor "
     "read again builds the same (only the budget, not the answer, tells)",
-    ("kvlint/analysis/census/instantiation.py", 163, "if-branch never taken"): "a cache, as for constructors",
-    ("kvlint/analysis/census/instantiation.py", 286, "if-branch never taken"): "a fast path: `resolve_expr` "
+    ("kvlint/analysis/census/instantiation.py", 176, "if-branch never taken"): "a cache, as for constructors",
+    ("kvlint/analysis/census/instantiation.py", 299, "if-branch never taken"): "a fast path: `resolve_expr` "
     "resolves no attribute of anything but a name, so the reference builds nothing either way",
-    ("kvlint/analysis/census/instantiation.py", 272, "if-branch never taken"): "a lambda read as any other "
+    ("kvlint/analysis/census/instantiation.py", 285, "if-branch never taken"): "a lambda read as any other "
     "expression visits the same child, its body (its defaults are read by neither)",
-    ("kvlint/analysis/census/instantiation.py", 157, "1000 -> 1001"): "what one constructor costs the "
+    ("kvlint/analysis/census/instantiation.py", 170, "1000 -> 1001"): "what one constructor costs the "
     "budget: a unit, not a decision (the budget's own tests bound it)",
     ("rules/_fix_scope.py", 90, "1 -> 2"): "a binding of the name other than the helper's own import counted "
     "twice: only whether every binding is the meant one (`bindings == meant`) decides, and each other binding "
@@ -258,32 +258,32 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "None-by-default flag is never read",
     (
         "kvlint/analysis/flow/provenance.py",
-        326,
+        340,
         "if-branch never taken",
     ): "the walrus holders only let the reaching walk skip expressions with no `:=` under them; with none (None) it searches every expression and finds the same",
     (
         "kvlint/analysis/flow/provenance.py",
-        326,
+        340,
         "if-condition negated",
     ): "the walrus holders only let the reaching walk skip expressions with no `:=` under them; with none (None) it searches every expression and finds the same",
     (
         "kvlint/analysis/flow/provenance.py",
-        326,
+        340,
         "is -> is not",
     ): "the walrus holders only let the reaching walk skip expressions with no `:=` under them; with none (None) it searches every expression and finds the same",
     (
         "kvlint/analysis/flow/provenance.py",
-        329,
+        343,
         "if-condition negated",
     ): "marking more nodes as holding a `:=` makes the reaching walk search more expressions, finding the same walruses",
     (
         "kvlint/analysis/flow/provenance.py",
-        329,
+        343,
         "is -> is not",
     ): "marking more nodes as holding a `:=` makes the reaching walk search more expressions, finding the same walruses",
     (
         "kvlint/analysis/flow/provenance.py",
-        332,
+        346,
         "and -> or",
     ): "past the first marked node the loop goes on to the root (and marks None): more nodes marked, the same walruses found",
     ("kvlint/analysis/flow/provenance.py", 193, "if-branch never taken"): "a fast exit: with no binding no result "
@@ -298,4 +298,11 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "equal, and only their nodes, the same ones, are keyed on (`_classify_param`)",
     ("kvlint/analysis/flow/provenance.py", 279, "False -> True"): "a parameter's binding is read as a parameter "
     "before `is_loop` is looked at, by every reader (provenance, kvlint.analysis.dcp_factor and scaling)",
+    ("kvlint/analysis/census/constant_arguments.py", 133, "if-branch never taken"): "a fast path: a name, read "
+    "by `_bound_names` below, binds itself when stored and nothing when read, as here",
+    ("kvlint/analysis/census/instantiation.py", 154, "if-branch never taken"): "the sieve then never skips a "
+    "module's attribute (`linear.X`): the walk follows it and, when the sieve would have said so, builds nothing",
+    ("kvlint/analysis/census/instantiation.py", 157, "False -> True"): "only a call's callee that is an attribute "
+    "of no name gets here (`a.b.c(…)`), and the walk builds nothing of it either: `_reference` of such a callee is "
+    "nothing",
 }
