@@ -12,14 +12,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from itertools import chain, count
 
 import libcst as cst
 
-from kvlint.analysis.cst_walk import children, preorder, walk
+from kvlint.analysis.cst_walk import children, preorder
 from kvlint.analysis.flow.cst_bindings import (
     COMPREHENSIONS,
-    BindingCollector,
     all_params,
     comprehension_bindings,
     dotted,
@@ -53,16 +53,16 @@ def rebinding(flow, node: cst.CSTNode, names: tuple[str, ...], own_module: str) 
                 if name in bound:
                     return f"`{name}` is a parameter here"
             if isinstance(current, cst.FunctionDef):
-                collector = BindingCollector(current)
-                walk(current.body, collector)
+                # The function's bindings, its parameters among them: none of `names` is one (returned above).
+                bindings = flow.scope_bindings(current)
                 for name in names:
-                    if name in collector.bindings and not _only_interface_imports(current, name, own_module):
+                    if name in bindings and not _only_interface_imports(current, name, own_module):
                         return f"`{name}` is bound in `{current.name.value}`"
         elif isinstance(current, cst.Module):
-            collector = BindingCollector(None)
-            walk(current, collector)
+            # Read once per module (a walk of it for each check was quadratic in a module of many checks).
+            bindings = flow.scope_bindings(current)
             for name in names:
-                if name in collector.bindings and not _only_interface_imports(current, name, own_module):
+                if name in bindings and not _only_interface_imports(current, name, own_module):
                     return f"`{name}` is bound at module level"
         current = flow.parent(current)
     return None
@@ -165,30 +165,43 @@ _LOOKS = ("isinstance", "type", LAYER_ITERATOR, "is_full_attention_spec")
 def same_value(flow, subject: cst.BaseExpression) -> set[str]:
     """The dotted forms of `subject` and of every name bound to the same value in its function (one
     assignment deep, both ways, to a fixed point): `spec = g.kv_cache_spec` makes both one value."""
-    wanted = {dotted(subject)}
+    wanted = dotted(subject)
     function = flow.enclosing_function(subject)
     if function is None:
-        return wanted
-    # name = value pairs of the function (its own scope and its comprehensions; nested functions aside)
-    pairs: list[tuple[str, str]] = []
+        return {wanted}
+    return set(flow.remembered("same values", function, _same_values).get(wanted, (wanted,)))
+
+
+def _same_values(function: cst.FunctionDef) -> dict[str, frozenset[str]]:
+    """Each dotted form → all those one value with it: the fixed point `same_value` describes is the connected
+    component of the `name = value` pairs (read once per function: flow.remembered)."""
+    linked: dict[str, set[str]] = {}
+    for name, value in _value_pairs(function):
+        if "…" not in value:
+            linked.setdefault(name, set()).add(value)
+            linked.setdefault(value, set()).add(name)
+    found: dict[str, frozenset[str]] = {}
+    for start in linked:
+        if start not in found:
+            component, pending = {start}, [start]
+            while pending:
+                for other in linked[pending.pop()] - component:
+                    component.add(other)
+                    pending.append(other)
+            found.update(dict.fromkeys(component, frozenset(component)))
+    return found
+
+
+def _value_pairs(function: cst.FunctionDef) -> Iterator[tuple[str, str]]:
+    """The `name = value` pairs of the function (its own scope and its comprehensions; nested functions aside)."""
     for node in preorder(function.body):
         if isinstance(node, cst.Assign) and len(node.targets) == 1:
             target = node.targets[0].target
             if isinstance(target, cst.Name):
-                pairs.append((target.value, dotted(node.value)))
+                yield target.value, dotted(node.value)
         elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)) and node.value is not None:
             if isinstance(node.target, cst.Name):
-                pairs.append((node.target.value, dotted(node.value)))
-    changed = True
-    while changed:
-        changed = False
-        for name, value in pairs:
-            if "…" in value:
-                continue
-            if (name in wanted) != (value in wanted):
-                wanted |= {name, value}
-                changed = True
-    return wanted
+                yield node.target.value, dotted(node.value)
 
 
 def resolved_calls(flow, function: cst.FunctionDef) -> tuple[list[cst.Call], list[cst.Call]]:

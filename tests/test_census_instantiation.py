@@ -401,3 +401,21 @@ def test_a_witness_shows_the_architecture_name_its_layers_are_named_after(tmp_pa
     assert whole.model == "AaaForCausalLM" and whole.architecture == "IndexerForCausalLM"
     assert built_by(whole)["model"] == "IndexerForCausalLM"
     assert built_by(whole)["setting"] == " with default settings"
+
+
+def test_a_call_through_a_chain_of_attributes_builds_nothing_and_stops_nothing(tmp_path):
+    """`torch.nn.Identity()` names no module of the tree: neither the sieve nor the walk can follow it (and
+    neither fails on it); the layers around it are built as before."""
+    model, _ = census_of(
+        tmp_path,
+        """
+import torch
+
+class DsaHybridForCausalLM:
+    def __init__(self, config):
+        self.norm = torch.nn.Identity()
+        self.mla = MLAAttention()
+        self.head = torch.nn.functional.linear
+""",
+    )
+    assert set(model.alternatives) == {frozenset({"MLAAttention"})}

@@ -283,3 +283,51 @@ async def k(): pass
     spans = function_spans(module, positions.__getitem__)
     assert [s.line for s in spans] == visitor.lines and len(spans) == 11
     assert spans[0] == FunctionSpan(1, 1, 25, 20)  # `a`, from its def to the end of its last statement
+
+
+def _components_by_every_pair(placed):
+    """The groups as the pairwise reading made them before (every pair compared): the yardstick below."""
+    from kvlint.engine.grouping import _same_cause
+
+    parent = list(range(len(placed)))
+
+    def root(i):
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i in range(len(placed)):
+        for j in range(i + 1, len(placed)):
+            if _same_cause(placed[i], placed[j]):
+                parent[root(j)] = root(i)
+    groups = {}
+    for i, item in enumerate(placed):
+        groups.setdefault(root(i), []).append(item)
+    return list(groups.values())
+
+
+def test_the_groups_are_those_every_pair_compared_would_make_on_random_findings():
+    """`_components` reads each scope once (whole defs, the decisions made in them, ranges holding ranges, in one
+    sweep): the same groups, in the same order, as comparing every pair, on 2,000 random sets of findings with
+    shared starts and ends, nested and overlapping ranges, whole defs and every role."""
+    import random
+
+    from kvlint.engine.grouping import _components, _Placed
+
+    rng = random.Random(31)
+    scopes = [None, *FUNCTIONS]
+    for _ in range(2000):
+        placed = []
+        for _ in range(rng.randint(0, 12)):
+            scope = rng.choice(scopes)
+            if scope is not None and rng.random() < 0.2:
+                item = finding("OUT", scope.line, scope.column, scope.end_line, scope.end_column)
+                placed.append(_Placed(item, rng.choice(ROLE_ORDER), scope, whole=True))
+                continue
+            line, column = rng.randint(1, 4), rng.randint(1, 3)
+            end_line = line + rng.randint(0, 3)
+            end_column = rng.randint(column if end_line == line else 1, 6)
+            placed.append(
+                _Placed(finding("DEC", line, column, end_line, end_column), rng.choice(ROLE_ORDER), scope, False)
+            )
+        assert _components(placed) == _components_by_every_pair(placed), placed

@@ -106,3 +106,12 @@ def test_a_module_that_does_not_parse_is_skipped():
         "Sub",
         "Mixed",
     }
+
+
+def test_a_spec_class_anywhere_in_a_module_without_a_merge_inherits_one_whatever_its_last_byte():
+    """Its `class` line is found at the start of any line, the file's first or a later one, and the file may
+    end without a line break (the reader finds top-level classes by the literal `class`, then looks back)."""
+    first = "class Elsewhere(Settings):\n    pass"
+    later = "import os\nclass Elsewhere(Settings):\n    pass"
+    for module in (first, later):
+        assert merges(**{"vllm/other.py": module})["Elsewhere"] == {"sliding_window"}, module

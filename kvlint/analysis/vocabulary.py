@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from fnmatch import fnmatchcase
+from functools import lru_cache
 
 # -- where things live and what they are called -----------------------------------------------------
 
@@ -57,6 +58,9 @@ _ALIAS = re.compile(
 )
 
 
+# Each of a file's KV102 checks asks for its module's aliases: read once per text (a crafted module of 800
+# checks read itself 800 times, quadratic in its size). A few texts kept: the file being linted and the index's.
+@lru_cache(maxsize=4)
 def dcp_aliases(source: str) -> frozenset[str]:
     """Identifiers a module assigns from a DCP size (`self.cp_world_size = dcp_world_size`), aliases of
     aliases too.

@@ -30,6 +30,7 @@ group's fix (and, without one, the first "fix unavailable" note of the group).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, replace
 
@@ -156,6 +157,10 @@ def _same_cause(a: _Placed, b: _Placed) -> bool:
 
 
 def _components(placed: list[_Placed]) -> list[list[_Placed]]:
+    """The groups `_same_cause` makes, transitively, in the order of their first member. Not by comparing every
+    pair (a function of a thousand checks made a million comparisons): per scope, its whole-def findings are one
+    group with every decision made directly in it, and its other findings join where one's range holds
+    another's, read in one sweep."""
     parent = list(range(len(placed)))
 
     def root(i: int) -> int:
@@ -164,14 +169,53 @@ def _components(placed: list[_Placed]) -> list[list[_Placed]]:
             i = parent[i]
         return i
 
-    for i in range(len(placed)):
-        for j in range(i + 1, len(placed)):
-            if _same_cause(placed[i], placed[j]):
-                parent[root(j)] = root(i)
+    def join(i: int, j: int) -> None:
+        parent[root(j)] = root(i)
+
+    by_scope: dict[FunctionSpan | None, list[int]] = {}
+    for i, item in enumerate(placed):
+        by_scope.setdefault(item.scope, []).append(i)
+    for members in by_scope.values():
+        whole = [i for i in members if placed[i].whole]
+        for i in whole[1:]:
+            join(whole[0], i)
+        if whole:
+            for i in members:
+                if not placed[i].whole and placed[i].role == "decision":
+                    join(whole[0], i)
+        _join_nested([i for i in members if not placed[i].whole], placed, join)
     groups: dict[int, list[_Placed]] = {}
     for i, item in enumerate(placed):
         groups.setdefault(root(i), []).append(item)
     return list(groups.values())
+
+
+def _join_nested(members: list[int], placed: list[_Placed], join: Callable[[int, int], None]) -> None:
+    """Join each finding with every earlier one whose range holds it, by start, then the longer first: the
+    earlier ranges that hold one are those ending at or after it, so each group of them is kept with its
+    furthest end, and those ending at or after the range met join it (a heap: each group taken out once)."""
+    order = sorted(members, key=lambda i: (_start(placed[i]), _negated_end(placed[i])))
+    groups: list[tuple[tuple[int, int], int]] = []  # (furthest end, negated; a member), most far-reaching first
+    for i in order:
+        end = _end(placed[i])
+        furthest = end
+        while groups and (-groups[0][0][0], -groups[0][0][1]) >= end:
+            reach, member = heapq.heappop(groups)
+            join(member, i)
+            furthest = max(furthest, (-reach[0], -reach[1]))
+        heapq.heappush(groups, ((-furthest[0], -furthest[1]), i))
+
+
+def _start(item: _Placed) -> tuple[int, int]:
+    return item.finding.line, item.finding.column
+
+
+def _end(item: _Placed) -> tuple[int, int]:
+    return item.finding.end_line, item.finding.end_column
+
+
+def _negated_end(item: _Placed) -> tuple[int, int]:
+    return -item.finding.end_line, -item.finding.end_column
 
 
 def _primary_order(item: _Placed) -> tuple:

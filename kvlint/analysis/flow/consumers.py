@@ -192,19 +192,22 @@ def _is_validation(node: cst.CSTNode, function: cst.FunctionDef, flow) -> bool:
             return False
     if not lists:
         return True
-    raising = [
-        node
+    return not lists.isdisjoint(flow.remembered("raising tests", function, _raising_tests))
+
+
+def _raising_tests(function: cst.FunctionDef) -> frozenset[str]:
+    """The tests of the function's `if`s whose body raises (read once per function: flow.remembered)."""
+    return frozenset(
+        dotted(node.test)
         for node in preorder(function)
         if isinstance(node, cst.If)
-        and dotted(node.test) in lists
         and any(
             isinstance(small, cst.Raise)
             for line in node.body.body
             if isinstance(line, cst.SimpleStatementLine)
             for small in line.body
         )
-    ]
-    return bool(raising)
+    )
 
 
 def _called_for_both_roles(function: cst.FunctionDef, flow) -> bool:

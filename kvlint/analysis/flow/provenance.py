@@ -85,6 +85,7 @@ class SpecFlow:
         self._parameters: dict[tuple[int, int, int], Provenance] = {}
         self._holders: set[cst.CSTNode] | None = None
         self._assignments: dict[cst.CSTNode, list[cst.Assign]] = {}
+        self._remembered: dict[tuple[str, cst.CSTNode], object] = {}
 
     # -- structure -------------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -267,6 +268,18 @@ class SpecFlow:
                 return self._function_bindings(current).get(name.value, [])
             current = self.parent(current)
         return []
+
+    def remembered(self, question: str, node: cst.CSTNode, answer: Callable[[cst.CSTNode], object]):
+        """`answer(node)`, computed once per question and node of this module: what a rule reads of a whole
+        function for each of its checks (a walk per check is quadratic in a function of many checks)."""
+        key = (question, node)
+        if key not in self._remembered:
+            self._remembered[key] = answer(node)
+        return self._remembered[key]
+
+    def scope_bindings(self, scope: cst.CSTNode) -> dict[str, list[Binding]]:
+        """The names a function (its parameters included) or the module binds, each scope read once."""
+        return self._function_bindings(scope)
 
     def _function_bindings(self, scope: cst.CSTNode) -> dict[str, list[Binding]]:
         cached = self._bindings.get(scope)
