@@ -194,7 +194,7 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "already makes them differ",
     ("rules/_fix_scope.py", 147, "is not -> is"): "a block's last statement when compound is no exit "
     "statement either way (`[last]` or `[]`), and a block is never empty",
-    ("rules/_fix_scope.py", 201, "is -> is not"): "which of the module, None or an enclosing function a "
+    ("rules/_fix_scope.py", 214, "is -> is not"): "which of the module, None or an enclosing function a "
     "function's owner is when not a class decides nothing: only a class owner is told apart",
     ("rules/_unwrap_fix.py", 194, ">= -> >"): "`find(…, end)` is -1 or at least `end`, past the check's "
     "first character: never 0",
@@ -218,7 +218,7 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "container True, as its layers do, so no built container is a counterexample",
     ("rules/kv101_container_isinstance.py", 328, "or -> and"): "the same fast exit: each of its two cases alone "
     "ends with no finding further on",
-    ("kvlint/engine/grouping.py", 194, "if-branch never taken"): "a fast path: with nothing folded the primary "
+    ("kvlint/engine/grouping.py", 238, "if-branch never taken"): "a fast path: with nothing folded the primary "
     "is rebuilt with its own fix and note and its related locations sorted, which rules add in file order",
     ("kvlint/analysis/layer_mixes.py", 18, "if-branch never taken"): "imports only annotations name, and "
     "`from __future__ import annotations` evaluates none",
@@ -258,45 +258,45 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "None-by-default flag is never read",
     (
         "kvlint/analysis/flow/provenance.py",
-        340,
+        353,
         "if-branch never taken",
     ): "the walrus holders only let the reaching walk skip expressions with no `:=` under them; with none (None) it searches every expression and finds the same",
     (
         "kvlint/analysis/flow/provenance.py",
-        340,
+        353,
         "if-condition negated",
     ): "the walrus holders only let the reaching walk skip expressions with no `:=` under them; with none (None) it searches every expression and finds the same",
     (
         "kvlint/analysis/flow/provenance.py",
-        340,
+        353,
         "is -> is not",
     ): "the walrus holders only let the reaching walk skip expressions with no `:=` under them; with none (None) it searches every expression and finds the same",
     (
         "kvlint/analysis/flow/provenance.py",
-        343,
+        356,
         "if-condition negated",
     ): "marking more nodes as holding a `:=` makes the reaching walk search more expressions, finding the same walruses",
     (
         "kvlint/analysis/flow/provenance.py",
-        343,
+        356,
         "is -> is not",
     ): "marking more nodes as holding a `:=` makes the reaching walk search more expressions, finding the same walruses",
     (
         "kvlint/analysis/flow/provenance.py",
-        346,
+        359,
         "and -> or",
     ): "past the first marked node the loop goes on to the root (and marks None): more nodes marked, the same walruses found",
-    ("kvlint/analysis/flow/provenance.py", 193, "if-branch never taken"): "a fast exit: with no binding no result "
+    ("kvlint/analysis/flow/provenance.py", 194, "if-branch never taken"): "a fast exit: with no binding no result "
     "is collected, and the end answers UNKNOWN too",
-    ("kvlint/analysis/flow/provenance.py", 201, "if-branch never taken"): "a binding without a value is UNKNOWN on "
+    ("kvlint/analysis/flow/provenance.py", 202, "if-branch never taken"): "a binding without a value is UNKNOWN on "
     "every branch after it: `classify(None)` and `element_of(None, …)` match no node kind and answer UNKNOWN",
-    ("kvlint/analysis/flow/provenance.py", 231, "if-branch never taken"): "a parameter's binding is only made with its "
+    ("kvlint/analysis/flow/provenance.py", 232, "if-branch never taken"): "a parameter's binding is only made with its "
     "function (`_function_bindings`), so it is never None here",
-    ("kvlint/analysis/flow/provenance.py", 241, "if-branch never taken"): "a call that passes nothing for the "
+    ("kvlint/analysis/flow/provenance.py", 242, "if-branch never taken"): "a call that passes nothing for the "
     "parameter: `classify(None)` is UNKNOWN, which the kind test after it skips as well",
-    ("kvlint/analysis/flow/provenance.py", 273, "if-branch never taken"): "a cache: the bindings collected again are "
+    ("kvlint/analysis/flow/provenance.py", 286, "if-branch never taken"): "a cache: the bindings collected again are "
     "equal, and only their nodes, the same ones, are keyed on (`_classify_param`)",
-    ("kvlint/analysis/flow/provenance.py", 279, "False -> True"): "a parameter's binding is read as a parameter "
+    ("kvlint/analysis/flow/provenance.py", 292, "False -> True"): "a parameter's binding is read as a parameter "
     "before `is_loop` is looked at, by every reader (provenance, kvlint.analysis.dcp_factor and scaling)",
     ("kvlint/analysis/census/constant_arguments.py", 133, "if-branch never taken"): "a fast path: a name, read "
     "by `_bound_names` below, binds itself when stored and nothing when read, as here",
