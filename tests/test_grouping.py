@@ -331,3 +331,50 @@ def test_the_groups_are_those_every_pair_compared_would_make_on_random_findings(
                 _Placed(finding("DEC", line, column, end_line, end_column), rng.choice(ROLE_ORDER), scope, False)
             )
         assert _components(placed) == _components_by_every_pair(placed), placed
+
+
+def _random_spans(rng, lines=60):
+    """Function spans as `function_spans` gives them: nested or apart, outer before inner (random trees)."""
+    spans = []
+
+    def add(first, last, depth):
+        line = first
+        while line < last and len(spans) < 12:
+            if rng.random() < 0.5:
+                end = rng.randint(line, last)
+                spans.append(FunctionSpan(line, rng.randint(1, 4), end, rng.randint(5, 9)))
+                if depth < 4 and end > line + 1:
+                    add(line + 1, end - 1, depth + 1)
+                line = end + 1
+            else:
+                line += rng.randint(1, 5)
+
+    add(1, lines, 0)
+    return spans
+
+
+def test_the_innermost_function_of_each_finding_is_the_last_span_holding_it():
+    """`_innermost` finds a finding's function by bisection and its outer spans: the same span as asking every one
+    (the last that holds it), on 3,000 random trees of functions; and on random spans that are no tree, each asked."""
+    import random
+
+    from kvlint.engine.grouping import _innermost
+
+    rng = random.Random(30)
+    for trial in range(3000):
+        if trial % 3:
+            spans = _random_spans(rng)
+        else:  # any ranges at all: overlapping, in order of their starts or not
+            spans = []
+            for _ in range(rng.randint(0, 6)):
+                line = rng.randint(1, 40)
+                spans.append(FunctionSpan(line, rng.randint(1, 4), line + rng.randint(0, 20), rng.randint(1, 9)))
+            if trial % 2:
+                spans = sorted({(s.line, s.column): s for s in spans}.values(), key=lambda s: (s.line, s.column))
+        findings = []
+        for _ in range(rng.randint(0, 10)):
+            line = rng.randint(1, 62)
+            end_line = line + rng.randint(0, 2)
+            findings.append(finding("DEC", line, rng.randint(1, 9), end_line, rng.randint(1, 9)))
+        asked = [next((s for s in reversed(spans) if s.holds(f)), None) for f in findings]
+        assert _innermost(findings, spans) == asked, (spans, findings)

@@ -31,6 +31,7 @@ group's fix (and, without one, the first "fix unavailable" note of the group).
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_right
 from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, replace
 
@@ -124,7 +125,8 @@ def fold_root_causes(
     if len(taking_part) < 2:
         return sorted(findings, key=Finding.sort_key)
     spans = functions()
-    placed = [_place(f, roles[f.code], spans) for f in taking_part]
+    scopes = _innermost(taking_part, spans)
+    placed = [_place(f, roles[f.code], scope) for f, scope in zip(taking_part, scopes)]
     groups = _components(placed)
     result = [f for f in findings if f.code not in roles]
     for group in groups:
@@ -132,10 +134,48 @@ def fold_root_causes(
     return sorted(result, key=Finding.sort_key)
 
 
-def _place(finding: Finding, role: str, spans: list[FunctionSpan]) -> _Placed:
-    around = [s for s in spans if s.holds(finding)]
-    scope = around[-1] if around else None
+def _place(finding: Finding, role: str, scope: FunctionSpan | None) -> _Placed:
     return _Placed(finding, role, scope, whole=scope is not None and scope.is_reported_on(finding))
+
+
+def _innermost(findings: list[Finding], spans: list[FunctionSpan]) -> list[FunctionSpan | None]:
+    """Per finding, the last of `spans` (outer before inner) that holds it, or None. Not by asking every span
+    (a module of thousands of functions, each with its findings, asked millions): the spans are a tree of ranges
+    in preorder, so the innermost holding a finding is the last one starting at or before it or one of that
+    one's outer spans. Spans that are not such a tree (never from `function_spans`) are each asked, as before."""
+    parents = _nesting(spans)
+    if parents is None:
+        return [next((s for s in reversed(spans) if s.holds(f)), None) for f in findings]
+    starts = [(s.line, s.column) for s in spans]
+    found = []
+    for finding in findings:
+        at = bisect_right(starts, (finding.line, finding.column)) - 1
+        while at >= 0 and not spans[at].holds(finding):
+            at = parents[at]
+        found.append(spans[at] if at >= 0 else None)
+    return found
+
+
+def _nesting(spans: list[FunctionSpan]) -> list[int] | None:
+    """Each span's nearest outer span (its index, -1 for none), when the spans are ranges each inside or after
+    the ones before it (preorder); None otherwise."""
+    parents: list[int] = []
+    open_: list[int] = []  # the spans holding the one read last, outermost first
+    for index, span in enumerate(spans):
+        while open_ and not _holds_span(spans[open_[-1]], span):
+            if (spans[open_[-1]].end_line, spans[open_[-1]].end_column) >= (span.line, span.column):
+                return None  # overlapping without one holding the other, or before the one read last
+            open_.pop()
+        parents.append(open_[-1] if open_ else -1)
+        open_.append(index)
+    return parents
+
+
+def _holds_span(outer: FunctionSpan, inner: FunctionSpan) -> bool:
+    return (outer.line, outer.column) <= (inner.line, inner.column) and (inner.end_line, inner.end_column) <= (
+        outer.end_line,
+        outer.end_column,
+    )
 
 
 def _contains(outer: Finding, inner: Finding) -> bool:
