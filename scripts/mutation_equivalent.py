@@ -218,7 +218,7 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "container True, as its layers do, so no built container is a counterexample",
     ("rules/kv101_container_isinstance.py", 328, "or -> and"): "the same fast exit: each of its two cases alone "
     "ends with no finding further on",
-    ("kvlint/engine/grouping.py", 238, "if-branch never taken"): "a fast path: with nothing folded the primary "
+    ("kvlint/engine/grouping.py", 278, "if-branch never taken"): "a fast path: with nothing folded the primary "
     "is rebuilt with its own fix and note and its related locations sorted, which rules add in file order",
     ("kvlint/analysis/layer_mixes.py", 18, "if-branch never taken"): "imports only annotations name, and "
     "`from __future__ import annotations` evaluates none",
@@ -305,4 +305,11 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("kvlint/analysis/census/instantiation.py", 157, "False -> True"): "only a call's callee that is an attribute "
     "of no name gets here (`a.b.c(…)`), and the walk builds nothing of it either: `_reference` of such a callee is "
     "nothing",
+    ("kvlint/engine/grouping.py", 166, ">= -> >"): "ranges that touch (one ending where the next starts) are then "
+    "read as apart: a finding at that point is held by the later one, found first by bisection, and one before it "
+    "only by the earlier, found by its outer spans",
+    ("kvlint/engine/grouping.py", 169, "1 -> 2"): "the `-1` of a span with no outer span: any negative index ends "
+    "the climb to a finding's function",
+    ("kvlint/engine/grouping.py", 175, "<= -> <"): "spans sharing a start or an end with the one holding them are "
+    "then no tree, and every span is asked, as before: the same span for each finding",
 }
