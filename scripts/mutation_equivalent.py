@@ -174,7 +174,7 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "class), so an instance is on the stack",
     ("kvlint/analysis/census/instantiation.py", 215, "if-branch never taken"): "a guard never taken: a branch "
     "test is read only in the body of a function the census follows, which is on the stack",
-    ("kvlint/analysis/census/instantiation.py", 216, "False -> True"): "the line under the guard of line 254, "
+    ("kvlint/analysis/census/instantiation.py", 216, "False -> True"): "the line under the guard of line 215, "
     "which never runs",
     ("kvlint/analysis/census/resolution.py", 103, "if-branch never taken"): "a cache: a name resolved again "
     "(the memo of `resolve`) resolves to the same through `binding_expr`",
