@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from functools import lru_cache
 
 import libcst as cst
 
@@ -89,9 +91,33 @@ def called_elsewhere(rule: Rule, scaling: Scaling) -> str | None:
     return None
 
 
-def _indent_of_line(source: str, offset: int) -> str:
-    line_start = max(source.rfind("\n", 0, offset), source.rfind("\r", 0, offset)) + 1
-    line = source[line_start:offset]
+def _line_start(source: str, offsets: list[int], offset: int) -> int:
+    """Where the line holding `offset` starts, `\n` and `\r` ending lines. Searched back only from the line
+    `offsets` (lint.line_offsets) puts it on: from the file's start, a file without `\r` is read back whole
+    for each site, a cost in the square of a file of many sites. The break before that line's start ends at
+    most two characters before it (`\r\n`), so the search finds what a search from the file's start finds."""
+    line = offsets[bisect_right(offsets, offset) - 1] if offsets else 0
+    low = max(line - 2, 0)
+    return max(source.rfind("\n", low, offset), source.rfind("\r", low, offset)) + 1
+
+
+def _line_end(source: str, offsets: list[int], offset: int) -> int:
+    """Where the first `\n` or `\r` at or after `offset` is (the text's end when none): searched only up to
+    the start of the next line `offsets` gives, which the first break at or after `offset` ends."""
+    following = bisect_right(offsets, offset)
+    high = offsets[following] if following < len(offsets) else len(source)
+    found = [i for i in (source.find("\n", offset, high), source.find("\r", offset, high)) if i >= 0]
+    return min(found, default=len(source))
+
+
+@lru_cache(maxsize=4)
+def _newline_of(source: str) -> str:
+    """The newline a rewrite spanning lines uses: read once per file, not once per site."""
+    return "\r\n" if "\r\n" in source else "\n"
+
+
+def _indent_of_line(source: str, offsets: list[int], offset: int) -> str:
+    line = source[_line_start(source, offsets, offset) : offset]
     return line[: len(line) - len(line.lstrip(" \t"))]
 
 
@@ -109,11 +135,12 @@ def resolver_call_fix(rule: Rule, scaling: Scaling) -> Fix | None:
     spec_code, dcp_code = _one_line(rule.code_of(scaling.spec)), _one_line(rule.code_of(scaling.dcp))
     single = f"{RESOLVER_NAME}({spec_code}, {dcp_code})"
     original = source[start:end]
-    line_start = max(source.rfind("\n", 0, start), source.rfind("\r", 0, start)) + 1
+    offsets = rule.context.line_offsets
+    line_start = _line_start(source, offsets, start)
     multiline = "\n" in original or "\r" in original or (start - line_start) + len(single) > LINE_LIMIT
     if multiline and "\n" not in spec_code + dcp_code:
-        indent = _indent_of_line(source, start)
-        newline = "\r\n" if "\r\n" in source else "\n"
+        indent = _indent_of_line(source, offsets, start)
+        newline = _newline_of(source)
         replacement = (
             f"{RESOLVER_NAME}({newline}{indent}    {spec_code},{newline}{indent}    {dcp_code},{newline}{indent})"
         )

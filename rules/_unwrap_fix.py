@@ -27,7 +27,16 @@ from kvlint.analysis.scaling import class_names
 from kvlint.analysis.target_names import dotted as dotted_module
 from kvlint.analysis.vocabulary import CONTAINER_CLASS, INTERFACE_MODULE, RESOLVER_NAME
 from kvlint.rules._fix_scope import free_name, guarded_use, rebinding, resolved_calls
-from kvlint.rules._resolver_call import LINE_LIMIT, _imported_from, _indent_of_line, _one_line, target_gap
+from kvlint.rules._resolver_call import (
+    LINE_LIMIT,
+    _imported_from,
+    _indent_of_line,
+    _line_end,
+    _line_start,
+    _newline_of,
+    _one_line,
+    target_gap,
+)
 
 _OPERATORS = {cst.Is: "is", cst.Equal: "==", cst.In: "in", cst.IsNot: "is not", cst.NotEqual: "!=", cst.NotIn: "not in"}
 _NEGATIVE = (cst.IsNot, cst.NotEqual, cst.NotIn)
@@ -190,12 +199,12 @@ def _check_edit(rule: Rule, plan: UnwrapPlan) -> TextEdit:
     # one-line form: they end the lines of the wrapped form, in their order, a `# kvlint: ignore` among them.
     kept = [n for part in (plan.subject, plan.classes) if part is not None for n in preorder(part)]
     comments = [n.value for n in preorder(plan.node) if isinstance(n, cst.Comment) and n not in set(kept)]
-    line_start = max(source.rfind("\n", 0, start), source.rfind("\r", 0, start)) + 1
-    line_end = min((i for i in (source.find("\n", end), source.find("\r", end)) if i >= 0), default=len(source))
+    offsets = rule.context.line_offsets
+    line_start, line_end = _line_start(source, offsets, start), _line_end(source, offsets, end)
     # As ruff format writes it: on one line when that fits (a wrapped check whose rewrite fits is joined),
     # else the call's content on one line of its own when that fits, else one part a line.
     prefix, suffix = start - line_start, line_end - end
-    indent = _indent_of_line(source, start)
+    indent = _indent_of_line(source, offsets, start)
     unit = rule.flow.module.default_indent  # a tab-indented file's unit is a tab
     middle = f"{indent}{unit}{' '.join(parts[1:])}"
     # Inside an f-string a line break is valid only on Python 3.12 and later: one line there.
@@ -203,7 +212,7 @@ def _check_edit(rule: Rule, plan: UnwrapPlan) -> TextEdit:
     if in_fstring or not comments and (prefix + len(single) + suffix <= LINE_LIMIT or "\n" in subject):
         replacement = single
     else:
-        newline = "\r\n" if "\r\n" in source else "\n"
+        newline = _newline_of(source)
         lines = [middle] if not comments and len(middle.expandtabs(4)) <= LINE_LIMIT else []
         lines = lines or [f"{indent}{unit}{part}" for part in parts[1:]]
         for index, comment in enumerate(comments):
@@ -290,13 +299,14 @@ def _call_site_edits(rule: Rule, call: cst.Call, argument: cst.BaseExpression) -
     argument_code = _one_line(rule.code_of(argument))
     start, end = rule.span(argument)
     loops_start, loops_end = rule.span(generator.for_in)
-    loops_start = _past_space(source, loops_start)  # the span holds the whitespace before `for`
-    line_start = max(source.rfind("\n", 0, loops_start), source.rfind("\r", 0, loops_start)) + 1
+    offsets = rule.context.line_offsets
+    loops_start = _past_space(source, offsets, loops_start)  # the span holds the whitespace before `for`
+    line_start = _line_start(source, offsets, loops_start)
     loop = f"for {name} in {LAYER_ITERATOR}({argument_code})"
     if source[line_start:loops_start].strip():
         inserted = f" {loop}"
     else:  # the loops stand on lines of their own: one more line, as ruff format writes it
-        newline = "\r\n" if "\r\n" in source else "\n"
+        newline = _newline_of(source)
         inserted = f"{newline}{source[line_start:loops_start]}{loop}"
     return [
         _edit(rule, argument, start, end, name),
@@ -304,15 +314,13 @@ def _call_site_edits(rule: Rule, call: cst.Call, argument: cst.BaseExpression) -
     ]
 
 
-def _past_space(source: str, offset: int) -> int:
+def _past_space(source: str, offsets: list[int], offset: int) -> int:
     """The offset of the next code character: past whitespace, line continuations and comments."""
     while offset < len(source):
         if source[offset] in " \t\r\n\\\f":
             offset += 1
         elif source[offset] == "#":
-            offset = min(
-                (i for i in (source.find("\n", offset), source.find("\r", offset)) if i >= 0), default=len(source)
-            )
+            offset = _line_end(source, offsets, offset)
         else:
             break
     return offset

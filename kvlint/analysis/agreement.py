@@ -216,7 +216,7 @@ def _context(scaling: Scaling, flow: SpecFlow, aliases) -> _Context:
 
     child, current = scaling.node, flow.parent(scaling.node)
     while current is not None and not isinstance(current, (cst.FunctionDef, cst.Module)):
-        for test, holds in _tests_on_path(current, child):
+        for test, holds in _tests_on_path(current, child, flow):
             condition = test if holds else cst.UnaryOperation(cst.Not(), test)
             other = current.orelse if isinstance(current, cst.IfExp) and holds else None
             gate = augmented and isinstance(current, cst.If)
@@ -240,15 +240,27 @@ def _on_dcp_only(test: cst.BaseExpression, aliases) -> bool:
     )
 
 
-def _tests_on_path(node: cst.CSTNode, child: cst.CSTNode):
+def _tests_on_path(node: cst.CSTNode, child: cst.CSTNode, flow: SpecFlow):
     """(test, whether it holds) that `node` establishes for code in `child`."""
     if isinstance(node, (cst.If, cst.IfExp)) and child is not node.test:
         yield node.test, child is node.body
     elif isinstance(node, cst.IndentedBlock):
-        for statement in node.body:
-            if statement is child:
+        # Read once per block, not once per site in it: a block of many sites would cost their square.
+        places, established = flow.remembered("tests established in a block", node, _established_in)
+        before = places.get(id(child), len(node.body))
+        for place, test, holds in established:
+            if place >= before:
                 return
-            yield from _established_by(statement)
+            yield test, holds
+
+
+def _established_in(block: cst.IndentedBlock) -> tuple[dict[int, int], list[tuple[int, cst.BaseExpression, bool]]]:
+    """(each statement's place in the block by id, (place, test, whether it holds) for what each establishes)."""
+    places = {id(statement): place for place, statement in enumerate(block.body)}
+    established = [
+        (place, *found) for place, statement in enumerate(block.body) for found in _established_by(statement)
+    ]
+    return places, established
 
 
 def _established_by(statement: cst.BaseStatement):

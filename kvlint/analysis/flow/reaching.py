@@ -14,7 +14,11 @@ for an attribute chain (`group.kv_cache_spec`) a fact kept under its dotted text
 rebound.
 
 A function using what the walk does not model (match, global/nonlocal) has no map: readers fall back to
-every binding of the name in the function.
+every binding of the name in the function. So does one whose walk would cost more than `MAX_STATE_ENTRIES`:
+each binding copies the state and each join merges states, so the walk costs statements × live names — a
+crafted function of thousands of loops, each binding a name of its own, would take minutes and gigabytes.
+vLLM's costliest function reads ~11,000 entries; the bound is a hundred times that, counted, not timed, so
+the same file gets the same answer on every machine.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ State = dict[str, tuple[Binding, ...]]
 _SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 # Loops nested deeper than this are walked once (each level doubles the work).
 _MAX_LOOP_PASSES_DEPTH = 4
+# The state entries one function's walk may copy and merge before it is given no map (see the module's doc).
+MAX_STATE_ENTRIES = 1_000_000
 
 
 class _Unsupported(Exception):
@@ -75,6 +81,7 @@ class ReachingDefinitions:
         # Per enclosing loop: (states at its breaks, states at its continues).
         self._loops: list[tuple[list[State | None], list[State | None]]] = []
         self._collectors: list[list[State | None]] = []
+        self._spent = 0  # state entries copied and merged so far (MAX_STATE_ENTRIES)
         self.supported = True
         try:
             self._suite(function.body, {name: tuple(found) for name, found in parameters.items()})
@@ -111,7 +118,23 @@ class ReachingDefinitions:
             self._bindings[key] = Binding(**fields)
         return self._bindings[key]
 
+    def _spend(self, entries: int) -> None:
+        self._spent += entries
+        if self._spent > MAX_STATE_ENTRIES:
+            raise _Unsupported(f"over {MAX_STATE_ENTRIES:,} state entries")
+
+    def _merge(self, *states: State | None) -> State | None:
+        self._spend(sum(len(state) for state in states if state is not None))
+        return merge(*states)
+
+    def _narrow(self, state: State | None, subjects: Iterable[str]) -> State | None:
+        subjects = list(subjects)
+        if state is not None and subjects:
+            self._spend(len(state))
+        return _narrow(state, subjects)
+
     def _bind(self, state: State, target: cst.BaseExpression, value, is_loop: bool, source: cst.CSTNode) -> State:
+        self._spend(len(state))
         state = dict(state)
         for name, path in target_names(target):
             state[name] = (self._binding(source, name, value=value, path=path, is_loop=is_loop),)
@@ -173,7 +196,7 @@ class ReachingDefinitions:
             return None
         if isinstance(node, cst.Assert):
             state = self._walrus(node.test, state)
-            return _narrow(state, container_facts(node.test)[0])
+            return self._narrow(state, container_facts(node.test)[0])
         if isinstance(node, cst.Expr):
             return self._walrus(node.value, state)
         if isinstance(node, (cst.Global, cst.Nonlocal)):
@@ -193,6 +216,7 @@ class ReachingDefinitions:
         if isinstance(node, cst.AugAssign):
             return self._bind(self._walrus(node.value, state), node.target, None, False, node)
         if isinstance(node, cst.Del):
+            self._spend(len(state))
             return {k: v for k, v in state.items() if k not in {n for n, _ in target_names(node.target)}}
         if isinstance(node, (cst.Import, cst.ImportFrom)):
             names = () if isinstance(node.names, cst.ImportStar) else node.names
@@ -206,13 +230,13 @@ class ReachingDefinitions:
         self._record(node, state)
         state = self._walrus(node.test, state)
         when_true, when_false = container_facts(node.test)
-        body = self._suite(node.body, _narrow(state, when_true))
-        other = _narrow(state, when_false)
+        body = self._suite(node.body, self._narrow(state, when_true))
+        other = self._narrow(state, when_false)
         if isinstance(node.orelse, cst.If):
             other = self._if(node.orelse, other)
         elif isinstance(node.orelse, cst.Else):
             other = self._suite(node.orelse.body, other)
-        return merge(body, other)
+        return self._merge(body, other)
 
     def _loop(self, node: cst.For | cst.While, before: State, enter) -> tuple[State | None, list]:
         """Walk a loop body twice (once when nested deep); (the state at the loop head, the breaks)."""
@@ -224,7 +248,7 @@ class ReachingDefinitions:
             self._loops.append((breaks, continues))
             end = self._suite(node.body, enter(head))
             self._loops.pop()
-            head = merge(before, end, *continues)
+            head = self._merge(before, end, *continues)
         return head, breaks
 
     def _for(self, node: cst.For, state: State) -> State | None:
@@ -236,7 +260,7 @@ class ReachingDefinitions:
         after = head
         if node.orelse is not None:
             after = self._suite(node.orelse.body, head)
-        return merge(after, *breaks)
+        return self._merge(after, *breaks)
 
     def _while(self, node: cst.While, state: State) -> State | None:
         when_true, when_false = container_facts(node.test)
@@ -245,13 +269,13 @@ class ReachingDefinitions:
             if head is None:
                 return None
             self._record(node, head)  # the test runs at every head: its last record is the merged one
-            return _narrow(self._walrus(node.test, head), when_true)
+            return self._narrow(self._walrus(node.test, head), when_true)
 
         head, breaks = self._loop(node, state, enter)
-        after = _narrow(head, when_false) if head is not None else None
+        after = self._narrow(head, when_false) if head is not None else None
         if node.orelse is not None:
             after = self._suite(node.orelse.body, after)
-        return merge(after, *breaks)
+        return self._merge(after, *breaks)
 
     def _try(self, node: cst.Try | cst.TryStar, state: State) -> State | None:
         seen: list[State | None] = []
@@ -259,7 +283,7 @@ class ReachingDefinitions:
         end = self._suite(node.body, state)
         self._collectors.pop()
         # A handler may start after any statement of the body: whatever any of them saw reaches it.
-        handler_in = merge(state, end, *seen)
+        handler_in = self._merge(state, end, *seen)
         ends = []
         for handler in node.handlers:
             self._record(handler, handler_in)
@@ -269,10 +293,10 @@ class ReachingDefinitions:
             ends.append(self._suite(handler.body, entry))
         if node.orelse is not None:
             end = self._suite(node.orelse.body, end)
-        normal = merge(end, *ends)
+        normal = self._merge(end, *ends)
         if node.finalbody is None:
             return normal
-        final = self._suite(node.finalbody.body, merge(normal, handler_in))
+        final = self._suite(node.finalbody.body, self._merge(normal, handler_in))
         return final if normal is not None else None
 
     def _walrus(self, expression: cst.CSTNode, state: State) -> State:
