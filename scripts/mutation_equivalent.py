@@ -196,23 +196,15 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     "statement either way (`[last]` or `[]`), and a block is never empty",
     ("rules/_fix_scope.py", 214, "is -> is not"): "which of the module, None or an enclosing function a "
     "function's owner is when not a class decides nothing: only a class owner is told apart",
-    ("rules/_unwrap_fix.py", 194, ">= -> >"): "`find(…, end)` is -1 or at least `end`, past the check's "
-    "first character: never 0",
-    ("rules/_unwrap_fix.py", 194, "0 -> 1"): "`find(…, end)` is -1 or at least `end` ≥ 1: `i >= 1` keeps the same",
-    ("rules/_unwrap_fix.py", 224, "if-branch never taken"): "a fast exit: an expression that is not a name "
+    ("rules/_unwrap_fix.py", 233, "if-branch never taken"): "a fast exit: an expression that is not a name "
     "has no binding (`bindings_of` looks its `.value` node up among names and finds none)",
-    ("rules/_unwrap_fix.py", 227, "or -> and"): "a binding has both a parameter and its function or neither "
+    ("rules/_unwrap_fix.py", 236, "or -> and"): "a binding has both a parameter and its function or neither "
     "(kvlint.analysis.flow.provenance sets them together)",
-    ("rules/_unwrap_fix.py", 294, "0 -> 1"): "a line break at offset 0 makes the second line start at 1: "
-    "loops there would need their call on the first line, which is empty; any line after starts past 1",
-    ("rules/_unwrap_fix.py", 309, "< -> <="): "the loops follow the skipped space: a code character is always "
+    ("rules/_unwrap_fix.py", 319, "< -> <="): "the loops follow the skipped space: a code character is always "
     "found before the end of the source",
-    ("rules/_unwrap_fix.py", 314, ">= -> >"): "`find(…, offset)` is -1 or at least `offset`, past the "
-    "generator's element: never 0",
-    ("rules/_unwrap_fix.py", 314, "0 -> 1"): "`find(…, offset)` is -1 or at least `offset` ≥ 1",
-    ("rules/_unwrap_fix.py", 343, "any -> all"): "outside the interface module a module defining the name has "
+    ("rules/_unwrap_fix.py", 351, "any -> all"): "outside the interface module a module defining the name has "
     "the rewrite blocked (kvlint.rules._fix_scope.rebinding), and inside it nothing is imported either way",
-    ("rules/_unwrap_fix.py", 357, "1 -> 2"): "a maxsplit: the last part is the same",
+    ("rules/_unwrap_fix.py", 365, "1 -> 2"): "a maxsplit: the last part is the same",
     ("rules/kv101_container_isinstance.py", 328, "if-branch never taken"): "a fast exit: with no layer class "
     "checked the next test returns (no container holds one), and a test that admits the container answers a "
     "container True, as its layers do, so no built container is a counterexample",
