@@ -161,3 +161,51 @@ def test_internal_error_is_one_line_with_a_hint(monkeypatch):
     (finding,) = [f for f in result.findings if f.code == "KV000"]
     assert "internal error" in finding.message and "--verbose" in finding.message and "\n" not in finding.message
     assert "RuntimeError: boom" in result.detail
+
+
+def test_an_internal_errors_line_is_bounded_whatever_its_text(monkeypatch):
+    """A node's repr is its whole subtree, and a deep one exhausts the stack when printed: the line says the
+    error's type and the start of its text, and is written even where the text cannot be made."""
+    from kvlint.analysis.flow import provenance as flow
+    from kvlint.engine.lint import lint_bytes
+
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RecursionError("maximum recursion depth exceeded while getting the repr of an object")
+
+    for error, expected in [
+        (RuntimeError("x" * 100_000), "RuntimeError: " + "x" * 200 + "…"),
+        (Unprintable(), "Unprintable"),
+    ]:
+
+        def explode(self, node, depth=0, error=error):
+            raise error
+
+        monkeypatch.setattr(flow.SpecFlow, "classify", explode)
+        project = TreeIndex(root=None, hierarchy=SpecHierarchy(bases=dict(BUILTIN_BASES)))
+        result = lint_bytes(LintRequest("buggy.py", "buggy.py", project, all_rules()), BUGGY.encode())
+        (finding,) = [f for f in result.findings if f.code == "KV000"]
+        assert f"internal error in kvlint ({expected}); re-run with --verbose" in finding.message
+
+
+def test_a_chain_of_elifs_past_the_stack_is_nested_too_deeply_not_an_escaping_error():
+    """libcst's position codegen recurses once per `elif`; 800 of them exhaust the stack there, and libcst turns
+    that into a KeyError whose repr recursed again out of the lint (a red team's crafted module): one line."""
+    from kvlint.engine.lint import lint_bytes
+
+    lines = [
+        "from vllm.v1.kv_cache_interface import AttentionSpec",
+        "def f(spec, k, dcp_world_size):",
+        "    if k == -1:",
+        "        x = 0",
+    ]
+    for i in range(800):
+        lines += [
+            f"    elif k == {i}:",
+            "        x = isinstance(spec, AttentionSpec) and spec.block_size * dcp_world_size",
+        ]
+    project = TreeIndex(root=None, hierarchy=SpecHierarchy(bases=dict(BUILTIN_BASES)))
+    result = lint_bytes(LintRequest("deep.py", "deep.py", project, all_rules()), "\n".join(lines).encode())
+    assert [(f.code, f.message) for f in result.findings] == [
+        ("KV000", "cannot analyse this file: nested too deeply to analyse")
+    ]

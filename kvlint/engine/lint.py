@@ -75,11 +75,46 @@ def _lint_bytes(request: LintRequest, data: bytes) -> FileResult:
     except MemoryError:  # a worker's memory cap (kvlint.scan.jobs), reached outside libcst's native parser
         return unreadable(request.path, "too costly to parse: kvlint ran out of memory")
     except Exception as error:  # a rule bug must not end the scan; say which file tripped it
+        if _from_recursion(error):  # libcst turns a stack exhausted in its position codegen into a KeyError
+            return unreadable(request.path, "nested too deeply to analyse")
         result = unreadable(
-            request.path,
-            f"internal error in kvlint ({type(error).__name__}: {error}); re-run with --verbose for details",
+            request.path, f"internal error in kvlint ({_described(error)}); re-run with --verbose for details"
         )
-        return replace(result, detail=traceback.format_exc())
+        return replace(result, detail=_traceback_text())
+
+
+def _from_recursion(error: BaseException) -> bool:
+    """Whether `error` was raised while handling, or because of, an exhausted stack (a chain of 800 `elif`s)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, RecursionError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+# An internal error's text in its one line: its start, however long (a node's repr is the whole subtree).
+_DESCRIBED_CHARACTERS = 200
+
+
+def _described(error: Exception) -> str:
+    """`Type: text`, the text cut short; the type alone where the text cannot be made (it recurses, it raises)."""
+    try:
+        text = str(error)
+    except Exception:  # noqa: BLE001 - the line must be written whatever the error holds (a deep repr recurses)
+        return type(error).__name__
+    if len(text) > _DESCRIBED_CHARACTERS:
+        text = text[:_DESCRIBED_CHARACTERS] + "…"
+    return f"{type(error).__name__}: {text}"
+
+
+def _traceback_text() -> str:
+    try:
+        return traceback.format_exc()
+    except Exception:  # noqa: BLE001 - formatting a deep value's repr exhausted the stack
+        return "(the traceback could not be formatted)"
 
 
 def lint_text(request: LintRequest, text: str) -> FileResult:
