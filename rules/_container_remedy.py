@@ -110,7 +110,8 @@ def counterexamples(rule, node: cst.CSTNode, built, subject: str, function):
     """Of the containers whose layers answer the check True, those that reach it and get another answer than
     their layers (kvlint.analysis.flow.layer_selection.reaching); for the gate of a DCP scaling, which matters only
     under DCP, only those of a checkpoint vLLM accepts under DCP."""
-    built = reaching(built, rule.context.project.census, rule.hierarchy, node, subject, function, rule.flow.parent)
+    census = rule.context.project.census
+    built = reaching(built, census, rule.hierarchy, node, subject, function, rule.flow.parent, rule.flow.remembered)
     table = rule.context.project.kind_table()
     if table is None or not decides_dcp_factor(rule, node):
         return built

@@ -227,8 +227,8 @@ def _context(scaling: Scaling, flow: SpecFlow, aliases) -> _Context:
                 narrowing.append(condition)
         child, current = current, flow.parent(current)
     # The kinds the site's value serves: a group index an isinstance test chose, a name only some branches read.
-    narrowing.extend(index_tests(scaling.spec, flow.enclosing_function(scaling.node)))
-    used = use_test(scaling.node, flow.parent)
+    narrowing.extend(index_tests(scaling.spec, flow.enclosing_function(scaling.node), flow.remembered))
+    used = use_test(scaling.node, flow.parent, flow.remembered)
     if used is not None:
         narrowing.append(used)
     return _Context(tuple(gates), 1 if scaling.gate is not None else 0, tuple(narrowing))

@@ -14,13 +14,26 @@ every kind the site serves.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from kvlint.analysis.cst_walk import preorder
 from kvlint.analysis.flow.provenance import dotted
 
+# `SpecFlow.remembered(question, node, answer)`: what each of these reads of a whole function or block, read once
+# per function or block for all the sites in it (read per site, a crafted function of many sites cost their
+# square or cube). Without one (a caller outside a lint), each is read for the one question asked.
+Remembered = Callable[[str, cst.CSTNode, Callable[[cst.CSTNode], object]], object]
 
-def index_tests(spec: cst.BaseExpression | None, function: cst.CSTNode | None) -> list[cst.BaseExpression]:
+
+def _asked(question: str, node: cst.CSTNode, answer: Callable[[cst.CSTNode], object], remembered: Remembered | None):
+    return remembered(question, node, answer) if remembered is not None else answer(node)
+
+
+def index_tests(
+    spec: cst.BaseExpression | None, function: cst.CSTNode | None, remembered: Remembered | None = None
+) -> list[cst.BaseExpression]:
     """`groups[I].kv_cache_spec` where every non-constant assignment of `I` in the function sits under an
     `isinstance(<loop group>.kv_cache_spec, C)` test: that test."""
     if function is None or not isinstance(spec, cst.Attribute) or not isinstance(spec.value, cst.Subscript):
@@ -32,27 +45,35 @@ def index_tests(spec: cst.BaseExpression | None, function: cst.CSTNode | None) -
     if not index:
         return []
     tests: list[cst.BaseExpression] = []
-    for node in preorder(function):
-        for target, value in _assignments(node):
-            if target != index or _constant(value):
-                continue  # a sentinel (`-1`) is no group index
-            test = _guard(node, function)
-            if test is None:
-                return []  # chosen some other way: every kind may reach the site
-            tests.append(test)
+    guards: dict[int, cst.BaseExpression] | None = None
+    for node, target, value in _asked("assignments", function, _function_assignments, remembered):
+        if target != index or _constant(value):
+            continue  # a sentinel (`-1`) is no group index
+        guards = _asked("group tests", function, _guards, remembered) if guards is None else guards
+        test = guards.get(id(node))
+        if test is None:
+            return []  # chosen some other way: every kind may reach the site
+        tests.append(test)
     return [_any_of(tests)] if tests else []
 
 
-def _guard(statement: cst.CSTNode, function: cst.CSTNode) -> cst.BaseExpression | None:
-    """The group `isinstance` test whose body holds `statement`, if any."""
+def _function_assignments(function: cst.CSTNode) -> list[tuple[cst.CSTNode, str | None, cst.BaseExpression]]:
+    """(statement, target, value) of every `=` and annotated `=` statement in the function, in preorder."""
+    return [(node, target, value) for node in preorder(function) for target, value in _assignments(node)]
+
+
+def _guards(function: cst.CSTNode) -> dict[int, cst.BaseExpression]:
+    """Each node of the function under a group `isinstance` test's body, by id → the first such test in preorder
+    whose body holds it (the outermost)."""
+    found: dict[int, cst.BaseExpression] = {}
     for node in preorder(function):
         if isinstance(node, cst.If) and _is_group_isinstance(node.test):
-            if any(inner is statement for inner in preorder(node.body)):
-                return node.test
-    return None
+            for inner in preorder(node.body):
+                found.setdefault(id(inner), node.test)
+    return found
 
 
-def use_test(node: cst.CSTNode, parent) -> cst.BaseExpression | None:
+def use_test(node: cst.CSTNode, parent, remembered: Remembered | None = None) -> cst.BaseExpression | None:
     """The site is the value of `name = <site>`, read only in some branches of the `if`/`elif` chain that
     follows it (and nowhere after the chain): the test that a kind takes one of those branches."""
     assign = parent(node)
@@ -65,11 +86,12 @@ def use_test(node: cst.CSTNode, parent) -> cst.BaseExpression | None:
     block = parent(line) if isinstance(line, cst.SimpleStatementLine) else None
     if not isinstance(block, cst.IndentedBlock):
         return None
-    body = list(block.body)
-    position = next((i for i, s in enumerate(body) if s is line), None)
+    body = block.body
+    places, last_reads = _asked("statements and their reads", block, _block_reads, remembered)
+    position = places.get(id(line))
     if position is None or position + 1 >= len(body) or not isinstance(body[position + 1], cst.If):
         return None
-    if any(_reads(s, target.value) for s in body[position + 2 :]):
+    if last_reads.get(target.value, -1) >= position + 2:  # read by a statement after the chain
         return None
     reading: list[cst.BaseExpression] = []
     earlier: list[cst.BaseExpression] = []
@@ -86,6 +108,22 @@ def use_test(node: cst.CSTNode, parent) -> cst.BaseExpression | None:
     if not reading:
         return _never()
     return _any_of(reading)
+
+
+def _places(block: cst.IndentedBlock) -> dict[int, int]:
+    return {id(statement): place for place, statement in enumerate(block.body)}
+
+
+def _block_reads(block: cst.IndentedBlock) -> tuple[dict[int, int], dict[str, int]]:
+    """(each statement's place in the block by id, each name → the last place whose statement reads it)."""
+    places: dict[int, int] = {}
+    last: dict[str, int] = {}
+    for place, statement in enumerate(block.body):
+        places[id(statement)] = place
+        for inner in preorder(statement):
+            if type(inner) is cst.Name:
+                last[inner.value] = place
+    return places, last
 
 
 def _assignments(statement: cst.CSTNode):
@@ -142,12 +180,13 @@ def _never() -> cst.BaseExpression:
     return cst.Comparison(cst.Integer("0"), [cst.ComparisonTarget(cst.Equal(), cst.Integer("1"))])
 
 
-def single_group_binding(subject: str, function: cst.CSTNode | None) -> bool:
+def single_group_binding(subject: str, function: cst.CSTNode | None, remembered: Remembered | None = None) -> bool:
     """`subject = groups[0].kv_cache_spec if len(groups) == 1 else None` (its only binding in the function):
     the spec of a config's only group, None with several groups."""
     if function is None:
         return False
-    values = [value for node in preorder(function) for target, value in _assignments(node) if target == subject]
+    assignments = _asked("assignments", function, _function_assignments, remembered)
+    values = [value for _, target, value in assignments if target == subject]
     if len(values) != 1 or not isinstance(values[0], cst.IfExp):
         return False
     choice = values[0]
@@ -167,31 +206,37 @@ def single_group_binding(subject: str, function: cst.CSTNode | None) -> bool:
     )
 
 
-def past_single_group_exit(node: cst.CSTNode, function: cst.CSTNode | None, parent) -> bool:
+def past_single_group_exit(
+    node: cst.CSTNode, function: cst.CSTNode | None, parent, remembered: Remembered | None = None
+) -> bool:
     """`node` follows, in its function, an `if len(<groups>) == 1: return …` (or `<= 1`, `< 2`) that leaves
     the function whenever the config has one group: only a config of several groups reaches it."""
     if function is None:
         return False
-    groups = _group_list_names(function)
+    groups: set[str] | None = None
     current = node
     while current is not None and current is not function:
         block = parent(current)
         if isinstance(block, cst.IndentedBlock):
-            position = next((i for i, statement in enumerate(block.body) if statement is current), 0)
-            if any(_single_group_exit(s, groups) for s in block.body[:position]):
+            if groups is None:
+                assignments = _asked("assignments", function, _function_assignments, remembered)
+                groups = _group_list_names(assignments)
+
+            def first_exit(block: cst.IndentedBlock, groups: set[str] = groups) -> tuple[dict[int, int], int]:
+                # (each statement's place, the first place holding a single-group exit; past the end: none)
+                exits = (place for place, s in enumerate(block.body) if _single_group_exit(s, groups))
+                return {id(s): place for place, s in enumerate(block.body)}, next(exits, len(block.body))
+
+            places, exit_at = _asked("single-group exits", block, first_exit, remembered)
+            if exit_at < places.get(id(current), 0):
                 return True
         current = block
     return False
 
 
-def _group_list_names(function: cst.CSTNode) -> set[str]:
-    """Names the function binds to a group list (`groups = kv_cache_config.kv_cache_groups`)."""
-    return {
-        target
-        for node in preorder(function)
-        for target, value in _assignments(node)
-        if target and (dotted(value) or "").endswith("kv_cache_groups")
-    }
+def _group_list_names(assignments: list[tuple[cst.CSTNode, str | None, cst.BaseExpression]]) -> set[str]:
+    """Names the function binds to a group list (`groups = kv_cache_config.kv_cache_groups`), of its assignments."""
+    return {target for _, target, value in assignments if target and (dotted(value) or "").endswith("kv_cache_groups")}
 
 
 def _single_group_exit(statement: cst.CSTNode, groups: set[str]) -> bool:
@@ -221,7 +266,9 @@ def _one_group(test: cst.BaseExpression, groups: set[str]) -> bool:
     )
 
 
-def first_group_fallback(check: cst.CSTNode, function: cst.CSTNode | None, parent) -> bool:
+def first_group_fallback(
+    check: cst.CSTNode, function: cst.CSTNode | None, parent, remembered: Remembered | None = None
+) -> bool:
     """`for i, g in enumerate(<groups>): if <check>: return i` then `return 0` right after the loop: a
     config whose only group is the container gets 0 on either branch (the same answer for it as for its
     layers); only a config of several groups can get another group's index."""
@@ -244,8 +291,8 @@ def first_group_fallback(check: cst.CSTNode, function: cst.CSTNode | None, paren
     block = parent(loop)
     if loop.orelse is not None or not isinstance(block, cst.IndentedBlock):
         return False
-    body = list(block.body)
-    position = next(i for i, s in enumerate(body) if s is loop)
+    body = block.body
+    position = _asked("statement places", block, _places, remembered)[id(loop)]
     after = body[position + 1 : position + 2]
     return bool(after) and _returns(after[0], lambda v: isinstance(v, cst.Integer) and v.value == "0")
 

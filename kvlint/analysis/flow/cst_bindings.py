@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from kvlint.analysis.cst_walk import walk
+from kvlint.analysis.cst_walk import children, walk
 from kvlint.analysis.vocabulary import CONTAINER_CLASS
 
 FUNCTION_LIKE = (cst.FunctionDef, cst.Lambda)
@@ -191,18 +191,45 @@ class BindingCollector(cst.CSTVisitor):
 
 
 class ContainerCheckFinder(cst.CSTVisitor):
-    """An `isinstance(<variable>, …UniformTypeKVCacheSpecs…)` test."""
+    """The subjects (dotted) of every `isinstance(<subject>, …UniformTypeKVCacheSpecs…)` test."""
 
-    def __init__(self, variable: str):
-        self.variable = variable
-        self.found = False
+    def __init__(self) -> None:
+        self.tested: set[str | None] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         if call_name(node) == "isinstance" and len(node.args) == 2:
-            if dotted(node.args[0].value) == self.variable and CONTAINER_CLASS in cst.Module([]).code_for_node(
-                node.args[1].value
-            ):
-                self.found = True
+            if CONTAINER_CLASS in cst.Module([]).code_for_node(node.args[1].value):
+                self.tested.add(dotted(node.args[0].value))
+
+
+def container_subjects(statement: cst.CSTNode, memo: dict) -> frozenset[str | None]:
+    """The subjects `statement` tests for a container, kept in `memo` per statement; an `if` heading an `elif`
+    chain holds the rest of the chain, so each `elif` is read once and its answer shared up the chain."""
+    chain: list[cst.CSTNode] = []
+    node, below = statement, frozenset()
+    while ("container tests", node) not in memo:
+        chain.append(node)
+        if not (isinstance(node, cst.If) and isinstance(node.orelse, cst.If)):
+            break
+        node = node.orelse
+    else:
+        below = memo["container tests", node]
+    for node in reversed(chain):
+        below = below | _container_subjects_here(node)
+        memo["container tests", node] = below
+    return below
+
+
+def _container_subjects_here(statement: cst.CSTNode) -> frozenset[str | None]:
+    """The subjects `statement` tests for a container, but in an `elif` that follows it (read as its own)."""
+    finder = ContainerCheckFinder()
+    if isinstance(statement, cst.If) and isinstance(statement.orelse, cst.If):
+        for child in children(statement):
+            if child is not statement.orelse:
+                walk(child, finder)
+    else:
+        walk(statement, finder)
+    return frozenset(finder.tested)
 
 
 class _ReturnFinder(cst.CSTVisitor):

@@ -146,6 +146,7 @@ def reaching(
     subject: str,
     function: cst.CSTNode | None,
     parent,
+    remembered=None,
 ) -> tuple[ContainerComposition, ...]:
     """Of the containers whose layers answer the check True, those that reach it and get a different answer
     from the code than their layers: a name bound only with one group (`spec = groups[0].kv_cache_spec if
@@ -154,9 +155,12 @@ def reaching(
     the index it tests or falls back to 0 (kvlint.analysis.value_uses.first_group_fallback); and the whole `and`/`or`/`not` expression
     holding the check must answer the container otherwise than some layer, and an `and` gate must not refuse
     one of its layers as it refuses the container (kvlint.analysis.whole_answer)."""
-    if single_group_binding(subject, function):
+    # `remembered` (SpecFlow.remembered): the function's and its blocks' reads kept for every check in them.
+    if single_group_binding(subject, function, remembered):
         built = tuple(c for c in built if c.alone)  # some checkpoint's only group (compositions)
-    if past_single_group_exit(check, function, parent) or first_group_fallback(check, function, parent):
+    if past_single_group_exit(check, function, parent, remembered) or first_group_fallback(
+        check, function, parent, remembered
+    ):
         built = tuple(c for c in built if not c.alone)
     return tuple(
         c

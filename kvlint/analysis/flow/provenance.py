@@ -22,12 +22,12 @@ from kvlint.analysis.flow.cst_bindings import (
     COMPREHENSIONS,
     Binding,
     BindingCollector,
-    ContainerCheckFinder,
     all_params,
     annotation_name,
     argument_for,
     call_name,
     comprehension_bindings,
+    container_subjects,
     dotted,
     is_static,
     positional_index,
@@ -387,7 +387,6 @@ class SpecFlow:
         """Whether the statement holding `node` also tests `variable` against the container class
         (`not isinstance(spec, UniformTypeKVCacheSpecs) and isinstance(spec, AttentionSpec)`). Tests on
         earlier lines count only where they narrow (see reaching), a one-off `iter_layer_specs(spec)` not at all."""
-        statement = self.enclosing(node, STATEMENTS) or node
-        finder = ContainerCheckFinder(variable)
-        walk(statement, finder)
-        return finder.found
+        # Read once per statement for all the checks in it, and once per `elif` of a chain (kvlint.analysis.flow
+        # .cst_bindings.container_subjects): a statement of many checks was walked again for each.
+        return variable in container_subjects(self.enclosing(node, STATEMENTS) or node, self._remembered)
