@@ -351,7 +351,7 @@ class ContainerIsinstance(DominatedChecks, Rule):
         if compositions is not None:
             # The tree's models and grouping paths were read: a container some model builds, or nothing.
             function = self.flow.enclosing_function(node)
-            selection = selection_at(node, subject_code, self.flow.parent, function)
+            selection = selection_at(node, subject_code, self.flow.parent, function, self.flow.remembered)
             census = self.context.project.census
             # On one platform's code: what it refuses dropped, what it may refuse only possible.
             compositions = self.context.project.platform_reach.on(self.context.module_path, compositions)

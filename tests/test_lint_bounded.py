@@ -229,3 +229,38 @@ def test_helpers_that_fan_out_stop_at_the_call_budget(monkeypatch) -> None:
     assert result.findings and runs
     # Past the budget the calls pending on the stack each return at once: at most three per level left.
     assert max(runs) <= evaluator.MAX_CALLS_PER_RUN + 3 * evaluator.MAX_DEPTH
+
+
+def test_with_a_census_a_functions_flags_and_an_expressions_answers_are_read_once(monkeypatch, tmp_path) -> None:
+    """KV101 with a tree whose census builds containers: the layer flags a function tests (`selection_at`) and
+    whether the expression holding a check answers a container as its layers (`answers_alike`) were read again
+    for every check and every container (a second red team: an `and` of 150 checks took 52 s, 11 KB)."""
+    from kvlint.analysis import whole_answer
+    from kvlint.analysis.flow import layer_selection
+    from tests.test_compositions import CONNECTOR, files
+
+    index = build_tree_index(write_tree(tmp_path / "tree", files()))
+    assert index.container_compositions()
+    checks = " and ".join(f"isinstance(spec, MLAAttentionSpec) and spec.block_size != {i}" for i in range(30))
+    lines = ["from vllm.v1.kv_cache_interface import MLAAttentionSpec", "", "def pick(kv_cache_config):"]
+    lines += [
+        "    for g in kv_cache_config.kv_cache_groups:",
+        "        spec = g.kv_cache_spec",
+        f"        if {checks}:",
+    ]
+    lines += ["            return g"]
+    lines += [
+        f"    x{i} = isinstance(kv_cache_config.kv_cache_groups[{i}].kv_cache_spec, MLAAttentionSpec)"
+        for i in range(30)
+    ]
+    flags = _counted(monkeypatch, layer_selection, "_flag_tests")
+    asked: list[tuple] = []
+    alike = whole_answer._alike
+    monkeypatch.setattr(whole_answer, "_alike", lambda *key: asked.append(key) or alike(*key))
+    request = LintRequest(CONNECTOR, CONNECTOR, index, all_rules())
+    result = lint_bytes(request, ("\n".join(lines) + "\n").encode())
+    assert [f.code for f in result.findings].count("KV101") >= 2
+    assert len(flags) == 1  # one function
+    # Each (holding expression, subject, layers) answered once: the `and` of 30 checks, not 30 times.
+    keys = [(id(whole), subject, spec_classes) for whole, subject, _, spec_classes in asked]
+    assert asked and len(keys) == len(set(keys))

@@ -44,6 +44,11 @@ def index_tests(
     index = dotted(elements[0].slice.value)
     if not index:
         return []
+    # One answer per index and function, the same `or` for each site that reads it (not one built per site).
+    return list(_asked(f"index tests: {index}", function, lambda f: _index_tests(index, f, remembered), remembered))
+
+
+def _index_tests(index: str, function: cst.CSTNode, remembered: Remembered | None) -> tuple[cst.BaseExpression, ...]:
     tests: list[cst.BaseExpression] = []
     guards: dict[int, cst.BaseExpression] | None = None
     for node, target, value in _asked("assignments", function, _function_assignments, remembered):
@@ -52,9 +57,9 @@ def index_tests(
         guards = _asked("group tests", function, _guards, remembered) if guards is None else guards
         test = guards.get(id(node))
         if test is None:
-            return []  # chosen some other way: every kind may reach the site
+            return ()  # chosen some other way: every kind may reach the site
         tests.append(test)
-    return [_any_of(tests)] if tests else []
+    return (_any_of(tests),) if tests else ()
 
 
 def _function_assignments(function: cst.CSTNode) -> list[tuple[cst.CSTNode, str | None, cst.BaseExpression]]:

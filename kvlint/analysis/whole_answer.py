@@ -31,13 +31,21 @@ def holding_expression(check: cst.CSTNode, parent) -> cst.CSTNode:
 
 
 def answers_alike(
-    check: cst.CSTNode, subject: str, parent, hierarchy: SpecHierarchy, spec_classes: frozenset[str]
+    check: cst.CSTNode, subject: str, parent, hierarchy: SpecHierarchy, spec_classes: frozenset[str], remembered=None
 ) -> bool:
     """Whether the expression holding `check` is proven to answer a container of `spec_classes` layers as
-    every one of those layers answers it."""
+    every one of those layers answers it (`remembered`: SpecFlow.remembered, which keeps the answer per holding
+    expression, subject and layers: each check of an `and` of many, for each container, read the whole again)."""
     whole = holding_expression(check, parent)
     if whole is check or not spec_classes:
         return False
+    if remembered is None:
+        return _alike(whole, subject, hierarchy, spec_classes)
+    question = f"answers alike: {subject}: {sorted(spec_classes)}"
+    return remembered(question, whole, lambda whole: _alike(whole, subject, hierarchy, spec_classes))
+
+
+def _alike(whole: cst.CSTNode, subject: str, hierarchy: SpecHierarchy, spec_classes: frozenset[str]) -> bool:
     container_kinds = hierarchy.ancestors(CONTAINER_CLASS) | {CONTAINER_CLASS}
     container = _answer(whole, subject, lambda c, exact: c == CONTAINER_CLASS if exact else c in container_kinds)
     if container is None:
@@ -50,7 +58,7 @@ def answers_alike(
 
 
 def refused_with_a_layer(
-    check: cst.CSTNode, subject: str, parent, hierarchy: SpecHierarchy, spec_classes: frozenset[str]
+    check: cst.CSTNode, subject: str, parent, hierarchy: SpecHierarchy, spec_classes: frozenset[str], remembered=None
 ) -> bool:
     """Whether the `and` gate holding `check` is proven False for a container of `spec_classes` layers and
     for one of those layers too: a gate that must hold for every layer of a group refuses the group with
@@ -58,6 +66,13 @@ def refused_with_a_layer(
     whole = holding_expression(check, parent)
     if not (isinstance(whole, cst.BooleanOperation) and isinstance(whole.operator, cst.And)) or not spec_classes:
         return False
+    if remembered is None:
+        return _refused(whole, subject, hierarchy, spec_classes)
+    question = f"refused with a layer: {subject}: {sorted(spec_classes)}"
+    return remembered(question, whole, lambda whole: _refused(whole, subject, hierarchy, spec_classes))
+
+
+def _refused(whole: cst.CSTNode, subject: str, hierarchy: SpecHierarchy, spec_classes: frozenset[str]) -> bool:
     container_kinds = hierarchy.ancestors(CONTAINER_CLASS) | {CONTAINER_CLASS}
     if _answer(whole, subject, lambda c, exact: c == CONTAINER_CLASS if exact else c in container_kinds) is not False:
         return False

@@ -39,8 +39,11 @@ class LayerSelection:
         return " and ".join(parts)
 
 
-def selection_at(node: cst.CSTNode, subject: str, parent, function: cst.CSTNode | None) -> LayerSelection:
-    """The narrowing around the check `node` on `subject` (`parent`: the module's parent lookup)."""
+def selection_at(
+    node: cst.CSTNode, subject: str, parent, function: cst.CSTNode | None, remembered=None
+) -> LayerSelection:
+    """The narrowing around the check `node` on `subject` (`parent`: the module's parent lookup; `remembered`:
+    SpecFlow.remembered, which reads the function's flag tests once for all its checks)."""
     fields = []
     holder = parent(node)
     while isinstance(holder, cst.BooleanOperation) and isinstance(holder.operator, cst.And):
@@ -49,7 +52,10 @@ def selection_at(node: cst.CSTNode, subject: str, parent, function: cst.CSTNode 
             if found is not None:
                 fields.append(found)
         holder = parent(holder)
-    flags = _flag_tests(function) if function is not None else ()
+    if function is None:
+        flags: tuple[str, ...] = ()
+    else:
+        flags = remembered("flag tests", function, _flag_tests) if remembered else _flag_tests(function)
     return LayerSelection(tuple(fields), flags)
 
 
@@ -165,8 +171,8 @@ def reaching(
     return tuple(
         c
         for c in built
-        if not answers_alike(check, subject, parent, hierarchy, c.spec_classes)
-        and not refused_with_a_layer(check, subject, parent, hierarchy, c.spec_classes)
+        if not answers_alike(check, subject, parent, hierarchy, c.spec_classes, remembered)
+        and not refused_with_a_layer(check, subject, parent, hierarchy, c.spec_classes, remembered)
     )
 
 
