@@ -158,7 +158,7 @@ def test_a_block_of_many_sites_each_read_by_an_if_is_read_once(monkeypatch, mini
     for k in range(60):
         lines += [f"        bs{k} = spec.block_size * dcp_world_size", "        if isinstance(spec, MambaSpec):"]
         lines += [f"            use(bs{k}, {k})"]
-    blocks = _counted(monkeypatch, value_uses, "_block_reads")
+    blocks = _counted(monkeypatch, value_uses, "_last_reads")
     result = _linted(mini_request, "\n".join(lines) + "\n")
     assert len([f for f in result.findings if f.code == "KV102"]) == 60
     assert len(blocks) == 1

@@ -21,6 +21,7 @@ import libcst as cst
 
 from kvlint.analysis.cst_walk import preorder
 from kvlint.analysis.dcp_factor import CALLERS, GATED, HANDED, ONE, PLAIN, FactorOrigins, Origin
+from kvlint.analysis.flow.cst_bindings import statement_places
 from kvlint.analysis.flow.provenance import Kind, SpecFlow, dotted
 from kvlint.analysis.kind_table import KindRow
 from kvlint.analysis.kind_tests import answer, tested_spec
@@ -246,21 +247,16 @@ def _tests_on_path(node: cst.CSTNode, child: cst.CSTNode, flow: SpecFlow):
         yield node.test, child is node.body
     elif isinstance(node, cst.IndentedBlock):
         # Read once per block, not once per site in it: a block of many sites would cost their square.
-        places, established = flow.remembered("tests established in a block", node, _established_in)
-        before = places.get(id(child), len(node.body))
-        for place, test, holds in established:
+        before = flow.remembered("statement places", node, statement_places).get(id(child), len(node.body))
+        for place, test, holds in flow.remembered("tests established in a block", node, _established_in):
             if place >= before:
                 return
             yield test, holds
 
 
-def _established_in(block: cst.IndentedBlock) -> tuple[dict[int, int], list[tuple[int, cst.BaseExpression, bool]]]:
-    """(each statement's place in the block by id, (place, test, whether it holds) for what each establishes)."""
-    places = {id(statement): place for place, statement in enumerate(block.body)}
-    established = [
-        (place, *found) for place, statement in enumerate(block.body) for found in _established_by(statement)
-    ]
-    return places, established
+def _established_in(block: cst.IndentedBlock) -> list[tuple[int, cst.BaseExpression, bool]]:
+    """(place, test, whether it holds) for what each statement of the block establishes, in order."""
+    return [(place, *found) for place, statement in enumerate(block.body) for found in _established_by(statement)]
 
 
 def _established_by(statement: cst.BaseStatement):

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from kvlint.analysis.cst_walk import preorder
+from kvlint.analysis.flow.cst_bindings import statement_places
 from kvlint.analysis.flow.provenance import dotted
 
 # `SpecFlow.remembered(question, node, answer)`: what each of these reads of a whole function or block, read once
@@ -92,10 +93,10 @@ def use_test(node: cst.CSTNode, parent, remembered: Remembered | None = None) ->
     if not isinstance(block, cst.IndentedBlock):
         return None
     body = block.body
-    places, last_reads = _asked("statements and their reads", block, _block_reads, remembered)
-    position = places.get(id(line))
+    position = _asked("statement places", block, statement_places, remembered).get(id(line))
     if position is None or position + 1 >= len(body) or not isinstance(body[position + 1], cst.If):
         return None
+    last_reads = _asked("last reads", block, _last_reads, remembered)
     if last_reads.get(target.value, -1) >= position + 2:  # read by a statement after the chain
         return None
     reading: list[cst.BaseExpression] = []
@@ -115,20 +116,14 @@ def use_test(node: cst.CSTNode, parent, remembered: Remembered | None = None) ->
     return _any_of(reading)
 
 
-def _places(block: cst.IndentedBlock) -> dict[int, int]:
-    return {id(statement): place for place, statement in enumerate(block.body)}
-
-
-def _block_reads(block: cst.IndentedBlock) -> tuple[dict[int, int], dict[str, int]]:
-    """(each statement's place in the block by id, each name → the last place whose statement reads it)."""
-    places: dict[int, int] = {}
+def _last_reads(block: cst.IndentedBlock) -> dict[str, int]:
+    """Each name → the last place in the block whose statement reads it."""
     last: dict[str, int] = {}
     for place, statement in enumerate(block.body):
-        places[id(statement)] = place
         for inner in preorder(statement):
             if type(inner) is cst.Name:
                 last[inner.value] = place
-    return places, last
+    return last
 
 
 def _assignments(statement: cst.CSTNode):
@@ -227,13 +222,13 @@ def past_single_group_exit(
                 assignments = _asked("assignments", function, _function_assignments, remembered)
                 groups = _group_list_names(assignments)
 
-            def first_exit(block: cst.IndentedBlock, groups: set[str] = groups) -> tuple[dict[int, int], int]:
-                # (each statement's place, the first place holding a single-group exit; past the end: none)
+            def first_exit(block: cst.IndentedBlock, groups: set[str] = groups) -> int:
+                # the first place holding a single-group exit; past the end: none
                 exits = (place for place, s in enumerate(block.body) if _single_group_exit(s, groups))
-                return {id(s): place for place, s in enumerate(block.body)}, next(exits, len(block.body))
+                return next(exits, len(block.body))
 
-            places, exit_at = _asked("single-group exits", block, first_exit, remembered)
-            if exit_at < places.get(id(current), 0):
+            places = _asked("statement places", block, statement_places, remembered)
+            if _asked("single-group exits", block, first_exit, remembered) < places.get(id(current), 0):
                 return True
         current = block
     return False
@@ -297,7 +292,7 @@ def first_group_fallback(
     if loop.orelse is not None or not isinstance(block, cst.IndentedBlock):
         return False
     body = block.body
-    position = _asked("statement places", block, _places, remembered)[id(loop)]
+    position = _asked("statement places", block, statement_places, remembered)[id(loop)]
     after = body[position + 1 : position + 2]
     return bool(after) and _returns(after[0], lambda v: isinstance(v, cst.Integer) and v.value == "0")
 

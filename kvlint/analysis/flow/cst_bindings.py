@@ -202,6 +202,12 @@ class ContainerCheckFinder(cst.CSTVisitor):
                 self.tested.add(dotted(node.args[0].value))
 
 
+def statement_places(block: cst.IndentedBlock) -> dict[int, int]:
+    """Each statement of `block` by id → its place in the block (asked of SpecFlow.remembered as "statement
+    places": a site's place read once per block, not by a scan of the block per site)."""
+    return {id(statement): place for place, statement in enumerate(block.body)}
+
+
 def container_subjects(statement: cst.CSTNode, memo: dict) -> frozenset[str | None]:
     """The subjects `statement` tests for a container, kept in `memo` per statement; an `if` heading an `elif`
     chain holds the rest of the chain, so each `elif` is read once and its answer shared up the chain."""
