@@ -117,14 +117,14 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
         "and -> or",
     ): "a guard that only saves work: `_exits` is False for all it lets through (an expression, an `else` or "
     "`elif` clause, None), none of them a block ending in an exit",
-    ("kvlint/analysis/flow/layer_selection.py", 232, "1 -> 2"): "a maxsplit: a checkpoint's kind is `Layer:Spec`, "
+    ("kvlint/analysis/flow/layer_selection.py", 230, "1 -> 2"): "a maxsplit: a checkpoint's kind is `Layer:Spec`, "
     "one colon, so the part after it is the same",
-    ("kvlint/analysis/flow/layer_selection.py", 191, "0 -> 1"): "every layer set's count shifted by one: the order of "
+    ("kvlint/analysis/flow/layer_selection.py", 189, "0 -> 1"): "every layer set's count shifted by one: the order of "
     "witnesses, which alone uses it, is the same",
-    ("kvlint/analysis/flow/layer_selection.py", 191, "1 -> 2"): "every count doubled: the same order of witnesses",
-    ("kvlint/analysis/flow/layer_selection.py", 196, "0 -> 1"): "without a census every witness is equally near: "
+    ("kvlint/analysis/flow/layer_selection.py", 189, "1 -> 2"): "every count doubled: the same order of witnesses",
+    ("kvlint/analysis/flow/layer_selection.py", 194, "0 -> 1"): "without a census every witness is equally near: "
     "any constant gives the same order",
-    ("kvlint/analysis/flow/layer_selection.py", 207, "0 -> 1"): "a composition always has layers: the default of "
+    ("kvlint/analysis/flow/layer_selection.py", 205, "0 -> 1"): "a composition always has layers: the default of "
     "an empty max is never read",
     ("kvlint/analysis/flow/consumers.py", 53, "if-branch never taken"): "a fast path: with no accessor the empty "
     "pattern's reads name no accessor, and none is consumed",

@@ -14,22 +14,11 @@ every kind the site serves.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import libcst as cst
 
 from kvlint.analysis.cst_walk import preorder
-from kvlint.analysis.flow.cst_bindings import statement_places
+from kvlint.analysis.flow.cst_bindings import Remembered, asked, statement_places
 from kvlint.analysis.flow.provenance import dotted
-
-# `SpecFlow.remembered(question, node, answer)`: what each of these reads of a whole function or block, read once
-# per function or block for all the sites in it (read per site, a crafted function of many sites cost their
-# square or cube). Without one (a caller outside a lint), each is read for the one question asked.
-Remembered = Callable[[str, cst.CSTNode, Callable[[cst.CSTNode], object]], object]
-
-
-def _asked(question: str, node: cst.CSTNode, answer: Callable[[cst.CSTNode], object], remembered: Remembered | None):
-    return remembered(question, node, answer) if remembered is not None else answer(node)
 
 
 def index_tests(
@@ -46,16 +35,16 @@ def index_tests(
     if not index:
         return []
     # One answer per index and function, the same `or` for each site that reads it (not one built per site).
-    return list(_asked(f"index tests: {index}", function, lambda f: _index_tests(index, f, remembered), remembered))
+    return list(asked(f"index tests: {index}", function, lambda f: _index_tests(index, f, remembered), remembered))
 
 
 def _index_tests(index: str, function: cst.CSTNode, remembered: Remembered | None) -> tuple[cst.BaseExpression, ...]:
     tests: list[cst.BaseExpression] = []
     guards: dict[int, cst.BaseExpression] | None = None
-    for node, target, value in _asked("assignments", function, _function_assignments, remembered):
+    for node, target, value in asked("assignments", function, _function_assignments, remembered):
         if target != index or _constant(value):
             continue  # a sentinel (`-1`) is no group index
-        guards = _asked("group tests", function, _guards, remembered) if guards is None else guards
+        guards = asked("group tests", function, _guards, remembered) if guards is None else guards
         test = guards.get(id(node))
         if test is None:
             return ()  # chosen some other way: every kind may reach the site
@@ -93,10 +82,10 @@ def use_test(node: cst.CSTNode, parent, remembered: Remembered | None = None) ->
     if not isinstance(block, cst.IndentedBlock):
         return None
     body = block.body
-    position = _asked("statement places", block, statement_places, remembered).get(id(line))
+    position = asked("statement places", block, statement_places, remembered).get(id(line))
     if position is None or position + 1 >= len(body) or not isinstance(body[position + 1], cst.If):
         return None
-    last_reads = _asked("last reads", block, _last_reads, remembered)
+    last_reads = asked("last reads", block, _last_reads, remembered)
     if last_reads.get(target.value, -1) >= position + 2:  # read by a statement after the chain
         return None
     reading: list[cst.BaseExpression] = []
@@ -185,7 +174,7 @@ def single_group_binding(subject: str, function: cst.CSTNode | None, remembered:
     the spec of a config's only group, None with several groups."""
     if function is None:
         return False
-    assignments = _asked("assignments", function, _function_assignments, remembered)
+    assignments = asked("assignments", function, _function_assignments, remembered)
     values = [value for _, target, value in assignments if target == subject]
     if len(values) != 1 or not isinstance(values[0], cst.IfExp):
         return False
@@ -219,7 +208,7 @@ def past_single_group_exit(
         block = parent(current)
         if isinstance(block, cst.IndentedBlock):
             if groups is None:
-                assignments = _asked("assignments", function, _function_assignments, remembered)
+                assignments = asked("assignments", function, _function_assignments, remembered)
                 groups = _group_list_names(assignments)
 
             def first_exit(block: cst.IndentedBlock, groups: set[str] = groups) -> int:
@@ -227,8 +216,8 @@ def past_single_group_exit(
                 exits = (place for place, s in enumerate(block.body) if _single_group_exit(s, groups))
                 return next(exits, len(block.body))
 
-            places = _asked("statement places", block, statement_places, remembered)
-            if _asked("single-group exits", block, first_exit, remembered) < places.get(id(current), 0):
+            places = asked("statement places", block, statement_places, remembered)
+            if asked("single-group exits", block, first_exit, remembered) < places.get(id(current), 0):
                 return True
         current = block
     return False
@@ -292,7 +281,7 @@ def first_group_fallback(
     if loop.orelse is not None or not isinstance(block, cst.IndentedBlock):
         return False
     body = block.body
-    position = _asked("statement places", block, statement_places, remembered)[id(loop)]
+    position = asked("statement places", block, statement_places, remembered)[id(loop)]
     after = body[position + 1 : position + 2]
     return bool(after) and _returns(after[0], lambda v: isinstance(v, cst.Integer) and v.value == "0")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from kvlint.analysis.flow.cst_bindings import asked
 from kvlint.analysis.flow.provenance import dotted
 from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.scaling import class_names
@@ -39,10 +40,8 @@ def answers_alike(
     whole = holding_expression(check, parent)
     if whole is check or not spec_classes:
         return False
-    if remembered is None:
-        return _alike(whole, subject, hierarchy, spec_classes)
     question = f"answers alike: {subject}: {sorted(spec_classes)}"
-    return remembered(question, whole, lambda whole: _alike(whole, subject, hierarchy, spec_classes))
+    return asked(question, whole, lambda whole: _alike(whole, subject, hierarchy, spec_classes), remembered)
 
 
 def _alike(whole: cst.CSTNode, subject: str, hierarchy: SpecHierarchy, spec_classes: frozenset[str]) -> bool:
@@ -66,10 +65,8 @@ def refused_with_a_layer(
     whole = holding_expression(check, parent)
     if not (isinstance(whole, cst.BooleanOperation) and isinstance(whole.operator, cst.And)) or not spec_classes:
         return False
-    if remembered is None:
-        return _refused(whole, subject, hierarchy, spec_classes)
     question = f"refused with a layer: {subject}: {sorted(spec_classes)}"
-    return remembered(question, whole, lambda whole: _refused(whole, subject, hierarchy, spec_classes))
+    return asked(question, whole, lambda whole: _refused(whole, subject, hierarchy, spec_classes), remembered)
 
 
 def _refused(whole: cst.CSTNode, subject: str, hierarchy: SpecHierarchy, spec_classes: frozenset[str]) -> bool:

@@ -6,6 +6,7 @@ Plain helpers without any notion of groups or layers; kvlint.analysis.flow.prove
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -200,6 +201,16 @@ class ContainerCheckFinder(cst.CSTVisitor):
         if call_name(node) == "isinstance" and len(node.args) == 2:
             if CONTAINER_CLASS in cst.Module([]).code_for_node(node.args[1].value):
                 self.tested.add(dotted(node.args[0].value))
+
+
+# `SpecFlow.remembered(question, node, answer)`: what a reader takes of a whole function, block or statement, read
+# once for all the checks and sites in it (read per site, a crafted function of many sites cost their square or cube).
+Remembered = Callable[[str, cst.CSTNode, Callable[[cst.CSTNode], object]], object]
+
+
+def asked(question: str, node: cst.CSTNode, answer: Callable[[cst.CSTNode], object], remembered: Remembered | None):
+    """`answer(node)`, kept by `remembered` when given (a lint's); without one (a caller outside a lint), read now."""
+    return remembered(question, node, answer) if remembered is not None else answer(node)
 
 
 def statement_places(block: cst.IndentedBlock) -> dict[int, int]:

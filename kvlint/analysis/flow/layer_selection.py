@@ -20,6 +20,7 @@ import libcst as cst
 from kvlint.analysis.census.compositions import ContainerComposition
 from kvlint.analysis.census.reading import Census
 from kvlint.analysis.cst_walk import preorder
+from kvlint.analysis.flow.cst_bindings import asked
 from kvlint.analysis.flow.provenance import dotted
 from kvlint.analysis.hierarchy import SpecHierarchy
 from kvlint.analysis.value_uses import first_group_fallback, past_single_group_exit, single_group_binding
@@ -52,10 +53,7 @@ def selection_at(
             if found is not None:
                 fields.append(found)
         holder = parent(holder)
-    if function is None:
-        flags: tuple[str, ...] = ()
-    else:
-        flags = remembered("flag tests", function, _flag_tests) if remembered else _flag_tests(function)
+    flags = asked("flag tests", function, _flag_tests, remembered) if function is not None else ()
     return LayerSelection(tuple(fields), flags)
 
 

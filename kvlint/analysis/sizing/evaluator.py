@@ -1,14 +1,14 @@
 """Evaluate the tree's own sizing code over abstract values (never imported).
 
-A small abstract interpreter over stdlib `ast`: it runs a function's body with a spec *kind* bound to its spec (a
-layer spec of one class of the tree's hierarchy, or a `UniformTypeKVCacheSpecs` container of such layers), the DCP
-size bound to `DCP` and every block size to `BLOCK_SIZE`. It understands what the sizing code in vLLM is made of —
-isinstance / `type(...) is` against the parsed hierarchy, boolean logic, all/any over unwrapped layers,
-`next(iter(...))` picks, attribute defaults, properties, `__post_init__` assignments, calls to the tree's own helpers
-— and answers UNKNOWN for anything else, never a guess.
+A small abstract interpreter over stdlib `ast`: it runs a function's body with a spec *kind* bound to
+its spec (a layer spec of one class of the tree's hierarchy, or a `UniformTypeKVCacheSpecs` container of
+such layers), the DCP size bound to `DCP` and every block size to `BLOCK_SIZE`. It understands what the
+sizing code in vLLM is made of — isinstance / `type(...) is` against the parsed hierarchy, boolean logic,
+all/any over unwrapped layers, `next(iter(...))` picks, attribute defaults, properties, `__post_init__`
+assignments, calls to the tree's own helpers — and answers UNKNOWN for anything else, never a guess.
 
-Statements are run by kvlint.analysis.sizing.statements, builtins by .builtins, spec attributes and methods by
-.spec_members; each expression kind has its method here, chosen by a table.
+Statements are run by kvlint.analysis.sizing.statements, builtins by .builtins, spec attributes and
+methods by .spec_members; each expression kind has its method here, chosen by a table.
 """
 
 from __future__ import annotations
