@@ -9,16 +9,37 @@ The guard below fails such a test at once, before any download, when it lacks th
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import NamedTuple
 
-import pytest
-from hypothesis import settings
 
-from kvlint.scan.releases import release_sources
+def _keep_bytecode() -> None:
+    """Compiled modules kept between the suite's processes, in a folder of this user's outside every source tree.
+
+    Hundreds of tests run `kvlint` in a child process; where the machine sets PYTHONDONTWRITEBYTECODE (this
+    image does) each child compiled every kvlint module again, about a second apiece. The prefix keeps the
+    bytecode out of the checkout and out of any tree a test scans or fixes (a test compares those trees)."""
+    prefix = Path.home() / ".cache" / "kvlint-tests" / "pycache"
+    try:
+        prefix.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError:
+        return  # no writable home: compiled again, as before
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = str(prefix)
+
+
+_keep_bytecode()
+
+import pytest  # noqa: E402  (after the bytecode settings: the imports below compile once)
+from hypothesis import settings  # noqa: E402
+
+from kvlint.scan.releases import release_sources  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 import vllm_runtime  # noqa: E402  (tests/ helper, not a package)
