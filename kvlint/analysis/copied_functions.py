@@ -69,14 +69,32 @@ def original_of(texts: dict[str, bytes], copy: ast.FunctionDef | ast.AsyncFuncti
         data = texts[relative]
         if not all(word in data for word in words):
             continue  # a module that lacks one of the body's names holds no copy of it
-        try:
-            module = ast.parse(data)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue  # the tree's scan says what it cannot parse
-        found = next((name for name, function in functions(module) if function_print(function) == wanted), None)
+        found = _prints(relative, data).get(wanted)
         if found is not None:
             return f"{relative}:{found}"
     return None
+
+
+# (module, its text) → each print of its functions → the first function with it: a module of the tree is parsed
+# once per process, not once per function of the scanned file that holds a finding (a connector of 40 such
+# functions parsed the tree's matching modules 40 times, 10 s).
+_PRINTS: dict[tuple[str, bytes], dict[str, str]] = {}
+
+
+def _prints(relative: str, data: bytes) -> dict[str, str]:
+    key = (relative, data)
+    if key not in _PRINTS:
+        prints: dict[str, str] = {}
+        try:
+            module = ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            module = None  # the tree's scan says what it cannot parse
+        for name, function in functions(module) if module is not None else ():
+            found = function_print(function)
+            if found is not None:
+                prints.setdefault(found, name)
+        _PRINTS[key] = prints
+    return _PRINTS[key]
 
 
 def _identifiers(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[bytes]:

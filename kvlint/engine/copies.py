@@ -42,6 +42,10 @@ def judged_as_originals(
     if not findings or tree is None or not project.judges_outside or project.root is None:
         return findings  # the tree's own code, or no tree to copy from
     verdicts: dict[tuple[int, int, str], Finding | None] = {}
+    # The findings at each place, looked up per node of a copy (not every finding per node: their product).
+    at_place: dict[tuple[int, int], list[Finding]] = {}
+    for finding in findings:
+        at_place.setdefault((finding.line, finding.column), []).append(finding)
     for _, copy in functions(tree):
         lines = body_lines(copy)
         original = original_of(_tree_texts(project.root), copy) if any(f.line in lines for f in findings) else None
@@ -55,8 +59,8 @@ def judged_as_originals(
         places = node_keys(function)
         theirs = {(places[(f.line, f.column)], f.code): f for f in judged if (f.line, f.column) in places}
         for place_key, place in node_keys(copy).items():
-            for finding in findings:
-                if (finding.line, finding.column) == place_key and finding.line in lines:
+            for finding in at_place.get(place_key, ()):
+                if finding.line in lines:
                     verdicts[(finding.line, finding.column, finding.code)] = theirs.get((place, finding.code))
     kept = []
     for finding in findings:
