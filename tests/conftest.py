@@ -23,11 +23,11 @@ def _keep_bytecode() -> None:
     Hundreds of tests run `kvlint` in a child process; where the machine sets PYTHONDONTWRITEBYTECODE (this
     image does) each child compiled every kvlint module again, about a second apiece. The prefix keeps the
     bytecode out of the checkout and out of any tree a test scans or fixes (a test compares those trees)."""
-    prefix = Path.home() / ".cache" / "kvlint-tests" / "pycache"
     try:
+        prefix = Path.home() / ".cache" / "kvlint-tests" / "pycache"
         prefix.mkdir(parents=True, exist_ok=True, mode=0o700)
-    except OSError:
-        return  # no writable home: compiled again, as before
+    except (OSError, RuntimeError):
+        return  # no home, or none writable: compiled again, as before
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
     sys.dont_write_bytecode = False
