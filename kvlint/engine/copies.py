@@ -11,6 +11,7 @@ the copy's own module may say more (a narrower caller), never less than the tree
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -46,9 +47,13 @@ def judged_as_originals(
     at_place: dict[tuple[int, int], list[Finding]] = {}
     for finding in findings:
         at_place.setdefault((finding.line, finding.column), []).append(finding)
+    finding_lines = sorted(f.line for f in findings)
     for _, copy in functions(tree):
         lines = body_lines(copy)
-        original = original_of(_tree_texts(project.root), copy) if any(f.line in lines for f in findings) else None
+        # Whether a finding lies in the body: the first finding line at or past its start, by bisection.
+        first = bisect_left(finding_lines, lines.start)
+        holds = first < len(finding_lines) and finding_lines[first] < lines.stop
+        original = original_of(_tree_texts(project.root), copy) if holds else None
         if original is None:
             continue
         module_path, qualified = original.split(":", 1)
