@@ -162,3 +162,21 @@ def test_a_node_class_whose_source_reads_otherwise_falls_back_to_libcsts_childre
     module.visit(seen)
     assert [("visit", id(n)) for n in cst_walk.preorder(module)] == [e for e in seen.events if e[0] == "visit"]
     cst_walk._reads_libcst_right.cache_clear()  # the next test reads the real source again
+
+
+def test_the_fields_read_from_each_node_class_are_those_its_whole_source_names():
+    """The walk reads each class's visited fields from the lines its compiled method covers (not by tokenizing
+    the file): for every node class of libcst, the fields are those `inspect.getsource`'s text names, in order."""
+    import inspect
+
+    classes = [
+        c
+        for c in vars(cst).values()
+        if isinstance(c, type) and issubclass(c, cst.CSTNode) and not inspect.isabstract(c)
+    ]
+    assert len(classes) > 100
+    for node_class in classes:
+        whole = inspect.getsource(node_class._visit_and_replace_children)
+        expected = tuple(dict.fromkeys(cst_walk._VISITED_FIELD.findall(whole)))
+        assert cst_walk._child_fields(node_class) == expected, node_class.__name__
+    assert cst_walk._child_fields(cst.FormattedStringExpression)[-1] == "format_spec"  # past a two-line `def`
