@@ -108,6 +108,8 @@ GROUP_ROUTES = {
     "def certifiable(spec):\n    return isinstance(spec, MLAAttentionSpec)",
     "positional caller": "ok = [certifiable(1, g.kv_cache_spec) for g in kv_cache_config.kv_cache_groups]\n"
     "def certifiable(size, spec):\n    return isinstance(spec, MLAAttentionSpec)",
+    "group caller": "ok = [certifiable(g) for g in kv_cache_config.kv_cache_groups]\n"
+    "def certifiable(group):\n    return isinstance(group.kv_cache_spec, MLAAttentionSpec)",
     "annotation": "ok = None\ndef annotated(group: 'KVCacheGroupSpec'):\n"
     "    return isinstance(group.kv_cache_spec, MLAAttentionSpec)",
     "conditional": "g = kv_cache_config.kv_cache_groups[0]\n    spec = g.kv_cache_spec if g else None\n"
@@ -256,3 +258,27 @@ def windows(kv_cache_config):
 """
     result = lint_text(_request(), textwrap.dedent(text))
     assert result.skipped_by_prefilter and not result.findings
+
+
+def test_a_list_of_groups_handed_to_a_helper_is_left_unparsed(no_libcst_parse, monkeypatch):
+    # Provenance passes a group or a group's spec through a parameter, never their list, and reads only an
+    # annotation that names the group class itself (`list[KVCacheGroupSpec]` does not): the helper's `spec` is
+    # unknown to it, so KV101 says nothing, and Python's parse must say so first (vLLM 0.34.0's
+    # `_ensure_min_page_size`).
+    text = """
+def scaled(groups: list[KVCacheGroupSpec]):
+    for g in groups:
+        spec = g.kv_cache_spec
+        yield isinstance(spec, MLAAttentionSpec)
+
+def plan(kv_cache_config):
+    return list(scaled(kv_cache_config.kv_cache_groups))
+"""
+    text = textwrap.dedent(text)
+    kv101 = rule_class("KV101")
+    assert not kv101.could_report(PreParse(text, PATH, _request().project, {}))
+    result = lint_text(_request(), text)
+    assert result.skipped_by_prefilter and not result.findings
+    monkeypatch.undo()  # libcst parses again: with the sieve bypassed, KV101 itself finds nothing either
+    monkeypatch.setattr(kv101, "could_report", classmethod(lambda cls, pre: True))
+    assert lint_text(_request((kv101,)), text).findings == ()

@@ -207,7 +207,7 @@ def tests_a_layer_class(
             if id(node) in skipped:
                 continue
             flow = GroupFlow(tree) if flow is None else flow
-            if any(flow.may_hold_group(argument, flow.chains[id(node)]) for argument in arguments):
+            if any(flow.may_hold_group_spec(argument, flow.chains[id(node)]) for argument in arguments):
                 return True
     return False
 

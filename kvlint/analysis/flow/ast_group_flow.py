@@ -1,16 +1,17 @@
-"""Which expressions of a module may hold a KV cache group, their list or a group's spec, read from Python's
-own syntax tree before libcst parses the file.
+"""Which expressions of a module may hold a KV cache group's spec, read from Python's own syntax tree before
+libcst parses the file.
 
 KV101 reports a type test only where `kvlint.analysis.flow.provenance` classifies its subject as a group's spec,
 and every such answer starts at an attribute named after the group lists (`kv_cache_groups`) or at a
 parameter annotated `KVCacheGroupSpec`, and travels through the module's own bindings (assignments, loops,
-`:=`, callers' arguments). This is the same flow with every condition dropped: a name read in a scope may
-hold a group when any binding of that name in that scope or one around it may give one (provenance takes
-the innermost scope that binds it; a parameter, whatever any call of a function so named passes it, by its
-keyword or at its position). It says yes
-wherever provenance could (tests/test_preparse.py holds it to that), and no for most type tests vLLM writes
-(of a layer, a backend's spec, a parameter nothing in the module passes a group to): such a file is left
-unparsed by libcst.
+`:=`, callers' arguments). This is the same flow with its kinds kept (a group list, a group, a group's spec:
+provenance makes a group's spec only of a group, a group only of a list) and every other condition dropped: a
+name read in a scope may hold what any binding of that name in that scope or one around it may give
+(provenance takes the innermost scope that binds it and the bindings that reach the read); a parameter, a
+group or a group's spec that any call of a function so named passes it, by its keyword or at its position
+(provenance passes no list through a parameter). It says yes wherever provenance could (tests/test_preparse.py
+holds it to that), and no for most type tests vLLM writes (of a layer, a backend's spec, a parameter nothing in
+the module passes a group to, a list of groups handed to a helper): such a file is left unparsed by libcst.
 """
 
 from __future__ import annotations
@@ -20,11 +21,16 @@ from collections.abc import Iterator
 
 from kvlint.analysis.vocabulary import GROUP_LIST_ATTRIBUTES
 
-# A parameter so annotated holds a group (provenance's `_classify_param`).
+# A parameter so annotated holds a group (provenance's `_classify_param`, by `annotation_name`).
 GROUP_ANNOTATION = "KVCacheGroupSpec"
 # Calls whose items are their argument's items (provenance's `element_of`).
 _ITEMS_PASSED_ON = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set", "enumerate", "zip"})
-_VALUE, _ITEMS = range(2)
+# What an expression may hold, as bits: provenance's GROUP_LIST, GROUP and GROUP_SPEC.
+LIST, GROUP, SPEC = 1, 2, 4
+_EVERY = LIST | GROUP | SPEC
+# How a site's names get their value: the value itself, an item of it, or a caller's argument (through which
+# provenance passes a group or a group's spec, never a list).
+_VALUE, _ITEMS, _PASSED = range(3)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 # The scopes a name is read in, innermost first: the ids of the comprehensions, functions and module around
@@ -33,11 +39,12 @@ Chain = tuple[int, ...]
 
 
 class GroupFlow:
-    """The names of one module that may hold a group, its list or its spec, per scope (a fixed point over its
-    bindings). A name read in a scope may hold one when a binding of it in that scope or any around it may."""
+    """What the names of one module may hold — a group list, a group, a group's spec — per scope (a fixed
+    point over its bindings). A name read in a scope may hold what a binding of it in that scope or any around
+    it may."""
 
     def __init__(self, tree: ast.Module):
-        self.names: set[tuple[int, str]] = set()  # (scope, name)
+        self.kinds: dict[tuple[int, str], int] = {}  # (scope, name) → the bits it may hold
         self.chains: dict[int, Chain] = {}  # id(call or comparison) → the scopes it is read in
         # (how the bound names get their value, where from, the scopes it is read in, the (scope, name)s bound)
         self._sites: list[tuple[int, ast.AST, Chain, list[tuple[int, str]]]] = []
@@ -50,20 +57,22 @@ class GroupFlow:
             for call, chain in self._calls.get(name, ()):
                 for position, parameter in parameters:
                     passed = _passed_to(call, parameter, position)
-                    self._sites.extend((_VALUE, argument, chain, [(scope, parameter)]) for argument in passed)
+                    self._sites.extend((_PASSED, argument, chain, [(scope, parameter)]) for argument in passed)
         changed = True
         while changed:
             changed = False
             for how, source, chain, bound in self._sites:
-                if not bound or self.names.issuperset(bound):
+                if all(self.kinds.get(name, 0) == _EVERY for name in bound):
                     continue
-                if how == _VALUE:
-                    found = self.may_hold_group(source, chain)
+                if how == _ITEMS:
+                    found = self._item_kinds(source, chain)
                 else:
-                    found = self._items_may_hold_group(source, chain)
-                if found:
-                    self.names.update(bound)
-                    changed = True
+                    found = self.value_kinds(source, chain) & (_EVERY if how == _VALUE else GROUP | SPEC)
+                for name in bound:
+                    held = self.kinds.get(name, 0)
+                    if held | found != held:
+                        self.kinds[name] = held | found
+                        changed = True
 
     def _walk(self, tree: ast.Module) -> None:
         """Each binding, call and comparison with the scopes around it (`home`: the innermost function or the
@@ -75,12 +84,7 @@ class GroupFlow:
             kind = type(node)
             if kind in _FUNCTIONS:
                 chain, home = (id(node), *chain), id(node)
-                parameters = _parameters(node.args)
-                self.names.update((home, p.arg) for p in parameters if p.annotation and _mentions_group(p.annotation))
-                positional = len(node.args.posonlyargs) + len(node.args.args)
-                self._functions.append(
-                    (node.name, home, [(i if i < positional else None, p.arg) for i, p in enumerate(parameters)])
-                )
+                self._enter(node)
             elif kind in _COMPREHENSIONS:
                 chain = (id(node), *chain)
                 for clause in node.generators:
@@ -109,41 +113,67 @@ class GroupFlow:
                 elif isinstance(value, ast.AST):
                     pending.append((value, chain, home))
 
-    def may_hold_group(self, node: ast.AST, chain: Chain) -> bool:
-        """Whether provenance could classify `node`, read in the scopes `chain`, as a group list, a group or a
-        group's spec."""
-        while True:
-            if isinstance(node, ast.Attribute):
-                if node.attr in GROUP_LIST_ATTRIBUTES:
-                    return True
-                if node.attr != "kv_cache_spec":
-                    return False
-                node = node.value
-            elif isinstance(node, (ast.Subscript, ast.NamedExpr, ast.Starred)):
-                node = node.value
-            elif isinstance(node, ast.Name):
-                return any((scope, node.id) in self.names for scope in chain)
-            elif isinstance(node, ast.IfExp):
-                # As provenance reads a conditional: a group's spec only when each way but a `None` is one
-                # (`spec.first_spec if isinstance(spec, UniformTypeKVCacheSpecs) else spec` is a layer's spec).
-                ways = [w for w in (node.body, node.orelse) if not (isinstance(w, ast.Constant) and w.value is None)]
-                return bool(ways) and all(self.may_hold_group(way, chain) for way in ways)
-            elif isinstance(node, ast.Call):
-                arguments = _arguments(node)
-                return _call_name(node) == "next" and any(self._items_may_hold_group(a, chain) for a in arguments)
-            else:
-                return False
+    def _enter(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """A function's parameters: a group where annotated so; what its callers pass, once they are known."""
+        parameters = _parameters(function.args)
+        for parameter in parameters:
+            if _names_group(parameter.annotation):
+                self.kinds[id(function), parameter.arg] = GROUP
+        positional = len(function.args.posonlyargs) + len(function.args.args)
+        self._functions.append(
+            (function.name, id(function), [(i if i < positional else None, p.arg) for i, p in enumerate(parameters)])
+        )
 
-    def _items_may_hold_group(self, node: ast.AST, chain: Chain) -> bool:
-        """Whether an item of the iterable `node` (or part of one, destructured) may hold a group."""
+    def may_hold_group_spec(self, node: ast.AST, chain: Chain) -> bool:
+        """Whether provenance could classify `node`, read in the scopes `chain`, as a group's spec (what KV101
+        asks of a type test's subject)."""
+        return bool(self.value_kinds(node, chain) & SPEC)
+
+    def value_kinds(self, node: ast.AST, chain: Chain) -> int:
+        """What provenance could classify `node`, read in the scopes `chain`, as (the bits of its kinds)."""
+        if isinstance(node, ast.Attribute):
+            if node.attr in GROUP_LIST_ATTRIBUTES:
+                return LIST
+            # A group's spec only of a group (provenance's `_classify_attribute`).
+            return SPEC if node.attr == "kv_cache_spec" and self.value_kinds(node.value, chain) & GROUP else 0
+        if isinstance(node, ast.Subscript):
+            return GROUP if self.value_kinds(node.value, chain) & LIST else 0  # an item of a list, or nothing
+        if isinstance(node, (ast.NamedExpr, ast.Starred)):
+            return self.value_kinds(node.value, chain)
+        if isinstance(node, ast.Name):
+            found = 0
+            for scope in chain:
+                found |= self.kinds.get((scope, node.id), 0)
+            return found
+        if isinstance(node, ast.IfExp):
+            # As provenance reads a conditional: a group's spec only when each way but a `None` is one
+            # (`spec.first_spec if isinstance(spec, UniformTypeKVCacheSpecs) else spec` is a layer's spec).
+            ways = [w for w in (node.body, node.orelse) if not (isinstance(w, ast.Constant) and w.value is None)]
+            return SPEC if ways and all(self.value_kinds(way, chain) & SPEC for way in ways) else 0
+        if isinstance(node, ast.Call) and _call_name(node) == "next":
+            found = 0
+            for argument in _arguments(node):
+                found |= self._item_kinds(argument, chain)
+            return found
+        return 0
+
+    def _item_kinds(self, node: ast.AST, chain: Chain) -> int:
+        """What an item of the iterable `node` (or part of one, destructured) may hold."""
+        found = 0
         if isinstance(node, ast.Call):
-            passed_on = _call_name(node) in _ITEMS_PASSED_ON
-            return passed_on and any(self._items_may_hold_group(a, chain) for a in _arguments(node))
+            if _call_name(node) in _ITEMS_PASSED_ON:
+                for argument in _arguments(node):
+                    found |= self._item_kinds(argument, chain)
+            return found
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-            return self.may_hold_group(node.elt, (id(node), *chain))  # its element reads its own loop's names
+            return self.value_kinds(node.elt, (id(node), *chain))  # its element reads its own loop's names
         if isinstance(node, (ast.List, ast.Tuple)):
-            return any(self.may_hold_group(element, chain) for element in node.elts)
-        return self.may_hold_group(node, chain)
+            for element in node.elts:
+                found |= self.value_kinds(element, chain)
+            return found
+        if isinstance(node, ast.DictComp):
+            return 0
+        return GROUP if self.value_kinds(node, chain) & LIST else 0
 
 
 def _bound(target: ast.AST) -> list[str]:
@@ -184,13 +214,13 @@ def _parameters(arguments: ast.arguments) -> list[ast.arg]:
     return [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, *extra]
 
 
-def _mentions_group(annotation: ast.AST) -> bool:
-    """Any mention of the group class in an annotation, also inside a string or a subscript."""
-    for node in ast.walk(annotation):
-        if isinstance(node, ast.Name) and node.id == GROUP_ANNOTATION:
-            return True
-        if isinstance(node, ast.Attribute) and node.attr == GROUP_ANNOTATION:
-            return True
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and GROUP_ANNOTATION in node.value:
-            return True
+def _names_group(annotation: ast.AST | None) -> bool:
+    """Whether an annotation is the group class, as provenance's `annotation_name` reads one: a name, the last
+    name of an attribute, or the last dotted name of a string (`Optional[KVCacheGroupSpec]` is none of them)."""
+    if isinstance(annotation, ast.Name):
+        return annotation.id == GROUP_ANNOTATION
+    if isinstance(annotation, ast.Attribute):
+        return annotation.attr == GROUP_ANNOTATION
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        return annotation.value.split(".")[-1].strip() == GROUP_ANNOTATION
     return False
