@@ -162,6 +162,9 @@ def shard(spec, num_heads, dcp_world_size):
         "cp_scale = (1 if pcp > 1 else pcp * dcp_world_size)\n    return spec.block_size * cp_scale",
         "return spec.block_size * (1 if flag else dcp_world_size)",
         "self.kv_block_size = spec.block_size\n    self.kv_block_size *= dcp_world_size",
+        # owners whose names say nothing: a layer's spec by its loop, one narrowed by a container test
+        "for layer in iter_layer_specs(spec):\n        total = layer.block_size * dcp_world_size\n    return total",
+        "if isinstance(flag, UniformTypeKVCacheSpecs):\n        return 0\n    return flag.block_size * dcp_world_size",
     ],
 )
 def test_every_block_size_and_factor_a_scaling_accepts_needs_libcst(body):
@@ -282,3 +285,39 @@ def plan(kv_cache_config):
     monkeypatch.undo()  # libcst parses again: with the sieve bypassed, KV101 itself finds nothing either
     monkeypatch.setattr(kv101, "could_report", classmethod(lambda cls, pre: True))
     assert lint_text(_request((kv101,)), text).findings == ()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # the engine's block size: an attribute, a name assigned one, a name assigned an attribute
+        "return self.cache_config.block_size * dcp_world_size",
+        "block_size = vllm_config.cache_config.block_size\n    return block_size * dcp_world_size",
+        "cache_config = vllm_config.cache_config\n    return cache_config.block_size * dcp_world_size",
+        # a spec's own method: `self` is no spec provenance knows (vLLM's `max_num_blocks_per_req`)
+        "return self.block_size * dcp_world_size",
+    ],
+)
+def test_a_block_size_no_spec_owns_is_left_unparsed(body, no_libcst_parse, monkeypatch):
+    text = f"def span(self, vllm_config, dcp_world_size):\n    {body}\n"
+    kv102 = rule_class("KV102")
+    assert not kv102.could_report(PreParse(text, PATH, _request().project, {}))
+    monkeypatch.undo()  # and libcst's reading, the sieve bypassed, finds nothing either
+    monkeypatch.setattr(kv102, "could_report", classmethod(lambda cls, pre: True))
+    assert lint_text(_request((kv102,)), text).findings == ()
+
+
+def test_the_resolvers_own_product_is_left_unparsed(no_libcst_parse, monkeypatch):
+    # KV102 takes the resolver's body for the yardstick itself; a function nested in it is judged as any other
+    text = (
+        "def resolve_dcp_kv_block_size(spec, dcp_world_size):\n"
+        "    return spec.block_size * (dcp_world_size if spec.dcp_sharded else 1)\n"
+    )
+    kv102 = rule_class("KV102")
+    assert not kv102.could_report(PreParse(text, PATH, _request().project, {}))
+    nested = text + "\n    def inner(spec, dcp_world_size):\n        return spec.block_size * dcp_world_size\n"
+    nested = nested.replace("    return spec.block_size * (", "    x = spec.block_size * (")
+    assert kv102.could_report(PreParse(nested, PATH, _request().project, {}))
+    monkeypatch.undo()
+    monkeypatch.setattr(kv102, "could_report", classmethod(lambda cls, pre: True))
+    assert lint_text(_request((kv102,)), text).findings == ()

@@ -16,8 +16,9 @@ import ast
 import re
 from collections.abc import Callable, Iterator, Mapping
 
+from kvlint.analysis.ast_spec_owners import SpecOwners, dotted
 from kvlint.analysis.flow.ast_group_flow import GroupFlow
-from kvlint.analysis.vocabulary import dcp_aliases, is_dcp_name, sees_only_scheduler_config
+from kvlint.analysis.vocabulary import RESOLVER_NAME, dcp_aliases, is_dcp_name, sees_only_scheduler_config
 from kvlint.analysis.words_before_times import words_before_times
 
 # `type(x) <op> C`: the operators KV101 reads as a type test.
@@ -92,43 +93,71 @@ def _called(call: ast.Call, name: str) -> bool:
     return isinstance(call.func, ast.Name) and call.func.id == name
 
 
-def has_scaling_candidate(nodes: NodesByType, aliases: frozenset[str]) -> bool:
-    """Whether some product or `*=` has a shape `match_scaling` accepts: a block size times a DCP factor. A
-    block size is a spec's `.block_size`, or a name or attribute some `=` of the module assigns one (`bs =
+def has_scaling_candidate(nodes: NodesByType, aliases: frozenset[str], text: str = "") -> bool:
+    """Whether some product or `*=` has a shape `match_scaling` accepts and KV102 goes on to judge: a block size
+    times a DCP factor, outside the resolver itself. A block size is the `.block_size` of what may be a spec
+    (kvlint.analysis.ast_spec_owners), or a name or attribute some `=` of the module assigns one (`bs =
     spec.block_size`: `match_scaling` asks that every assignment of it in its function is one); a factor is
-    what `kvlint.analysis.scaling.dcp_factor_of` accepts, with any binding of a name standing for all."""
-    holders = _block_size_holders(nodes)
+    what `kvlint.analysis.scaling.dcp_factor_of` accepts, with any binding of a name standing for all. `text`:
+    the module's (whether it names the container class)."""
+    owners = SpecOwners(nodes[ast.Module][0], nodes, text)
+    holders = _block_size_holders(nodes, owners)
     factors = _Factors(nodes, aliases)
+    yardstick = _inside_resolvers(nodes)
     for node in nodes.get(ast.BinOp, ()):
-        if isinstance(node.op, ast.Mult):
+        if isinstance(node.op, ast.Mult) and id(node) not in yardstick:
             for size, factor in ((node.left, node.right), (node.right, node.left)):
-                if _holds_block_size(size, holders) and factors.may_scale(factor):
+                if _holds_block_size(size, holders, owners) and factors.may_scale(factor):
                     return True
     for node in nodes.get(ast.AugAssign, ()):
-        if isinstance(node.op, ast.Mult) and _holds_block_size(node.target, holders) and factors.may_scale(node.value):
+        if (
+            isinstance(node.op, ast.Mult)
+            and id(node) not in yardstick
+            and _holds_block_size(node.target, holders, owners)
+            and factors.may_scale(node.value)
+        ):
             return True
     return False
 
 
-def _block_size_holders(nodes: NodesByType) -> frozenset[str]:
-    """The last names of the targets of every `<target> = <something>.block_size` (`cst.Assign` only, as
-    `kvlint.analysis.scaling` reads them)."""
+def _block_size_holders(nodes: NodesByType, owners: SpecOwners) -> frozenset[str]:
+    """The targets, dotted, of every `<target> = <owner>.block_size` whose owner may be a spec (`cst.Assign` only,
+    as `kvlint.analysis.scaling` reads them, which also asks the target be the same dotted text)."""
     return frozenset(
-        name
+        dotted(target)
         for node in nodes.get(ast.Assign, ())
-        if isinstance(node.value, ast.Attribute) and node.value.attr == "block_size"
+        if isinstance(node.value, ast.Attribute)
+        and node.value.attr == "block_size"
+        and owners.may_own_spec(node.value.value)
         for target in node.targets
-        if (name := identifier(target)) is not None
     )
 
 
-def _holds_block_size(node: ast.AST, holders: frozenset[str]) -> bool:
-    """`kvlint.analysis.scaling._block_size_from_spec`'s necessary half: `S.block_size` itself, or a name (an
-    attribute naming `block_size`) that an assignment gives one."""
+def _holds_block_size(node: ast.AST, holders: frozenset[str], owners: SpecOwners) -> bool:
+    """`kvlint.analysis.scaling._block_size_from_spec`'s necessary half: `S.block_size` of what may be a spec,
+    or a name (an attribute naming `block_size`) that an assignment gives one."""
     name = identifier(node)
     if isinstance(node, ast.Attribute):
-        return name == "block_size" or ("block_size" in name and name in holders)
-    return name is not None and name in holders
+        if name == "block_size" and owners.may_own_spec(node.value):
+            return True
+        return "block_size" in name and dotted(node) in holders
+    return name is not None and dotted(node) in holders
+
+
+def _inside_resolvers(nodes: NodesByType) -> set[int]:
+    """The ids of the nodes whose innermost function is one named as the resolver: KV102 takes its products for
+    the yardstick itself, never reports them (a function nested in it is its own)."""
+    found: set[int] = set()
+    for function in [*nodes.get(ast.FunctionDef, ()), *nodes.get(ast.AsyncFunctionDef, ())]:
+        if function.name != RESOLVER_NAME:
+            continue
+        pending = list(ast.iter_child_nodes(function))
+        while pending:
+            node = pending.pop()
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.add(id(node))
+                pending.extend(ast.iter_child_nodes(node))
+    return found
 
 
 class _Factors:
@@ -224,4 +253,4 @@ def could_hold_scaling(text: str, nodes: Callable[[], NodesByType | None]) -> bo
     if not may_hold_scaling(text, aliases):
         return False
     found = nodes()
-    return found is None or has_scaling_candidate(found, aliases)
+    return found is None or has_scaling_candidate(found, aliases, text)
