@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 
 from kvlint.analysis.ast_spec_owners import SpecOwners, dotted
-from kvlint.analysis.flow.ast_group_flow import GroupFlow
+from kvlint.analysis.flow.ast_group_flow import group_flow
 from kvlint.analysis.vocabulary import RESOLVER_NAME, dcp_aliases, is_dcp_name, sees_only_scheduler_config
 from kvlint.analysis.words_before_times import words_before_times
 
@@ -99,49 +99,63 @@ def has_scaling_candidate(nodes: NodesByType, aliases: frozenset[str], text: str
     (kvlint.analysis.ast_spec_owners), or a name or attribute some `=` of the module assigns one (`bs =
     spec.block_size`: `match_scaling` asks that every assignment of it in its function is one); a factor is
     what `kvlint.analysis.scaling.dcp_factor_of` accepts, with any binding of a name standing for all. `text`:
-    the module's (whether it names the container class)."""
-    owners = SpecOwners(nodes[ast.Module][0], nodes, text)
-    holders = _block_size_holders(nodes, owners)
+    the module's. The cheap questions first: most products are of no block size, or by no DCP factor."""
+    sizes = _BlockSizes(nodes, text)
     factors = _Factors(nodes, aliases)
-    yardstick = _inside_resolvers(nodes)
-    for node in nodes.get(ast.BinOp, ()):
-        if isinstance(node.op, ast.Mult) and id(node) not in yardstick:
-            for size, factor in ((node.left, node.right), (node.right, node.left)):
-                if _holds_block_size(size, holders, owners) and factors.may_scale(factor):
-                    return True
-    for node in nodes.get(ast.AugAssign, ()):
-        if (
-            isinstance(node.op, ast.Mult)
-            and id(node) not in yardstick
-            and _holds_block_size(node.target, holders, owners)
-            and factors.may_scale(node.value)
-        ):
-            return True
-    return False
-
-
-def _block_size_holders(nodes: NodesByType, owners: SpecOwners) -> frozenset[str]:
-    """The targets, dotted, of every `<target> = <owner>.block_size` whose owner may be a spec (`cst.Assign` only,
-    as `kvlint.analysis.scaling` reads them, which also asks the target be the same dotted text)."""
-    return frozenset(
-        dotted(target)
-        for node in nodes.get(ast.Assign, ())
-        if isinstance(node.value, ast.Attribute)
-        and node.value.attr == "block_size"
-        and owners.may_own_spec(node.value.value)
-        for target in node.targets
+    products = [
+        (node, size, factor)
+        for node in nodes.get(ast.BinOp, ())
+        if isinstance(node.op, ast.Mult)
+        for size, factor in ((node.left, node.right), (node.right, node.left))
+    ]
+    products += [
+        (node, node.target, node.value) for node in nodes.get(ast.AugAssign, ()) if isinstance(node.op, ast.Mult)
+    ]
+    return any(
+        sizes.may_be_named(size) and factors.may_scale(factor) and sizes.may_be_a_specs(size) and sizes.judged(node)
+        for node, size, factor in products
     )
 
 
-def _holds_block_size(node: ast.AST, holders: frozenset[str], owners: SpecOwners) -> bool:
-    """`kvlint.analysis.scaling._block_size_from_spec`'s necessary half: `S.block_size` of what may be a spec,
-    or a name (an attribute naming `block_size`) that an assignment gives one."""
-    name = identifier(node)
-    if isinstance(node, ast.Attribute):
-        if name == "block_size" and owners.may_own_spec(node.value):
+class _BlockSizes:
+    """`kvlint.analysis.scaling._block_size_from_spec`'s necessary half, in two steps: the shape of a block size
+    (`may_be_named`: `S.block_size`, or a name or attribute an `= X.block_size` assigns), then whether it may be a
+    spec's (`may_be_a_specs`: S, or every X, may be a spec), read only for a product by a DCP factor."""
+
+    def __init__(self, nodes: NodesByType, text: str):
+        self._nodes = nodes
+        self._owners = SpecOwners(nodes[ast.Module][0], nodes, text)
+        # `<target> = <owner>.block_size`: (target dotted, owner)
+        self._assigned = [
+            (dotted(target), node.value.value)
+            for node in nodes.get(ast.Assign, ())
+            if isinstance(node.value, ast.Attribute) and node.value.attr == "block_size"
+            for target in node.targets
+        ]
+        self._named = frozenset(target for target, _ in self._assigned)
+        self._holders: frozenset[str] | None = None
+        self._yardstick: set[int] | None = None
+
+    def may_be_named(self, node: ast.AST) -> bool:
+        name = identifier(node)
+        if isinstance(node, ast.Attribute) and name == "block_size":
             return True
-        return "block_size" in name and dotted(node) in holders
-    return name is not None and dotted(node) in holders
+        # an attribute must name one (`self.kv_block_size`); any name may hold one
+        return name is not None and (isinstance(node, ast.Name) or "block_size" in name) and dotted(node) in self._named
+
+    def may_be_a_specs(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Attribute) and node.attr == "block_size" and self._owners.may_own_spec(node.value):
+            return True
+        if self._holders is None:
+            # As `kvlint.analysis.scaling` reads an assignment (`cst.Assign` only), its target the same dotted text.
+            self._holders = frozenset(t for t, owner in self._assigned if self._owners.may_own_spec(owner))
+        return dotted(node) in self._holders
+
+    def judged(self, node: ast.AST) -> bool:
+        """Outside a function named as the resolver (KV102's yardstick)."""
+        if self._yardstick is None:
+            self._yardstick = _inside_resolvers(self._nodes)
+        return id(node) not in self._yardstick
 
 
 def _inside_resolvers(nodes: NodesByType) -> set[int]:
@@ -235,7 +249,7 @@ def tests_a_layer_class(
             skipped = _in_scheduler_classes(nodes) if skipped is None else skipped
             if id(node) in skipped:
                 continue
-            flow = GroupFlow(tree) if flow is None else flow
+            flow = group_flow(tree) if flow is None else flow
             if any(flow.may_hold_group_spec(argument, flow.chains[id(node)]) for argument in arguments):
                 return True
     return False

@@ -19,8 +19,9 @@ holds each no to what libcst's reading says of the same code.
 from __future__ import annotations
 
 import ast
+import re
 
-from kvlint.analysis.flow.ast_group_flow import SPEC, GroupFlow
+from kvlint.analysis.flow.ast_group_flow import SPEC, group_flow
 from kvlint.analysis.vocabulary import CONTAINER_CLASS
 
 # Values provenance's `classify` gives no layer's spec, whatever they hold: it reads only attributes, subscripts,
@@ -43,6 +44,8 @@ _NEVER_A_SPEC = (
     ast.Lambda,
     ast.Await,
 )
+
+_SPEC_ATTRIBUTE = re.compile(r"kv_cache_spec\b")
 
 
 def dotted(node: ast.AST) -> str:
@@ -78,8 +81,9 @@ class SpecOwners:
 
     def _spec_names(self) -> frozenset[str]:
         """The names some binding in the module may make a group's spec or a layer's."""
-        flow = GroupFlow(self._tree)
-        names = {name for (_, name), kinds in flow.kinds.items() if kinds & SPEC}
+        names: set[str] = set()
+        if _SPEC_ATTRIBUTE.search(self._text):  # every group's spec the flow finds starts at a `.kv_cache_spec`
+            names.update(name for (_, name), kinds in group_flow(self._tree).kinds.items() if kinds & SPEC)
         assigned: set[int] = set()  # ids of the names an assignment of a never-spec value binds
         for kind in (ast.Assign, ast.AnnAssign, ast.NamedExpr):
             for node in self._nodes.get(kind, ()):

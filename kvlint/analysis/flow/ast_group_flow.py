@@ -17,6 +17,7 @@ the module passes a group to, a list of groups handed to a helper): such a file 
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterator
 
 from kvlint.analysis.vocabulary import GROUP_LIST_ATTRIBUTES
@@ -36,6 +37,18 @@ _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 # The scopes a name is read in, innermost first: the ids of the comprehensions, functions and module around
 # it (provenance's `bindings_of` looks in them in that order; classes and lambdas bind nothing there).
 Chain = tuple[int, ...]
+
+
+# Per module tree: its flow, read once for KV101's sieve and KV102's (weak keys: the trees go with their file).
+_FLOWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def group_flow(tree: ast.Module) -> GroupFlow:
+    """The module's GroupFlow, built on the first question."""
+    flow = _FLOWS.get(tree)
+    if flow is None:
+        flow = _FLOWS[tree] = GroupFlow(tree)
+    return flow
 
 
 class GroupFlow:
