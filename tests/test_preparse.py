@@ -165,6 +165,9 @@ def shard(spec, num_heads, dcp_world_size):
         # owners whose names say nothing: a layer's spec by its loop, one narrowed by a container test
         "for layer in iter_layer_specs(spec):\n        total = layer.block_size * dcp_world_size\n    return total",
         "if isinstance(flag, UniformTypeKVCacheSpecs):\n        return 0\n    return flag.block_size * dcp_world_size",
+        # a layer of a container, by its subscript's text; by a call provenance reads as a layer's
+        "return spec.kv_cache_specs[pcp].block_size * dcp_world_size",
+        "return next(iter(spec.kv_cache_specs.values())).block_size * dcp_world_size",
     ],
 )
 def test_every_block_size_and_factor_a_scaling_accepts_needs_libcst(body):

@@ -16,7 +16,7 @@ import ast
 import re
 from collections.abc import Callable, Iterator, Mapping
 
-from kvlint.analysis.ast_spec_owners import SpecOwners, dotted
+from kvlint.analysis.ast_spec_owners import SpecOwners, dotted_as_libcst
 from kvlint.analysis.flow.ast_group_flow import group_flow
 from kvlint.analysis.vocabulary import RESOLVER_NAME, dcp_aliases, is_dcp_name, sees_only_scheduler_config
 from kvlint.analysis.words_before_times import words_before_times
@@ -127,7 +127,7 @@ class _BlockSizes:
         self._owners = SpecOwners(nodes[ast.Module][0], nodes, text)
         # `<target> = <owner>.block_size`: (target dotted, owner)
         self._assigned = [
-            (dotted(target), node.value.value)
+            (dotted_as_libcst(target), node.value.value)
             for node in nodes.get(ast.Assign, ())
             if isinstance(node.value, ast.Attribute) and node.value.attr == "block_size"
             for target in node.targets
@@ -141,7 +141,11 @@ class _BlockSizes:
         if isinstance(node, ast.Attribute) and name == "block_size":
             return True
         # an attribute must name one (`self.kv_block_size`); any name may hold one
-        return name is not None and (isinstance(node, ast.Name) or "block_size" in name) and dotted(node) in self._named
+        return (
+            name is not None
+            and (isinstance(node, ast.Name) or "block_size" in name)
+            and dotted_as_libcst(node) in self._named
+        )
 
     def may_be_a_specs(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Attribute) and node.attr == "block_size" and self._owners.may_own_spec(node.value):
@@ -149,7 +153,7 @@ class _BlockSizes:
         if self._holders is None:
             # As `kvlint.analysis.scaling` reads an assignment (`cst.Assign` only), its target the same dotted text.
             self._holders = frozenset(t for t, owner in self._assigned if self._owners.may_own_spec(owner))
-        return dotted(node) in self._holders
+        return dotted_as_libcst(node) in self._holders
 
     def judged(self, node: ast.AST) -> bool:
         """Outside a function named as the resolver (KV102's yardstick)."""

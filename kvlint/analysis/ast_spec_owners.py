@@ -48,16 +48,18 @@ _NEVER_A_SPEC = (
 _SPEC_ATTRIBUTE = re.compile(r"kv_cache_spec\b")
 
 
-def dotted(node: ast.AST) -> str:
-    """`kvlint.analysis.flow.cst_bindings.dotted` for `ast`: names and attribute chains as written."""
+def dotted_as_libcst(node: ast.AST) -> str:
+    """The text `kvlint.analysis.flow.cst_bindings.dotted` gives the same code, on `ast`: names and attribute
+    chains as written, a call or a subscript marked (`x.kv_cache_specs[…]`). Not `ast_helpers.dotted`, which has
+    no text for either: a subscript's "spec" counts here."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        return f"{dotted(node.value)}.{node.attr}"
+        return f"{dotted_as_libcst(node.value)}.{node.attr}"
     if isinstance(node, ast.Call):
-        return f"{dotted(node.func)}(…)"
+        return f"{dotted_as_libcst(node.func)}(…)"
     if isinstance(node, ast.Subscript):
-        return f"{dotted(node.value)}[…]"
+        return f"{dotted_as_libcst(node.value)}[…]"
     return "…"
 
 
@@ -69,7 +71,7 @@ class SpecOwners:
         self._names: frozenset[str] | None = None
 
     def may_own_spec(self, owner: ast.AST) -> bool:
-        if "spec" in dotted(owner).lower():
+        if "spec" in dotted_as_libcst(owner).lower():
             return True
         if isinstance(owner, (ast.Attribute, ast.Subscript)):
             return False
