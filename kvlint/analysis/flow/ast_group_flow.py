@@ -20,6 +20,7 @@ import ast
 import weakref
 from collections.abc import Iterator
 
+from kvlint.analysis.ast_helpers import nodes_under
 from kvlint.analysis.vocabulary import GROUP_LIST_ATTRIBUTES
 
 # A parameter so annotated holds a group (provenance's `_classify_param`, by `annotation_name`).
@@ -71,21 +72,34 @@ class GroupFlow:
                 for position, parameter in parameters:
                     passed = _passed_to(call, parameter, position)
                     self._sites.extend((_PASSED, argument, chain, [(scope, parameter)]) for argument in passed)
-        changed = True
-        while changed:
-            changed = False
-            for how, source, chain, bound in self._sites:
-                if all(self.kinds.get(name, 0) == _EVERY for name in bound):
-                    continue
-                if how == _ITEMS:
-                    found = self._item_kinds(source, chain)
-                else:
-                    found = self.value_kinds(source, chain) & (_EVERY if how == _VALUE else GROUP | SPEC)
-                for name in bound:
-                    held = self.kinds.get(name, 0)
-                    if held | found != held:
-                        self.kinds[name] = held | found
-                        changed = True
+        self._settle()
+
+    def _settle(self) -> None:
+        """The fixed point, by a worklist: a site is read again only when a name its value reads gains a kind
+        (each (scope, name) gains one at most three times). Passes over every site until none changed cost a
+        chain of `a1 = a0`, `a2 = a1`, … its square: 1,000 links 1.3 s."""
+        readers: dict[str, list[int]] = {}  # name → the sites whose value reads a name so spelled (any scope)
+        for index, (_, source, _, _) in enumerate(self._sites):
+            for name in {node.id for node in nodes_under(source) if type(node) is ast.Name}:
+                readers.setdefault(name, []).append(index)
+        pending = list(range(len(self._sites)))
+        queued = bytearray(b"\x01" * len(pending))
+        while pending:
+            index = pending.pop()
+            queued[index] = 0
+            how, source, chain, bound = self._sites[index]
+            if how == _ITEMS:
+                found = self._item_kinds(source, chain)
+            else:
+                found = self.value_kinds(source, chain) & (_EVERY if how == _VALUE else GROUP | SPEC)
+            for name in bound:
+                held = self.kinds.get(name, 0)
+                if held | found != held:
+                    self.kinds[name] = held | found
+                    for reader in readers.get(name[1], ()):
+                        if not queued[reader]:
+                            queued[reader] = 1
+                            pending.append(reader)
 
     def _walk(self, tree: ast.Module) -> None:
         """Each binding, call and comparison with the scopes around it (`home`: the innermost function or the
