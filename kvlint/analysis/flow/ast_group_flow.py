@@ -69,8 +69,9 @@ class GroupFlow:
             # A parameter holds what a call of a function of that name passes it: by its keyword, or at its
             # position (one less through an attribute, where `self` takes the first), as provenance reads it.
             for call, chain in self._calls.get(name, ()):
+                given = _given(call)  # once per call, not per parameter: a crafted call of many keywords
                 for position, parameter in parameters:
-                    passed = _passed_to(call, parameter, position)
+                    passed = _passed_to(given, parameter, position)
                     self._sites.extend((_PASSED, argument, chain, [(scope, parameter)]) for argument in passed)
         self._settle()
 
@@ -223,16 +224,24 @@ def _arguments(call: ast.Call) -> Iterator[ast.AST]:
         yield keyword.value
 
 
-def _passed_to(call: ast.Call, parameter: str, position: int | None) -> list[ast.AST]:
-    """What a call may pass the parameter: its keyword's value, else the positional argument at its position
-    or one before (a method called through an attribute; starred arguments are not counted, as provenance's
-    `argument_for` does not count them)."""
+def _given(call: ast.Call) -> tuple[dict[str, ast.AST], list[ast.AST]]:
+    """A call's arguments by keyword (the first of a name) and by position (starred arguments are not counted,
+    as provenance's `argument_for` does not count them)."""
+    keywords: dict[str, ast.AST] = {}
     for keyword in call.keywords:
-        if keyword.arg == parameter:
-            return [keyword.value]
+        if keyword.arg is not None:
+            keywords.setdefault(keyword.arg, keyword.value)
+    return keywords, [argument for argument in call.args if not isinstance(argument, ast.Starred)]
+
+
+def _passed_to(given: tuple[dict[str, ast.AST], list[ast.AST]], parameter: str, position: int | None) -> list[ast.AST]:
+    """What a call (its arguments, `_given`) may pass the parameter: its keyword's value, else the positional
+    argument at its position or one before (a method called through an attribute)."""
+    keywords, positional = given
+    if parameter in keywords:
+        return [keywords[parameter]]
     if position is None:
         return []
-    positional = [argument for argument in call.args if not isinstance(argument, ast.Starred)]
     return [positional[i] for i in (position, position - 1) if 0 <= i < len(positional)]
 
 
